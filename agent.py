@@ -1,0 +1,231 @@
+"""Command line: parse arguments, pick the mode, print what happens. Nothing else.
+
+Exit codes: 0 done or suspended (awaiting the user); 1 stopped (guard, budget, max turns) or a
+check or self-test failed; 2 bad usage or input; 3 the model service failed. No traceback
+reaches the user for any of these.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import config
+
+EXIT = {"done": 0, "suspended": 0, "stopped": 1, "error": 3, "running": 3}
+MARK = {"ok": "✓", "error": "✗", "timeout": "⏱", "unknown": "?", "blocked": "⛔"}
+
+
+class UsageError(Exception):
+    """Bad usage the user can fix (exit 2)."""
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="agent.py", allow_abbrev=False,
+                                description="手写 Agent 循环：西安订酒店（计划、护栏、并发、压缩、审计、挂起与续跑）")
+    modes = p.add_mutually_exclusive_group()
+    modes.add_argument("--confirm", nargs="?", const="", metavar="RUN_ID", help="确认挂起运行的提案并续跑（默认最近一次运行）")
+    modes.add_argument("--reply", nargs="+", metavar="TEXT", help="用其他答复续跑挂起的运行：--reply TEXT [RUN_ID]；答复永远不算确认")
+    modes.add_argument("--resume", nargs="?", const="", metavar="RUN_ID", help="从最后一次审计继续被中断的运行")
+    p.add_argument("--run-id", help="新运行的 id（默认自动生成）")
+    p.add_argument("--audit-dir", help="审计目录（环境变量 AGENT_AUDIT_DIR，默认 ./audit）")
+    p.add_argument("--offline", action="store_true", help="强制使用内置离线模型")
+    p.add_argument("--model", help="模型名（环境变量 AGENT_MODEL）")
+    p.add_argument("--goal", help="任务目标（默认：西安订酒店）")
+    p.add_argument("--max-turns", type=int, metavar="N", help=f"整个运行最多的模型轮数（默认 {config.MAX_TURNS}）")
+    args = p.parse_args(argv)
+    if args.reply is not None and len(args.reply) > 2:
+        p.error("--reply 只接受 TEXT 和可选的 RUN_ID 两个值")
+    if args.max_turns is not None and not 1 <= args.max_turns <= 1000:
+        p.error("--max-turns 应在 1 到 1000 之间")
+    if args.goal is not None and not args.goal.strip():
+        p.error("--goal 不能为空")
+    return args
+
+
+def main(argv=None):
+    args = parse(argv)
+    try:
+        env = config.settings()
+    except ValueError as exc:
+        print(f"错误：环境变量不合法：{exc}", file=sys.stderr)
+        return 2
+    import audit
+    try:
+        return drive(args, env)
+    except (audit.AuditError, UsageError) as exc:
+        print(f"错误：{exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"错误：无法读写审计目录：{exc}", file=sys.stderr)
+        return 2
+
+
+def drive(args, env):
+    import audit
+    import loop
+    audit_dir = args.audit_dir or env["audit_dir"]
+    resuming = args.confirm is not None or args.reply is not None or args.resume is not None
+    run_id = _target(args) if resuming else (args.run_id or audit.new_run_id())
+    run_id = (run_id or audit.latest_run_id(audit_dir)) if resuming else run_id
+    audit.check_run_id(run_id)
+    if not resuming:
+        os.makedirs(audit_dir, exist_ok=True)
+    elif not os.path.isdir(audit_dir):
+        raise UsageError(f"审计目录 {audit_dir} 不存在")
+    with audit.RunLock(audit_dir, run_id):
+        if resuming:
+            r, toolset = _reopen(args, audit_dir, run_id)
+        else:
+            toolset = _toolset(audit_dir, run_id, "local")
+            r = loop.begin(audit_dir, run_id, args.goal or config.DEFAULT_GOAL, toolset, "", args.max_turns,
+                           env["budget"])
+            print(f"新运行 {r.run_id}\n目标：{r.messages[1]['content']}")
+        return _go(r, toolset, args, env)
+
+
+def _target(args):
+    if args.reply is not None:
+        return args.reply[1] if len(args.reply) > 1 else ""
+    return args.confirm if args.confirm is not None else args.resume
+
+
+def _toolset(audit_dir, run_id, mode):
+    import tools
+    import toolset
+    return toolset.ToolSet(run_id, tools.BookingStore(os.path.join(audit_dir, "bookings.db")), mode)
+
+
+def _reopen(args, audit_dir, run_id):
+    import loop
+    wanted = "resume" if args.resume is not None else "reply"
+
+    def accept(snap):
+        status = snap["status"]
+        if wanted == "reply" and status != "suspended":
+            hint = {"done": "已经完成，不能再确认或答复，也不会产生新的预订",
+                    "running": "被中断过而不是在等待答复，请用 --resume 继续",
+                    "error": "因模型服务失败而中断，请用 --resume 继续",
+                    "stopped": f"已停止（{snap.get('reason')}），不能再续跑"}[status]
+            raise UsageError(f"运行 {run_id} {hint}")
+        if wanted == "resume" and not (status in ("running", "error") or snap.get("reason") == "interrupted"):
+            hint = {"suspended": "正在等待你的答复：用 --confirm 确认，或 --reply 答复",
+                    "done": "已经完成", "stopped": f"已停止（{snap.get('reason')}），不能续跑"}[status]
+            raise UsageError(f"运行 {run_id} {hint}")
+
+    r, toolset, warnings = loop.reopen(audit_dir, run_id, lambda snap: _toolset(audit_dir, run_id, snap["mode"]),
+                                       accept)
+    for key in warnings:
+        print(f"注意：审计文件中 memory.{key} 与 messages 记录不一致，已按 messages 重建", file=sys.stderr)
+    if args.max_turns:
+        r.max_turns = args.max_turns
+    print(f"续跑运行 {r.run_id}（第 {r.turn} 轮之后，已用 {r.memory.used_tokens} tokens）")
+    if args.confirm is not None:
+        loop.add_user(r, config.CONFIRM_TEXT)
+        print(f"用户：{config.CONFIRM_TEXT}")
+    elif args.reply is not None:
+        text = args.reply[0].strip()
+        if not text or text == config.CONFIRM_TEXT:
+            raise UsageError("--reply 不能为空，也不能用来确认；确认请用 --confirm")
+        loop.add_user(r, text)
+        print(f"用户：{text}")
+    else:
+        r.status = "running"
+    return r, toolset
+
+
+def _go(r, toolset, args, env):
+    import loop
+    ask, closer = _model(args, env)
+    r.model = ask.model
+    started = time.perf_counter()
+    try:
+        loop.run(r, ask, toolset, report)
+    except KeyboardInterrupt:
+        loop.finish(r, "stopped", "interrupted", "被用户中断（Ctrl-C）")
+        print(f"\n已中断。继续：python agent.py --resume {r.run_id}", file=sys.stderr)
+        return 130
+    finally:
+        closer()
+        toolset.close()
+    summary(r, time.perf_counter() - started)
+    return EXIT[r.status]
+
+
+def _model(args, env):
+    import model
+    def on_retry(attempt, total, wait, error):
+        print(f"   模型请求失败（{error.kind}），{wait:.1f} 秒后重试（{attempt}/{total}）", file=sys.stderr)
+    if env["api_key"] and not args.offline:
+        name = args.model or env["model"]
+        ask = model.connect(env["base_url"], env["api_key"], name, on_retry=on_retry)
+        print(f"模型：{name} @ {env['base_url'] or 'https://api.openai.com/v1'}")
+        return ask, ask.close
+    import offline
+    endpoint = offline.Endpoint(offline.respond)
+    ask = model.connect(endpoint.url, "offline-no-key", config.OFFLINE_MODEL, on_retry=on_retry, loopback=True)
+    why = "--offline" if args.offline else "未设置 OPENAI_API_KEY"
+    print(f"离线模式：使用内置离线模型（{why}），经 openai 客户端访问 {endpoint.url}")
+    return ask, lambda: (ask.close(), endpoint.close())
+
+
+def report(kind, run, reply=None, calls=(), outcomes=None):
+    """Print one turn, or the model's answer, as it happens."""
+    trace = run.trace[-1]
+    print(f"── 第 {run.turn} 轮 · 模型 {reply.seconds:.2f}s · 本轮 {reply.tokens} tokens"
+          f"{'（估算）' if reply.estimated else ''} · 累计 {run.memory.used_tokens} tokens"
+          f" · 发送 {trace['chars_sent']}/{trace['chars_full']} 字符")
+    if kind == "answer":
+        print("   模型答复：" + run.answer.replace("\n", "\n   "))
+        return
+    if reply.message.get("content"):
+        print("   模型：" + reply.message["content"].strip().replace("\n", " ")[:200])
+    together = [c.name for c in calls if outcomes[c.id].concurrent]
+    if together:
+        print(f"   并发执行：{', '.join(together)}")
+    for call in calls:
+        outcome = outcomes[call.id]
+        where = f"拦截[{outcome.guard}]" if outcome.status == "blocked" else f"{outcome.seconds:.3f}s"
+        print(f"   {MARK.get(outcome.status, '?')} {call.name} {call.arguments[:160]} → {_gist(call.name, outcome.result)}"
+              f"（{where}）")
+
+
+def _gist(name, result):
+    if "error" in result:
+        return "错误：" + str(result["error"])[:120]
+    if name == "set_plan":
+        return f"计划 {len(result.get('plan', []))} 步"
+    if name == "mark_step":
+        return f"第 {result.get('index')} 步 {result.get('status')}"
+    if name == "get_weather":
+        return f"{result.get('condition')}，最高 {result.get('high')}°"
+    if name == "search_hotels":
+        return f"{len(result.get('hotels', []))} 家酒店：" + "、".join(h.get("name", "?") for h in result.get("hotels", []))
+    if name == "book_hotel":
+        return f"已预订 {result.get('booking_id')} 共 ¥{result.get('total')}" + ("（幂等重放）" if result.get("replayed") else "")
+    return json.dumps(result, ensure_ascii=False)[:120]
+
+
+def summary(r, seconds):
+    """How the run ended, and what the user can do next."""
+    where = f"审计文件：{r.path}"
+    head = f"运行 {r.run_id} · {r.turn} 轮 · {r.memory.used_tokens} tokens · 本次用时 {seconds:.2f}s"
+    if r.status == "suspended" and r.reason == "awaiting_confirmation":
+        p = r.memory.proposal
+        print(f"\n⏸ 已挂起，等待你确认。{head}\n   提案：{p.get('hotel_name') or p['hotel_id']}（{p['hotel_id']}）"
+              f" · {p['room_type']} · {p['check_in']} 入住 {p['nights']} 晚 · 每晚 ¥{p.get('price_per_night')}"
+              f" · 共 ¥{p.get('total')}\n   确认预订：python agent.py --confirm {r.run_id}\n"
+              f"   不订或修改：python agent.py --reply \"不订了\" {r.run_id}\n   {where}")
+    elif r.status == "suspended":
+        print(f"\n⏸ 已挂起，等待你答复。{head}\n   答复：python agent.py --reply \"...\" {r.run_id}\n   {where}")
+    elif r.status == "done":
+        print(f"\n✔ 完成。{head}\n   {where}")
+    elif r.status == "stopped":
+        print(f"\n■ 已停止（{r.reason}）：{r.detail}\n   {head}\n   {where}")
+    else:
+        print(f"\n✖ 模型服务失败（{r.reason}）：{r.detail}\n   {head}\n   运行已保存，稍后可继续："
+              f"python agent.py --resume {r.run_id}\n   {where}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""The audit file: one JSON snapshot per run that is both the record and the resume point.
+
+Invariants: a snapshot is written atomically (temp file, fsync, rename, fsync of the folder),
+so the file on disk is always a whole snapshot, never half of one, even under kill -9.
+Loading checks version, structure and tool-call pairing and refuses a bad file with a clear
+message (AuditError). A run is used by one process at a time (RunLock, released by the OS when
+its holder dies). Run ids are checked before they touch a path.
+"""
+import datetime
+import json
+import os
+import secrets
+import tempfile
+
+import config
+
+STATUSES = ("running", "suspended", "done", "stopped", "error")
+
+
+class AuditError(Exception):
+    """A run that cannot be found, read, trusted or used now; the message says which."""
+
+
+def check_run_id(run_id):
+    if not isinstance(run_id, str) or not config.RUN_ID_PATTERN.fullmatch(run_id) or run_id in (".", ".."):
+        raise AuditError(f"运行 id 不合法：{str(run_id)[:80]!r}（只能用字母、数字、_ . -，最多 64 个字符）")
+    return run_id
+
+
+def new_run_id():
+    return datetime.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def path_for(audit_dir, run_id):
+    return os.path.join(audit_dir, f"run-{check_run_id(run_id)}.json")
+
+
+def latest_run_id(audit_dir):
+    """The run whose audit file changed last, or AuditError when there is none."""
+    try:
+        names = [n for n in os.listdir(audit_dir) if n.startswith("run-") and n.endswith(".json")]
+    except OSError:
+        names = []
+    if not names:
+        raise AuditError(f"{audit_dir} 里还没有任何运行；先运行 python agent.py")
+    newest = max(names, key=lambda n: (os.path.getmtime(os.path.join(audit_dir, n)), n))
+    return newest[len("run-"):-len(".json")]
+
+
+def write(path, snapshot, fsync=True):
+    """Replace the file at `path` by `snapshot`, atomically."""
+    folder = os.path.dirname(path) or "."
+    data = json.dumps(snapshot, ensure_ascii=False, indent=1).encode("utf-8")
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(tmp)
+        raise
+    if fsync:
+        _fsync_dir(folder)
+
+
+def load(path):
+    """The snapshot at `path`, checked; AuditError with a clear message otherwise."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            snapshot = json.load(f)
+    except FileNotFoundError:
+        raise AuditError(f"找不到审计文件 {path}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise AuditError(f"审计文件 {path} 无法读取或已损坏：{exc}") from None
+    problem = structure_problem(snapshot) or pairing_problem(snapshot["messages"])
+    if problem:
+        raise AuditError(f"审计文件 {path} 不可用：{problem}")
+    return snapshot
+
+
+def structure_problem(snapshot):
+    if not isinstance(snapshot, dict):
+        return "不是 JSON 对象"
+    if snapshot.get("version") != config.AUDIT_VERSION:
+        return f"版本 {snapshot.get('version')!r} 不受支持（本程序读写版本 {config.AUDIT_VERSION}）"
+    kinds = {"run_id": str, "status": str, "turn": int, "mode": str, "messages": list, "memory": dict,
+             "tools": list, "trace": list}
+    for key, kind in kinds.items():
+        if not isinstance(snapshot.get(key), kind):
+            return f"字段 {key} 缺失或类型不对"
+    if snapshot["status"] not in STATUSES or snapshot["mode"] not in ("local", "mcp"):
+        return f"status {snapshot['status']!r} 或 mode {snapshot['mode']!r} 不合法"
+    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in snapshot["messages"]):
+        return "messages 里有不是消息的条目"
+    return None
+
+
+def pairing_problem(messages):
+    """The API's rule: every tool call answered by one tool message, in order, before anything else."""
+    waiting = []
+    for i, message in enumerate(messages):
+        if message["role"] == "tool":
+            if not waiting or message.get("tool_call_id") != waiting[0]:
+                return f"第 {i} 条 tool 消息没有对应的调用（或次序不对）"
+            waiting.pop(0)
+            continue
+        if waiting:
+            return f"第 {i} 条消息之前，调用 {waiting} 还没有 tool 消息回答"
+        if message["role"] == "assistant":
+            calls = message.get("tool_calls") or []
+            if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+                return f"第 {i} 条消息的 tool_calls 格式不对"
+            waiting = [c.get("id") for c in calls]
+            if len(set(waiting)) != len(waiting):
+                return f"第 {i} 条消息里有重复的调用 id"
+    return f"调用 {waiting} 没有 tool 消息回答" if waiting else None
+
+
+class RunLock:
+    """An exclusive lock on one run for this process; the OS drops it if the process dies."""
+
+    def __init__(self, audit_dir, run_id):
+        self.path = os.path.join(audit_dir, f"run-{check_run_id(run_id)}.lock")
+        self.run_id, self.fd = run_id, None
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            _lock(self.fd)
+        except OSError:
+            os.close(self.fd)
+            self.fd = None
+            raise AuditError(f"运行 {self.run_id} 正被另一个进程使用，请等它结束后再试") from None
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)        # closing the descriptor releases the lock
+            self.fd = None
+
+
+def _lock(fd):
+    try:
+        import fcntl
+    except ImportError:             # Windows
+        import msvcrt
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _fsync_dir(folder):
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:                 # not possible on every platform; the rename is still atomic
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except OSError:
+        pass

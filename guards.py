@@ -1,0 +1,155 @@
+"""Decide, before anything runs, which calls of a turn may execute.
+
+Invariants: guards see only the calls and memory, never a result; they mutate nothing (the
+proposal a blocked write becomes is carried in its result and enters memory through absorb);
+every decision is a named Decision, and every blocked call gets an Outcome, hence a tool
+message. Checks, in order: arguments, budget, spin, plan first, plan order, provenance,
+unconfirmed write. Calls earlier in the same turn count as they will have happened: a
+set_plan or mark_step allowed before a call is taken into account for it.
+"""
+import dataclasses
+
+import config
+from toolset import Outcome
+
+PROPOSAL_KEYS = ("hotel_id", "room_type", "check_in", "nights")
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    guard: str
+    allowed: bool
+    reason: str = ""
+
+
+ALLOW = Decision("all", True)
+
+
+def screen(pending, memory, budget=None):
+    """Split a turn's calls into those allowed to run and those blocked (id → Outcome)."""
+    allowed, blocked, turn = [], {}, _Turn(memory)
+    for call in pending:
+        decision = turn.decide(call, budget)
+        if decision.allowed:
+            allowed.append(call)
+            turn.note(call)
+        else:
+            extra = turn.proposal_for(call) if decision.guard == "unconfirmed_write" else {}
+            blocked[call.id] = Outcome({"error": decision.reason, "blocked_by": decision.guard, **extra},
+                                       status="blocked", guard=decision.guard)
+    return allowed, blocked
+
+
+class _Turn:
+    """Memory as it will be when the calls allowed so far in this turn have run."""
+
+    def __init__(self, memory):
+        self.memory = memory
+        self.plan, self.marks = memory.plan, dict(memory.marks)
+        self.runs, self.recent = dict(memory.runs), list(memory.recent)
+        self.proposed = False
+
+    def note(self, call):
+        self.runs[call.signature] = self.runs.get(call.signature, 0) + 1
+        self.recent = (self.recent + [call.signature])[-4:]
+        if call.name == "set_plan":
+            self.plan = [dict(s, index=i, after=s.get("after", [])) for i, s in enumerate(call.args["steps"], 1)]
+            self.marks = {}
+        elif call.name == "mark_step":
+            self.marks[call.args["index"]] = {"status": call.args["status"]}
+
+    def decide(self, call, budget):
+        for check in (self.arguments, self.budget, self.spin, self.plan_first, self.plan_order,
+                      self.provenance, self.unconfirmed_write):
+            decision = check(call, budget)
+            if not decision.allowed:
+                return decision
+        return ALLOW
+
+    def arguments(self, call, budget):
+        return Decision("arguments", call.problem is None, call.problem or "")
+
+    def budget(self, call, budget):
+        over = budget is not None and self.memory.used_tokens > budget
+        return Decision("budget", not over, f"已用 {self.memory.used_tokens} tokens，超过预算 {budget}，本次运行停止")
+
+    def spin(self, call, budget):
+        sig = call.signature
+        if self.runs.get(sig, 0) >= config.SPIN_REPEATS:
+            return Decision("spin", False, f"相同的调用已执行 {self.runs[sig]} 次（打转），请换参数、换做法或直接回答")
+        last = self.recent[-3:]
+        if len(last) == 3 and last[0] == last[2] != sig == last[1]:
+            return Decision("spin", False, "两个调用来回交替（A-B-A-B 打转），请换做法或直接回答")
+        return ALLOW
+
+    def plan_first(self, call, budget):
+        need = call.name in config.BUSINESS_TOOLS and not self.plan
+        return Decision("plan_first", not need, "请先调用 set_plan 制定计划，再调用业务工具")
+
+    def plan_order(self, call, budget):
+        if call.name not in config.BUSINESS_TOOLS:
+            return ALLOW
+        missing = [t for t in config.WRITE_PREREQUISITES.get(call.name, ()) if t not in self.memory.done_tools]
+        if missing:
+            return Decision("plan_order", False, f"{call.name} 之前必须先成功调用：{', '.join(missing)}")
+        steps = [s for s in self.plan if s.get("tool") == call.name]
+        step = next((s for s in steps if self.status(s) != "done"), steps[-1] if steps else None)
+        undone = [d for d in (step or {}).get("after", []) if 1 <= d <= len(self.plan)
+                  and self.status(self.plan[d - 1]) != "done"]
+        return Decision("plan_order", not undone,
+                        f"计划第 {step and step['index']} 步依赖的第 {undone} 步还没完成，请先完成它们")
+
+    def status(self, step):
+        mark = self.marks.get(step["index"], {}).get("status")
+        return "done" if mark == "done" or step.get("tool") in self.memory.done_tools else mark or "pending"
+
+    def provenance(self, call, budget):
+        args = call.args
+        if call.name == "book_hotel" and args["hotel_id"] not in self.memory.hotels:
+            return Decision("provenance", False, f"hotel_id {args['hotel_id']} 不在本次运行的酒店搜索结果里，"
+                            f"只能用：{', '.join(sorted(self.memory.hotels)) or '（尚未搜索）'}")
+        if call.name == "get_weather" and "latitude" in args and not any(
+                _same_place(args, loc) for loc in self.memory.locations):
+            return Decision("provenance", False, "经纬度必须来自本次运行 search_location 的结果")
+        return ALLOW
+
+    def unconfirmed_write(self, call, budget):
+        if call.name not in config.WRITE_TOOLS:
+            return ALLOW
+        memory = self.memory
+        done = memory.booking_for(call.args)
+        if done:
+            return Decision("unconfirmed_write", False, f"这笔预订已经完成（订单号 {done.get('booking_id')}），不要重复预订")
+        if memory.confirmed and memory.proposal and _same_booking(call.args, memory.proposal):
+            return ALLOW
+        if self.proposed:
+            return Decision("unconfirmed_write", False, "一次只能提出一个预订，等用户确认后再说")
+        if memory.confirmed and memory.proposal:
+            return Decision("unconfirmed_write", False, "这与用户确认的预订不一致，已作为新提案，需要用户重新确认")
+        return Decision("unconfirmed_write", False, "预订需要用户确认，已作为提案交给用户。请向用户说明提案并停止调用工具，"
+                        "等用户回复「确认」")
+
+    def proposal_for(self, call):
+        """The blocked write as the proposal the user will be asked to confirm (first one only)."""
+        if self.proposed or call.name not in config.WRITE_TOOLS or self.memory.booking_for(call.args):
+            return {}
+        self.proposed = True
+        proposal = {k: call.args[k] for k in PROPOSAL_KEYS}
+        hotel = self.memory.hotels.get(proposal["hotel_id"], {})
+        price = hotel.get("prices", {}).get(proposal["room_type"])
+        proposal.update(tool=call.name, hotel_name=hotel.get("name"), price_per_night=price,
+                        total=price * proposal["nights"] if isinstance(price, (int, float)) else None)
+        return {"proposal": proposal}
+
+
+def _same_booking(args, proposal):
+    return all(args.get(k) == proposal.get(k) for k in PROPOSAL_KEYS)
+
+
+def _same_place(args, location):
+    try:
+        return (round(float(args["latitude"]), 4) == round(float(location["latitude"]), 4)
+                and round(float(args["longitude"]), 4) == round(float(location["longitude"]), 4))
+    except (KeyError, TypeError, ValueError):
+        return False
+

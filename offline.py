@@ -1,0 +1,341 @@
+"""The built-in offline model: an OpenAI-compatible chat endpoint on 127.0.0.1, answered by a
+small rule-based model that reads the conversation it is sent, as a model would.
+
+Invariants: it is reached only through the `openai` client over HTTP, so offline and online
+runs take the same code path; like the real API it rejects (HTTP 400, the API's own wording)
+a request whose tool calls are unanswered, answered out of order, or answered with no call;
+it keeps no state between requests: every decision comes from the request. `Endpoint` takes
+any responder, so tests script replies (and faults) through the very same server.
+"""
+import http.server
+import json
+import re
+import threading
+import time
+
+CONFIRM = "确认"
+ALIASES = {"西安": ["西安", "Xi'an"], "北京": ["北京", "Beijing"], "上海": ["上海", "Shanghai"]}
+NAMES = {"西安": "西安", "xi'an": "西安", "xian": "西安", "北京": "北京", "beijing": "北京",
+         "上海": "上海", "shanghai": "上海"}
+NUMBERS = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+ROOMS = ("Standard", "Deluxe", "Suite")
+
+
+# ---- the endpoint ----
+class Endpoint:
+    """A loopback chat-completions server; `respond(request) -> dict` decides each reply.
+
+    The dict is an assistant message ({"content", "tool_calls"}), or {"_http": {...}} for a
+    fault: status, headers, body, delay (seconds before answering), drop (close the socket).
+    """
+
+    def __init__(self, respond, model="offline"):
+        self.respond, self.model, self.requests = respond, model, []
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True, name="offline-model").start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def answer(self, request):
+        """(status, headers, body, delay, drop) for one parsed request."""
+        self.requests.append(request)
+        problem = check_request(request)
+        if problem:
+            return 400, {}, {"error": {"message": problem, "type": "invalid_request_error",
+                                       "param": "messages", "code": None}}, 0, False
+        reply = self.respond(request)
+        fault = reply.get("_http")
+        if fault:
+            return (fault.get("status", 200), fault.get("headers", {}), fault.get("body", {}),
+                    fault.get("delay", 0), fault.get("drop", False))
+        return 200, {}, self._completion(request, reply), 0, False
+
+    def _completion(self, request, reply):
+        message = {"role": "assistant", "content": reply.get("content")}
+        if reply.get("tool_calls"):
+            message["tool_calls"] = reply["tool_calls"]
+        body = {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
+                "model": request.get("model", self.model),
+                "choices": [{"index": 0, "message": message,
+                             "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop"}]}
+        if reply.get("usage", True):
+            prompt = len(json.dumps([request.get("messages"), request.get("tools")], ensure_ascii=False)) // 3
+            completion = max(1, len(json.dumps(message, ensure_ascii=False)) // 3)
+            body["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                             "total_tokens": prompt + completion}
+        return body
+
+
+def _handler(endpoint):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):
+            try:
+                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            except ValueError:
+                return self._send(400, {}, {"error": {"message": "request body is not JSON"}})
+            if not self.path.rstrip("/").endswith("/chat/completions") or not isinstance(request, dict):
+                return self._send(404, {}, {"error": {"message": f"unknown path {self.path}"}})
+            status, headers, body, delay, drop = endpoint.answer(request)
+            time.sleep(delay)
+            if drop:
+                self.close_connection = True
+                return self.connection.close()
+            self._send(status, headers, body)
+
+        def _send(self, status, headers, body):
+            data = json.dumps(body, ensure_ascii=False).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in headers.items():
+                self.send_header(key, str(value))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    return Handler
+
+
+def check_request(request):
+    """The API's message rules; the 400 message it would give, or None."""
+    messages = request.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "'messages' must be a non-empty array"
+    open_ids = []
+    for message in messages:
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "tool":
+            if not open_ids:
+                return ("Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                        "message with 'tool_calls'.")
+            if message.get("tool_call_id") != open_ids[0]:
+                return (f"Invalid parameter: tool message answers {message.get('tool_call_id')!r} but "
+                        f"{open_ids[0]!r} comes first.")
+            open_ids.pop(0)
+            continue
+        if open_ids:
+            return ("An assistant message with 'tool_calls' must be followed by tool messages responding to "
+                    f"each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+                    f"{', '.join(open_ids)}")
+        if role not in ("system", "user", "assistant", "developer"):
+            return f"Invalid value for 'role': {role!r}."
+        if role == "assistant":
+            open_ids = [c.get("id") for c in message.get("tool_calls") or []]
+    if open_ids:
+        return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(open_ids)}")
+    return None
+
+
+# ---- the offline model ----
+def respond(request):
+    """The offline model's next assistant message for this request."""
+    talk = Conversation(request.get("messages") or [])
+    names = {t.get("function", {}).get("name") for t in request.get("tools") or []}
+    task = parse_goal(talk.goal)
+    if request.get("tool_choice") == "none" or not names:
+        return say(talk.summary(task))
+    if task is None:
+        return say("请告诉我城市、入住日期（YYYY-MM-DD）和住几晚？")
+    return next_step(talk, task, "search_location" in names)
+
+
+def say(text):
+    return {"content": text}
+
+
+class Conversation:
+    """What the conversation holds: the goal, each tool call with its result, the user replies."""
+
+    def __init__(self, messages):
+        self.goal, self.events, self.turn, calls = "", [], 0, {}
+        for message in messages:
+            role = message.get("role")
+            if role == "user":
+                self.goal = self.goal or str(message.get("content") or "")
+                self.events.append({"user": str(message.get("content") or "")})
+            elif role == "assistant":
+                self.turn += 1
+                calls = {c.get("id"): c.get("function", {}) for c in message.get("tool_calls") or []}
+            elif role == "tool" and message.get("tool_call_id") in calls:
+                function = calls[message["tool_call_id"]]
+                self.events.append({"name": function.get("name"), "args": _loads(function.get("arguments")),
+                                    "result": _loads(message.get("content")), "turn": self.turn})
+
+    def calls(self, name=None):
+        return [e for e in self.events if "name" in e and (name is None or e["name"] == name)]
+
+    def ok(self, name):
+        """The last successful result of `name`, or None."""
+        done = [e["result"] for e in self.calls(name) if "error" not in e["result"]]
+        return done[-1] if done else None
+
+    def failed(self, name, args):
+        return any(e["args"] == args and "error" in e["result"] for e in self.calls(name))
+
+    def last_turn(self):
+        return [e for e in self.calls() if e["turn"] == self.turn]
+
+    def proposal(self):
+        """(index of the last blocked write that became a proposal, the proposal), or (None, None)."""
+        for i in range(len(self.events) - 1, -1, -1):
+            proposal = self.events[i].get("result", {}).get("proposal")
+            if isinstance(proposal, dict):
+                return i, proposal
+        return None, None
+
+    def replies_after(self, index):
+        return [e["user"] for e in self.events[index + 1:] if "user" in e]
+
+    def summary(self, task):
+        booking, weather = self.ok("book_hotel"), self.ok("get_weather")
+        if booking:
+            return final_answer(booking, weather)
+        facts = [f"天气：{weather.get('condition')}" if weather else "天气：未知"]
+        hotels = (self.ok("search_hotels") or {}).get("hotels", [])
+        facts.append(f"找到 {len(hotels)} 家酒店" if hotels else "酒店：未搜索")
+        return "我没能在限定轮数内完成预订。目前已知：" + "；".join(facts) + "。尚未下单。"
+
+
+def next_step(talk, task, mcp):
+    booking = talk.ok("book_hotel")
+    if booking:
+        return say(final_answer(booking, talk.ok("get_weather")))
+    if talk.ok("set_plan") is None or any(e["result"].get("blocked_by") in ("plan_first", "plan_order")
+                                          for e in talk.last_turn()):
+        if len(talk.calls("set_plan")) >= 3:
+            return say("计划一直没有被系统接受，我先停下，请检查工具配置。")
+        return act(talk, [("set_plan", {"steps": plan_steps(mcp)})])
+    todo, problem = lookups(talk, task, mcp)
+    if problem:
+        return say(problem)
+    if todo:
+        return act(talk, todo)
+    return booking_step(talk, task)
+
+
+def plan_steps(mcp):
+    if mcp:
+        return [{"title": "查询城市坐标", "tool": "search_location"},
+                {"title": "查询入住当天天气", "tool": "get_weather", "after": [1]},
+                {"title": "搜索酒店", "tool": "search_hotels"},
+                {"title": "按天气选房型并预订（需用户确认）", "tool": "book_hotel", "after": [2, 3]}]
+    return [{"title": "查询入住当天天气", "tool": "get_weather"},
+            {"title": "搜索酒店", "tool": "search_hotels"},
+            {"title": "按天气选房型并预订（需用户确认）", "tool": "book_hotel", "after": [1, 2]}]
+
+
+def lookups(talk, task, mcp):
+    """The reads still missing, with spellings that have not failed yet; or a problem to report."""
+    todo = []
+    if talk.ok("get_weather") is None:
+        if mcp and talk.ok("search_location") is None:
+            todo.append(_untried(talk, "search_location", [{"city": c} for c in task["cities"]]))
+        elif mcp:
+            place = talk.ok("search_location")
+            todo.append(_untried(talk, "get_weather", [{"latitude": place.get("latitude"),
+                                                        "longitude": place.get("longitude"), "date": task["date"]}]))
+        else:
+            todo.append(_untried(talk, "get_weather", [{"city": c, "date": task["date"]} for c in task["cities"]]))
+    if talk.ok("search_hotels") is None:
+        todo.append(_untried(talk, "search_hotels", [{"city": c, "check_in": task["date"], "nights": task["nights"]}
+                                                     for c in task["cities"]]))
+    for item in todo:
+        if item[1] is None:
+            errors = [e["result"].get("error") for e in talk.calls(item[0]) if "error" in e["result"]]
+            return [], f"抱歉，{item[0]} 一直失败，无法继续：{errors[-1] if errors else '未知原因'}"
+    return todo, None
+
+
+def _untried(talk, name, candidates):
+    return name, next((args for args in candidates if not talk.failed(name, args)), None)
+
+
+def booking_step(talk, task):
+    weather, hotels = talk.ok("get_weather"), talk.ok("search_hotels").get("hotels", [])
+    index, proposal = talk.proposal()
+    replies = talk.replies_after(index) if index is not None else []
+    room = "Suite" if weather.get("condition") == "rain" else "Standard"
+    asked = [r for r in ROOMS if replies and r.lower() in replies[-1].lower()]
+    room = asked[0] if asked else room
+    offering = [h for h in hotels if room in (h.get("prices") or {})]
+    if not offering:
+        return say(f"抱歉，搜索到的酒店都没有 {room} 房型，无法按规则预订。")
+    hotel = min(offering, key=lambda h: h["prices"][room])
+    args = {"hotel_id": hotel["hotel_id"], "room_type": room, "check_in": task["date"], "nights": task["nights"]}
+    if index is None:
+        marks = [("mark_step", {"index": i, "status": "done"})
+                 for i, step in enumerate(talk.ok("set_plan").get("plan", []), 1)
+                 if step.get("tool") in ("search_location", "get_weather", "search_hotels")
+                 and not any(e["args"].get("index") == i for e in talk.calls("mark_step"))]
+        return act(talk, marks + [("book_hotel", args)])
+    if not replies:
+        return say(proposal_text(proposal, weather))
+    if replies[-1].strip() == CONFIRM:
+        failed = [e for e in talk.calls("book_hotel")[-1:] if "error" in e["result"] and "blocked_by" not in e["result"]]
+        if failed and failed[0]["result"].get("outcome") != "unknown":
+            return say(f"预订没有成功：{failed[0]['result']['error']}")
+        return act(talk, [("book_hotel", args)])
+    if asked:
+        return act(talk, [("book_hotel", args)])
+    return say("好的，不预订了。如需重新安排，随时告诉我。")
+
+
+def act(talk, calls):
+    turn = talk.turn + 1
+    return {"content": None, "tool_calls": [
+        {"id": f"call_{turn}_{i}", "type": "function",
+         "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
+        for i, (name, args) in enumerate(calls, 1)]}
+
+
+def proposal_text(proposal, weather):
+    rain = "有雨" if weather.get("condition") == "rain" else f"天气 {weather.get('condition')}（不下雨）"
+    return (f"{weather.get('date')} {rain}，按你的规则应订 {proposal.get('room_type')}。"
+            f"建议预订：{proposal.get('hotel_name') or proposal.get('hotel_id')}（{proposal.get('hotel_id')}），"
+            f"{proposal.get('room_type')}，{proposal.get('check_in')} 入住 {proposal.get('nights')} 晚，"
+            f"每晚 ¥{proposal.get('price_per_night')}，共 ¥{proposal.get('total')}。回复「确认」后我就下单，可以吗？")
+
+
+def final_answer(booking, weather):
+    weather = weather or {}
+    return (f"预订完成。{weather.get('date', booking.get('check_in'))} 天气：{weather.get('condition', '未知')}"
+            f"（最高 {weather.get('high', '?')}°）。酒店：{booking.get('hotel_name') or booking.get('hotel_id')}"
+            f"（{booking.get('hotel_id')}），房型 {booking.get('room_type')}，{booking.get('check_in')} 入住 "
+            f"{booking.get('nights')} 晚，总价 ¥{booking.get('total')}，订单号 {booking.get('booking_id')}。")
+
+
+def parse_goal(text):
+    """City (with the spellings to try), check-in date and nights, read from the user's words."""
+    lowered = text.lower()
+    city = next((NAMES[n] for n in sorted(NAMES, key=lowered.find) if n in lowered), None)
+    date = _date(text)
+    if city is None or date is None:
+        return None
+    match = re.search(r"(\d+|[一两二三四五六七八九十])\s*(?:个)?\s*(?:晚|夜|nights?)", text)
+    nights = 1 if not match else int(match.group(1)) if match.group(1).isdigit() else NUMBERS[match.group(1)]
+    return {"city": city, "cities": ALIASES[city], "date": date, "nights": nights}
+
+
+def _date(text):
+    match = re.search(r"(\d{4})\s*[-年/.]\s*(\d{1,2})\s*[-月/.]\s*(\d{1,2})", text)
+    if match:
+        return "%04d-%02d-%02d" % tuple(int(g) for g in match.groups())
+    match = re.search(r"(\d{1,2})\s*月\s*(\d{1,2})\s*日", text)
+    return "2026-%02d-%02d" % (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _loads(text):
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
