@@ -54,7 +54,9 @@ def write(path, snapshot, fsync=True):
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            f.write(data[:len(data) // 2])
+            config.fault("mid_audit")
+            f.write(data[len(data) // 2:])
             if fsync:
                 f.flush()
                 os.fsync(f.fileno())

@@ -5,6 +5,7 @@ Invariants: imports no project module; holds no logic beyond reading the environ
 """
 import os
 import re
+import signal
 
 AUDIT_VERSION = 1
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -62,3 +63,18 @@ def settings(env=None):
         "mcp_server": env.get("AGENT_MCP_SERVER") or None,
         "budget": int(env.get("AGENT_TOKEN_BUDGET") or TOKEN_BUDGET),
     }
+
+
+_fault_hits = {}
+
+
+def fault(point):
+    """Fault injection for crash tests: with AGENT_FAULT=POINT (or POINT:N for its Nth hit in this
+    process) the process dies here at once, as under kill -9. Points: before_ask, after_reply,
+    after_tool, after_commit, mid_audit."""
+    wanted = os.environ.get("AGENT_FAULT")
+    if not wanted or wanted.split(":")[0] != point:
+        return
+    _fault_hits[point] = _fault_hits.get(point, 0) + 1
+    if wanted == point or wanted == f"{point}:{_fault_hits[point]}":
+        os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))

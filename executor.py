@@ -68,6 +68,7 @@ def _outcome(job, call, toolset, timeout, concurrent=False):
         value = job.value if isinstance(job.value, dict) else {"value": job.value}
         outcome = Outcome(value, status="error" if "error" in value else "ok", seconds=job.seconds)
     outcome.concurrent = concurrent
+    config.fault("after_tool")
     return outcome
 
 

@@ -49,10 +49,12 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
         need = estimate_tokens(sent + len(json.dumps(r.tools, ensure_ascii=False)))
         if memory.used_tokens + need > r.budget:
             return finish(r, "stopped", "budget", f"下一次请求约需 {need} tokens，会超出预算 {r.budget}")
+        config.fault("before_ask")
         try:
             reply = ask(outgoing, r.tools)
         except ModelError as exc:
             return finish(r, "error", exc.kind, str(exc))
+        config.fault("after_reply")
         r.turn += 1
         memory.used_tokens += reply.tokens
         if not reply.tool_calls:

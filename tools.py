@@ -11,6 +11,8 @@ import datetime
 import sqlite3
 import time
 
+import config
+
 
 class ToolError(Exception):
     """A failure the model can act on (bad value, unknown city, sold out...)."""
@@ -184,6 +186,7 @@ class BookingStore:
                 inserted = cursor.rowcount == 1
         except sqlite3.Error as exc:
             raise ToolError(f"酒店系统暂时不可用（{exc}），预订未完成；可用相同参数重试") from None
+        config.fault("after_commit")
         stored = self.find(key)
         return dict(stored, replayed=not inserted)
 

@@ -1,0 +1,99 @@
+"""Shared test fixtures: a scripted model behind the fake OpenAI endpoint, runs in temp dirs.
+
+The fake endpoint is `offline.Endpoint`: a real HTTP server on 127.0.0.1 that enforces the
+API's message rules (400 for an unanswered, out-of-order or orphan tool message); tests reach
+it through the real `openai` client, exactly as a run does. The network is never needed.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import loop      # noqa: E402
+import model     # noqa: E402
+import offline   # noqa: E402
+import tools     # noqa: E402
+import toolset   # noqa: E402
+
+GOAL = "帮我订 2026-10-01 西安的酒店，住两晚。如果那天下雨就订 Suite，否则订 Standard。预订前必须先等我确认。"
+PLAN = [{"title": "查天气", "tool": "get_weather"}, {"title": "搜酒店", "tool": "search_hotels"},
+        {"title": "预订", "tool": "book_hotel", "after": [1, 2]}]
+BOOK = {"hotel_id": "XA-001", "room_type": "Suite", "check_in": "2026-10-01", "nights": 2}
+
+
+def tool_calls(*calls):
+    """A scripted assistant reply asking for these calls: (name, args) or (name, args, id);
+    args may be a raw string, sent as is."""
+    out = []
+    for i, call in enumerate(calls, 1):
+        name, args = call[0], call[1]
+        call_id = call[2] if len(call) > 2 else f"c{i}"
+        text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        out.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": text}})
+    return {"content": None, "tool_calls": out}
+
+
+def text(content):
+    return {"content": content}
+
+
+class Script:
+    """Replies in order; each item a reply dict or a callable(request) -> reply dict."""
+
+    def __init__(self, replies):
+        self.replies, self.requests = list(replies), []
+
+    def __call__(self, request):
+        self.requests.append(request)
+        if not self.replies:
+            return text("（脚本已用完）")
+        reply = self.replies.pop(0)
+        return reply(request) if callable(reply) else reply
+
+
+@pytest.fixture
+def fake_model():
+    """fake_model(replies or responder) -> (ask, endpoint); the endpoint records every request."""
+    made = []
+
+    def make(responder, retries=0):
+        respond = responder if callable(responder) else Script(responder)
+        endpoint = offline.Endpoint(respond)
+        ask = model.connect(endpoint.url, "test-key", "scripted", timeout=5, retries=retries,
+                            sleep=lambda s: None, loopback=True)
+        made.append((ask, endpoint))
+        return ask, endpoint
+
+    yield make
+    for ask, endpoint in made:
+        ask.close()
+        endpoint.close()
+
+
+@pytest.fixture
+def new_run(tmp_path):
+    """new_run(goal=GOAL, run_id="t1") -> (run, toolset, store): a fresh run in a temp audit dir."""
+    def make(goal=GOAL, run_id="t1", max_turns=None, budget=None):
+        store = tools.BookingStore(tmp_path / "bookings.db")
+        ts = toolset.ToolSet(run_id, store)
+        r = loop.begin(str(tmp_path), run_id, goal, ts, "scripted", max_turns, budget, fsync=False)
+        return r, ts, store
+    return make
+
+
+def run_cli(*args, cwd, env=None, timeout=60):
+    """`python agent.py ARGS` in `cwd` with no API key (offline); returns CompletedProcess."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_"))}
+    full.update(env or {})
+    return subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), *args], cwd=cwd, env=full,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def read_audit(audit_dir, run_id):
+    with open(os.path.join(audit_dir, f"run-{run_id}.json"), encoding="utf-8") as f:
+        return json.load(f)

@@ -1,0 +1,126 @@
+"""Concurrency, order, timeouts and flattening."""
+import json
+import threading
+import time
+
+from conftest import BOOK, PLAN
+from executor import execute, tool_messages
+from memory import Memory
+import tools
+from toolset import ToolSet
+
+
+class SlowTools(ToolSet):
+    """A tool set whose reads sleep, to show what runs together."""
+
+    def __init__(self, delay=0.2, store=None, hang=()):
+        super().__init__("r", store)
+        self.delay, self.hang, self.threads = delay, set(hang), []
+
+    def run(self, call, memory):
+        self.threads.append(threading.current_thread().name)
+        if call.name in self.hang:
+            time.sleep(30)
+        if self.kind(call.name) == "read":
+            time.sleep(self.delay)
+        return super().run(call, memory)
+
+
+def calls(ts, *items):
+    raw = [{"id": f"c{i}", "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)}}
+           for i, (n, a) in enumerate(items, 1)]
+    return ts.prepare(raw)
+
+
+def test_three_slow_reads_run_together_and_come_back_in_request_order():
+    ts = SlowTools(0.2)
+    pending = calls(ts, ("get_weather", {"city": "西安", "date": "2026-10-01"}),
+                    ("search_hotels", {"city": "西安", "check_in": "2026-10-01"}),
+                    ("get_weather", {"city": "北京", "date": "2026-10-01"}))
+    started = time.perf_counter()
+    outcomes = execute(Memory(), pending, ts)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 0.5, elapsed                 # three 0.2 s reads, concurrently (loose bound)
+    messages = tool_messages(pending, outcomes)
+    assert [m["tool_call_id"] for m in messages] == ["c1", "c2", "c3"]
+    assert json.loads(messages[2]["content"])["city"] == "北京"
+    assert all(o.concurrent for o in outcomes.values())
+
+
+def test_two_plan_updates_in_one_turn_both_stick():
+    ts, memory = ToolSet("r", None), Memory()
+    pending = calls(ts, ("set_plan", {"steps": PLAN}), ("mark_step", {"index": 1, "status": "done"}),
+                    ("mark_step", {"index": 3, "status": "failed", "note": "x"}))
+    outcomes = execute(memory, pending, ts)
+    assert all(o.status == "ok" for o in outcomes.values()), outcomes
+    assert memory.plan == []                       # the run's memory changes only through absorb
+    for call, message in zip(pending, tool_messages(pending, outcomes)):
+        memory.absorb(call, message["content"])
+    assert [memory.step_status(i) for i in (1, 2, 3)] == ["done", "pending", "failed"]
+
+
+def test_mark_step_without_a_plan_is_an_error_for_the_model():
+    ts = ToolSet("r", None)
+    outcome = execute(Memory(), calls(ts, ("mark_step", {"index": 1, "status": "done"})), ts)["c1"]
+    assert outcome.status == "error" and "set_plan" in outcome.result["error"]
+
+
+def test_a_hung_read_times_out_and_the_turn_finishes_on_time():
+    ts = SlowTools(0.0, hang={"search_hotels"})
+    pending = calls(ts, ("get_weather", {"city": "西安", "date": "2026-10-01"}),
+                    ("search_hotels", {"city": "西安", "check_in": "2026-10-01"}))
+    started = time.perf_counter()
+    outcomes = execute(Memory(), pending, ts, timeout=0.3)
+    assert time.perf_counter() - started < 1.0
+    assert outcomes["c1"].status == "ok" and outcomes["c2"].status == "timeout"
+    assert "超过" in outcomes["c2"].result["error"]
+
+
+def test_a_hung_write_is_reconciled_through_its_key_never_retried(tmp_path):
+    store = tools.BookingStore(tmp_path / "b.db")
+
+    class LateWrite(ToolSet):
+        def run(self, call, memory):
+            result = super().run(call, memory)     # the booking lands...
+            time.sleep(1)                          # ...but the answer comes too late
+            return result
+
+    ts = LateWrite("r", store)
+    outcome = execute(Memory(), calls(ts, ("book_hotel", BOOK)), ts, timeout=0.3)["c1"]
+    assert outcome.status == "ok" and outcome.result["reconciled"] is True
+    assert store.count() == 1
+
+
+def test_a_write_that_never_lands_reports_an_unknown_outcome(tmp_path):
+    ts = SlowTools(0.0, store=tools.BookingStore(tmp_path / "b.db"), hang={"book_hotel"})
+    outcome = execute(Memory(), calls(ts, ("book_hotel", BOOK)), ts, timeout=0.2)["c1"]
+    assert outcome.status == "unknown" and outcome.result["outcome"] == "unknown"
+    assert "不会重复预订" in outcome.result["error"]
+
+
+def test_tools_run_in_daemon_threads():
+    ts = SlowTools(0.0)
+    seen = []
+    original = ts.run
+    ts.run = lambda call, memory: (seen.append(threading.current_thread().daemon), original(call, memory))[1]
+    execute(Memory(), calls(ts, ("get_weather", {"city": "西安", "date": "2026-10-01"}), ("set_plan", {"steps": PLAN})), ts)
+    assert seen == [True, True]
+
+
+def test_a_crashing_tool_becomes_an_error_message():
+    class Broken(ToolSet):
+        def run(self, call, memory):
+            raise ZeroDivisionError("boom")
+    ts = Broken("r", None)
+    outcome = execute(Memory(), calls(ts, ("get_weather", {"city": "西安", "date": "2026-10-01"})), ts)["c1"]
+    assert outcome.status == "error" and "ZeroDivisionError" in outcome.result["error"]
+
+
+def test_long_results_are_cut_head_and_tail():
+    from toolset import Outcome
+    ts = ToolSet("r", None)
+    pending = calls(ts, ("get_weather", {"city": "西安", "date": "2026-10-01"}))
+    huge = Outcome({"blob": "头" + "x" * 5_000_000 + "尾"})
+    content = tool_messages(pending, {"c1": huge})[0]["content"]
+    assert len(content) < 20_000 and content.startswith('{"blob": "头') and content.endswith('尾"}')
+    assert "中间省略" in content
