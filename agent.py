@@ -158,12 +158,14 @@ def _model(args, env):
         print(f"   模型请求失败（{error.kind}），{wait:.1f} 秒后重试（{attempt}/{total}）", file=sys.stderr)
     if env["api_key"] and not args.offline:
         name = args.model or env["model"]
-        ask = model.connect(env["base_url"], env["api_key"], name, on_retry=on_retry)
+        ask = model.connect(env["base_url"], env["api_key"], name, env["model_timeout"], env["model_retries"],
+                            on_retry=on_retry)
         print(f"模型：{name} @ {env['base_url'] or 'https://api.openai.com/v1'}")
         return ask, ask.close
     import offline
     endpoint = offline.Endpoint(offline.respond)
-    ask = model.connect(endpoint.url, "offline-no-key", config.OFFLINE_MODEL, on_retry=on_retry, loopback=True)
+    ask = model.connect(endpoint.url, "offline-no-key", config.OFFLINE_MODEL, env["model_timeout"],
+                        env["model_retries"], on_retry=on_retry, loopback=True)
     why = "--offline" if args.offline else "未设置 OPENAI_API_KEY"
     print(f"离线模式：使用内置离线模型（{why}），经 openai 客户端访问 {endpoint.url}")
     return ask, lambda: (ask.close(), endpoint.close())

@@ -62,6 +62,8 @@ def settings(env=None):
         "audit_dir": env.get("AGENT_AUDIT_DIR") or "audit",
         "mcp_server": env.get("AGENT_MCP_SERVER") or None,
         "budget": int(env.get("AGENT_TOKEN_BUDGET") or TOKEN_BUDGET),
+        "model_timeout": float(env.get("AGENT_MODEL_TIMEOUT") or MODEL_TIMEOUT),
+        "model_retries": int(env.get("AGENT_MODEL_RETRIES") or MODEL_RETRIES),
     }
 
 

@@ -34,7 +34,7 @@ class Endpoint:
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True, name="offline-model").start()
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True, name="offline-model").start()
 
     def close(self):
         self.server.shutdown()
@@ -62,7 +62,9 @@ class Endpoint:
                 "model": request.get("model", self.model),
                 "choices": [{"index": 0, "message": message,
                              "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop"}]}
-        if reply.get("usage", True):
+        if isinstance(reply.get("usage"), dict):
+            body["usage"] = reply["usage"]
+        elif reply.get("usage", True):
             prompt = len(json.dumps([request.get("messages"), request.get("tools")], ensure_ascii=False)) // 3
             completion = max(1, len(json.dumps(message, ensure_ascii=False)) // 3)
             body["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,
@@ -95,8 +97,11 @@ def _handler(endpoint):
             self.send_header("Content-Length", str(len(data)))
             for key, value in headers.items():
                 self.send_header(key, str(value))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):   # the client gave up waiting
+                self.close_connection = True
 
         def log_message(self, *args):
             pass
@@ -157,6 +162,7 @@ class Conversation:
 
     def __init__(self, messages):
         self.goal, self.events, self.turn, calls = "", [], 0, {}
+        self.memory = read_memory(messages[0].get("content") or "" if messages else "")
         for message in messages:
             role = message.get("role")
             if role == "user":
@@ -167,27 +173,36 @@ class Conversation:
                 calls = {c.get("id"): c.get("function", {}) for c in message.get("tool_calls") or []}
             elif role == "tool" and message.get("tool_call_id") in calls:
                 function = calls[message["tool_call_id"]]
-                self.events.append({"name": function.get("name"), "args": _loads(function.get("arguments")),
+                self.events.append({"name": function.get("name"), "args": _loads(function.get("arguments")) or {},
                                     "result": _loads(message.get("content")), "turn": self.turn})
 
     def calls(self, name=None):
         return [e for e in self.events if "name" in e and (name is None or e["name"] == name)]
 
     def ok(self, name):
-        """The last successful result of `name`, or None."""
-        done = [e["result"] for e in self.calls(name) if "error" not in e["result"]]
-        return done[-1] if done else None
+        """The last successful result of `name`; for a result compacted away, what the memory
+        block of the system message says of it; None when there is none."""
+        for event in reversed(self.calls(name)):
+            if event["result"] is None and name in self.memory:
+                return self.memory[name]
+            if event["result"] is not None and "error" not in event["result"]:
+                return event["result"]
+        return None
 
     def failed(self, name, args):
-        return any(e["args"] == args and "error" in e["result"] for e in self.calls(name))
+        return any(e["args"] == args and "error" in (e["result"] or {}) for e in self.calls(name))
 
     def last_turn(self):
-        return [e for e in self.calls() if e["turn"] == self.turn]
+        return [e for e in self.calls() if e["turn"] == self.turn and e["result"] is not None]
 
     def proposal(self):
         """(index of the last blocked write that became a proposal, the proposal), or (None, None)."""
         for i in range(len(self.events) - 1, -1, -1):
-            proposal = self.events[i].get("result", {}).get("proposal")
+            event = self.events[i]
+            result = event.get("result", {}) if event.get("result") is not None else {}
+            proposal = result.get("proposal")
+            if proposal is None and event.get("name") == "book_hotel" and event["result"] is None:
+                proposal = self.memory.get("proposal")
             if isinstance(proposal, dict):
                 return i, proposal
         return None, None
@@ -250,7 +265,7 @@ def lookups(talk, task, mcp):
                                                      for c in task["cities"]]))
     for item in todo:
         if item[1] is None:
-            errors = [e["result"].get("error") for e in talk.calls(item[0]) if "error" in e["result"]]
+            errors = [e["result"].get("error") for e in talk.calls(item[0]) if "error" in (e["result"] or {})]
             return [], f"抱歉，{item[0]} 一直失败，无法继续：{errors[-1] if errors else '未知原因'}"
     return todo, None
 
@@ -280,10 +295,11 @@ def booking_step(talk, task):
     if not replies:
         return say(proposal_text(proposal, weather))
     if replies[-1].strip() == CONFIRM:
-        failed = [e for e in talk.calls("book_hotel")[-1:] if "error" in e["result"] and "blocked_by" not in e["result"]]
+        failed = [e for e in talk.calls("book_hotel")[-1:]
+                  if "error" in (e["result"] or {}) and "blocked_by" not in e["result"]]
         if failed and failed[0]["result"].get("outcome") != "unknown":
             return say(f"预订没有成功：{failed[0]['result']['error']}")
-        return act(talk, [("book_hotel", args)])
+        return act(talk, [("book_hotel", {k: proposal.get(k) for k in args})])
     if asked:
         return act(talk, [("book_hotel", args)])
     return say("好的，不预订了。如需重新安排，随时告诉我。")
@@ -334,8 +350,31 @@ def _date(text):
 
 
 def _loads(text):
+    """A JSON object, or None for text that is not one (a result compacted away)."""
     try:
         value = json.loads(text)
     except (TypeError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def read_memory(system):
+    """Facts from the memory block of the system message, keyed like the results they stand for."""
+    facts, hotels, plan = {}, [], []
+    for line in system.splitlines():
+        if match := re.match(r"天气 (\S+)：(\w+)，最高 (\S+)°", line):
+            facts["get_weather"] = {"date": match[1], "condition": match[2], "high": match[3]}
+        elif match := re.match(r"酒店 (\S+) (.+?)：(.*)$", line):
+            prices = {room: int(price) for room, price in re.findall(r"(\w+) ¥(\d+)/晚", match[3])}
+            hotels.append({"hotel_id": match[1], "name": match[2], "prices": prices})
+        elif match := re.match(r"计划第 (\d+) 步：.*?(?:（工具 (\w+)）)?(?:，依赖.*)? —— ", line):
+            plan.append({"index": int(match[1]), "tool": match[2]})
+        elif match := re.match(r"待确认的预订：(\{.*\})（", line):
+            facts["proposal"] = _loads(match[1])
+        elif match := re.match(r"坐标：(.*) \((\S+), (\S+)\)$", line):
+            facts["search_location"] = {"name": match[1], "latitude": float(match[2]), "longitude": float(match[3])}
+    if hotels:
+        facts["search_hotels"] = {"hotels": hotels}
+    if plan:
+        facts["set_plan"] = {"plan": plan}
+    return facts

@@ -1,0 +1,153 @@
+"""The command line in real processes: offline run, confirm, reply, resume after kill -9, errors."""
+import json
+import os
+import re
+import signal
+
+import pytest
+
+import offline
+from conftest import read_audit, run_cli
+import tools
+
+
+def run_id_of(out):
+    return re.search(r"新运行 (\S+)", out).group(1)
+
+
+def bookings(cwd):
+    path = os.path.join(cwd, "audit", "bookings.db")
+    return tools.BookingStore(path).count() if os.path.exists(path) else 0
+
+
+def paired(data):
+    import audit
+    return audit.pairing_problem(data["messages"]) is None
+
+
+@pytest.fixture
+def suspended(tmp_path):
+    done = run_cli(cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return tmp_path, run_id_of(done.stdout), done.stdout
+
+
+def test_offline_run_prints_turns_and_suspends_with_the_proposal(suspended):
+    cwd, run_id, out = suspended
+    assert "离线模式" in out and "第 1 轮" in out and "累计" in out and "tokens" in out
+    assert "并发执行：get_weather, search_hotels" in out
+    assert "⛔ book_hotel" in out and "拦截[unconfirmed_write]" in out
+    assert "提案：古城墙酒店（XA-001） · Suite · 2026-10-01 入住 2 晚 · 每晚 ¥880 · 共 ¥1760" in out
+    assert f"python agent.py --confirm {run_id}" in out
+    data = read_audit(cwd / "audit", run_id)
+    assert (data["status"], data["reason"], data["mode"]) == ("suspended", "awaiting_confirmation", "local")
+    assert paired(data) and bookings(cwd) == 0
+
+
+def test_confirm_in_a_new_process_books_once_and_a_second_confirm_is_refused(suspended):
+    cwd, run_id, _ = suspended
+    done = run_cli("--confirm", cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    assert "预订完成" in done.stdout and "Suite" in done.stdout and "¥1760" in done.stdout and "rain" in done.stdout
+    data = read_audit(cwd / "audit", run_id)
+    assert data["status"] == "done" and data["turn"] == 6 and paired(data) and bookings(cwd) == 1
+    again = run_cli("--confirm", run_id, cwd=cwd)
+    assert again.returncode == 2 and "已经完成" in again.stderr and "Traceback" not in again.stderr
+    assert bookings(cwd) == 1
+
+
+def test_reply_resumes_with_user_text_and_never_confirms(suspended):
+    cwd, run_id, _ = suspended
+    refused = run_cli("--reply", "确认", run_id, cwd=cwd)
+    assert refused.returncode == 2 and "--confirm" in refused.stderr
+    done = run_cli("--reply", "不订了", run_id, cwd=cwd)
+    assert done.returncode == 0 and "不预订" in done.stdout
+    data = read_audit(cwd / "audit", run_id)
+    assert data["status"] == "done" and data["memory"]["confirmed"] is False and bookings(cwd) == 0
+
+
+def test_reply_can_ask_for_another_room_which_is_proposed_again(suspended):
+    cwd, run_id, _ = suspended
+    out = run_cli("--reply", "换成 Deluxe 吧", cwd=cwd)
+    assert out.returncode == 0 and "等待你确认" in out.stdout and "Deluxe" in out.stdout
+    assert run_cli("--confirm", cwd=cwd).returncode == 0
+    assert bookings(cwd) == 1 and read_audit(cwd / "audit", run_id)["memory"]["booking"]["room_type"] == "Deluxe"
+
+
+@pytest.mark.parametrize("point", ["before_ask:2", "after_reply:3", "after_tool:2", "mid_audit:3"])
+def test_kill_during_the_first_run_then_resume_and_confirm_books_once(tmp_path, point):
+    killed = run_cli("--run-id", "k1", cwd=tmp_path, env={"AGENT_FAULT": point})
+    assert killed.returncode == -signal.SIGKILL
+    data = read_audit(tmp_path / "audit", "k1")             # the file on disk is whole and paired
+    assert data["status"] == "running" and paired(data)
+    resumed = run_cli("--resume", "k1", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert read_audit(tmp_path / "audit", "k1")["status"] == "suspended"
+    assert run_cli("--confirm", "k1", cwd=tmp_path).returncode == 0
+    assert bookings(tmp_path) == 1
+
+
+def test_kill_after_the_booking_commits_before_the_audit_then_resume_books_once(suspended):
+    cwd, run_id, _ = suspended
+    killed = run_cli("--confirm", cwd=cwd, env={"AGENT_FAULT": "after_commit"})
+    assert killed.returncode == -signal.SIGKILL and bookings(cwd) == 1
+    data = read_audit(cwd / "audit", run_id)
+    assert data["status"] == "running" and data["messages"][-1] == {"role": "user", "content": "确认"}
+    assert run_cli("--confirm", cwd=cwd).returncode == 2        # not waiting any more: resume it
+    resumed = run_cli("--resume", cwd=cwd)
+    assert resumed.returncode == 0 and "幂等重放" in resumed.stdout
+    assert bookings(cwd) == 1 and read_audit(cwd / "audit", run_id)["status"] == "done"
+
+
+def test_a_real_openai_compatible_endpoint_is_used_when_a_key_is_set(tmp_path):
+    endpoint = offline.Endpoint(offline.respond)
+    try:
+        out = run_cli(cwd=tmp_path, env={"OPENAI_API_KEY": "sk-test-secret", "OPENAI_BASE_URL": endpoint.url,
+                                         "AGENT_MODEL": "my-model"})
+    finally:
+        endpoint.close()
+    assert out.returncode == 0, out.stderr
+    assert "模型：my-model @ " in out.stdout and "离线模式" not in out.stdout
+    assert {r["model"] for r in endpoint.requests} == {"my-model"}
+    run_id = run_id_of(out.stdout)
+    raw = open(tmp_path / "audit" / f"run-{run_id}.json", encoding="utf-8").read()
+    assert "sk-test-secret" not in raw and json.loads(raw)["model"] == "my-model"
+
+
+def test_model_outage_exits_3_and_resume_later_continues(tmp_path):
+    env = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "AGENT_MODEL_RETRIES": "1"}
+    failed = run_cli("--run-id", "o1", cwd=tmp_path, env=env)
+    assert failed.returncode == 3 and "无法连接模型服务" in failed.stderr and "--resume o1" in failed.stderr
+    assert "Traceback" not in failed.stderr
+    assert read_audit(tmp_path / "audit", "o1")["status"] == "error"
+    assert run_cli("--resume", "o1", cwd=tmp_path).returncode == 0      # offline now
+    assert read_audit(tmp_path / "audit", "o1")["status"] == "suspended"
+
+
+def test_bad_key_is_a_clear_exit_3(tmp_path):
+    endpoint = offline.Endpoint(lambda request: {"_http": {"status": 401, "body": {"error": {"message": "bad key"}}}})
+    try:
+        out = run_cli(cwd=tmp_path, env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": endpoint.url})
+    finally:
+        endpoint.close()
+    assert out.returncode == 3 and "API key 无效" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--confrim"], "unrecognized arguments"), (["--conf"], "unrecognized arguments"),
+    (["--confirm", "--resume"], "not allowed with"), (["--confirm", "nope"], "找不到审计文件"),
+    (["--confirm", "../etc/passwd"], "运行 id 不合法"), (["--run-id", "a/b"], "运行 id 不合法"),
+    (["--run-id", "x" * 500], "运行 id 不合法"), (["--max-turns", "0"], "--max-turns"),
+    (["--reply"], "expected at least one argument"), (["--reply", "a", "b", "c"], "--reply 只接受"),
+    (["--goal", "  "], "--goal 不能为空"), (["--resume"], "还没有任何运行"),
+])
+def test_usage_errors_exit_2_without_a_traceback(tmp_path, args, words):
+    os.makedirs(tmp_path / "audit", exist_ok=True)
+    out = run_cli(*args, cwd=tmp_path)
+    assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr
+
+
+def test_existing_run_id_is_refused(tmp_path):
+    assert run_cli("--run-id", "same", cwd=tmp_path).returncode == 0
+    again = run_cli("--run-id", "same", cwd=tmp_path)
+    assert again.returncode == 2 and "已经存在" in again.stderr

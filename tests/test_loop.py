@@ -1,0 +1,176 @@
+"""The loop end to end with a scripted model behind the fake endpoint (real openai client)."""
+import json
+
+import pytest
+
+import audit
+import loop
+from conftest import BOOK, PLAN, text, tool_calls
+from test_model import http
+
+WEATHER = {"city": "西安", "date": "2026-10-01"}
+HOTELS = {"city": "西安", "check_in": "2026-10-01", "nights": 2}
+OPENING = [tool_calls(("set_plan", {"steps": PLAN})),
+           tool_calls(("get_weather", WEATHER), ("search_hotels", HOTELS)),
+           tool_calls(("book_hotel", BOOK)),
+           text("建议预订古城墙酒店 Suite 两晚，共 ¥1760，请确认。")]
+
+
+def paired_after_every_turn(kind, run, **_):
+    audit.load(run.path)          # raises if the file on disk breaks the pairing rule
+
+
+def tool_results(r):
+    return [json.loads(m["content"]) for m in r.messages if m["role"] == "tool"]
+
+
+def test_scripted_run_suspends_then_books_once_after_confirmation(fake_model, new_run):
+    r, ts, store = new_run()
+    ask, endpoint = fake_model(OPENING + [tool_calls(("book_hotel", BOOK)), text("已订好。")])
+    loop.run(r, ask, ts, paired_after_every_turn)
+    assert (r.status, r.reason, r.turn) == ("suspended", "awaiting_confirmation", 4)
+    assert store.count() == 0 and r.memory.proposal["total"] == 1760
+    loop.add_user(r, "确认")
+    loop.run(r, ask, ts, paired_after_every_turn)
+    assert (r.status, r.reason, r.turn) == ("done", "final_answer", 6)
+    assert store.count() == 1 and r.memory.booking["total"] == 1760
+    assert [t["turn"] for t in r.trace] == [1, 2, 3, 4, 5, 6]
+    assert r.trace[1]["tools"][0]["concurrent"] and r.trace[2]["tools"][0]["guard"] == "unconfirmed_write"
+
+
+def test_a_reply_that_is_not_a_confirmation_books_nothing(fake_model, new_run):
+    r, ts, store = new_run()
+    ask, _ = fake_model(OPENING + [text("好的，不订了。")])
+    loop.run(r, ask, ts)
+    loop.add_user(r, "不订了")
+    loop.run(r, ask, ts)
+    assert store.count() == 0 and (r.status, r.memory.proposal) == ("done", None)
+
+
+def test_a_model_that_books_anyway_after_a_refusal_is_blocked_again(fake_model, new_run):
+    r, ts, store = new_run()
+    ask, _ = fake_model(OPENING + [tool_calls(("book_hotel", BOOK)), text("还是订吧？")])
+    loop.run(r, ask, ts)
+    loop.add_user(r, "不订了")
+    loop.run(r, ask, ts)
+    assert store.count() == 0 and (r.status, r.reason) == ("suspended", "awaiting_confirmation")
+    assert tool_results(r)[-1]["blocked_by"] == "unconfirmed_write"
+
+
+def test_same_booking_twice_in_one_batch_after_confirmation_is_one_row(fake_model, new_run):
+    r, ts, store = new_run()
+    ask, _ = fake_model(OPENING + [tool_calls(("book_hotel", BOOK, "x"), ("book_hotel", BOOK, "y")), text("好")])
+    loop.run(r, ask, ts)
+    loop.add_user(r, "确认")
+    loop.run(r, ask, ts)
+    first, second = tool_results(r)[-2:]
+    assert store.count() == 1 and first["booking_id"] == second["booking_id"] and second["replayed"] is True
+
+
+def test_spinning_is_blocked_and_then_stops_the_run(fake_model, new_run):
+    r, ts, _ = new_run()
+    ask, _ = fake_model([tool_calls(("set_plan", {"steps": PLAN}))] + [tool_calls(("get_weather", WEATHER))] * 8)
+    loop.run(r, ask, ts, paired_after_every_turn)
+    assert (r.status, r.reason) == ("stopped", "spin")
+    guards = [t["tools"][0]["guard"] for t in r.trace]
+    assert guards == [None, None, None, "spin", "spin", "spin"]
+
+
+def test_max_turns_ends_with_one_tool_free_answer(fake_model, new_run):
+    r, ts, _ = new_run(max_turns=3)
+    ask, endpoint = fake_model([tool_calls(("set_plan", {"steps": PLAN})),
+                                tool_calls(("get_weather", WEATHER)),
+                                tool_calls(("search_hotels", HOTELS)),
+                                tool_calls(("book_hotel", BOOK))])
+    loop.run(r, ask, ts, paired_after_every_turn)
+    assert (r.status, r.reason, r.turn) == ("stopped", "max_turns", 4)
+    assert endpoint.requests[-1]["tool_choice"] == "none"
+    assert r.messages[-1]["role"] == "assistant" and "tool_calls" not in r.messages[-1]
+    assert "dropped 1 tool call" in r.trace[-1]["notes"][0]
+    audit.load(r.path)
+
+
+def test_budget_is_checked_before_paying_for_a_call(fake_model, new_run):
+    r, ts, _ = new_run(budget=100)
+    ask, endpoint = fake_model([text("never")])
+    loop.run(r, ask, ts)
+    assert (r.status, r.reason) == ("stopped", "budget") and endpoint.requests == []
+
+
+def test_budget_exceeded_by_real_usage_blocks_the_calls_and_stops(fake_model, new_run):
+    r, ts, _ = new_run(budget=3000)
+    usage = {"prompt_tokens": 4000, "completion_tokens": 1000, "total_tokens": 5000}
+    ask, _ = fake_model([dict(tool_calls(("set_plan", {"steps": PLAN})), usage=usage)])
+    loop.run(r, ask, ts, paired_after_every_turn)
+    assert (r.status, r.reason) == ("stopped", "budget") and tool_results(r)[0]["blocked_by"] == "budget"
+
+
+def test_empty_reply_is_an_error_and_resumable(fake_model, new_run):
+    r, ts, _ = new_run()
+    ask, _ = fake_model([text(""), text("好的")])
+    loop.run(r, ask, ts)
+    assert (r.status, r.reason) == ("error", "empty_reply")
+    loop.run(r, ask, ts)
+    assert r.status == "done" and r.turn == 2
+
+
+def test_model_failure_is_recorded_and_a_resume_continues_with_turns_and_tokens(fake_model, new_run, tmp_path):
+    r, ts, _ = new_run()
+    ask, _ = fake_model([tool_calls(("set_plan", {"steps": PLAN})), http(401), text("好了")])
+    loop.run(r, ask, ts)
+    assert (r.status, r.reason, r.turn) == ("error", "auth", 1)
+    used = r.memory.used_tokens
+    again, _, warnings = loop.reopen(str(tmp_path), r.run_id, lambda snap: ts, lambda snap: None)
+    assert warnings == [] and again.turn == 1 and again.memory.used_tokens == used and again.memory.plan
+    loop.run(again, ask, ts)
+    assert again.status == "done" and again.turn == 2 and again.memory.used_tokens > used
+
+
+def test_bad_arguments_go_back_to_the_model_and_the_fix_runs(fake_model, new_run):
+    r, ts, _ = new_run()
+    ask, _ = fake_model([tool_calls(("set_plan", {"steps": PLAN})),
+                         tool_calls(("get_weather", '```json\n{"city": "西安", "date": "10/01"}\n```')),
+                         tool_calls(("get_weather", "{'city': '西安', 'date': '2026-10-01',}")), text("下雨")])
+    loop.run(r, ask, ts)
+    results = tool_results(r)
+    assert results[1]["blocked_by"] == "arguments" and "格式不对" in results[1]["error"]
+    assert results[2]["condition"] == "rain" and r.status == "done"
+
+
+def test_content_with_tool_calls_is_kept(fake_model, new_run):
+    r, ts, _ = new_run()
+    ask, _ = fake_model([dict(tool_calls(("set_plan", {"steps": PLAN})), content="先做计划"), text("好")])
+    loop.run(r, ask, ts)
+    assert r.messages[2]["content"] == "先做计划" and r.messages[2]["tool_calls"]
+
+
+def test_a_question_without_a_proposal_waits_for_a_reply(fake_model, new_run):
+    r, ts, _ = new_run()
+    ask, _ = fake_model([text("你想住几晚？")])
+    loop.run(r, ask, ts)
+    assert (r.status, r.reason) == ("suspended", "awaiting_reply")
+
+
+def test_hand_edited_confirmation_is_rebuilt_from_the_messages(fake_model, new_run, tmp_path):
+    r, ts, store = new_run()
+    ask, _ = fake_model(OPENING + [tool_calls(("book_hotel", BOOK)), text("好")])
+    loop.run(r, ask, ts)
+    data = json.loads(open(r.path, encoding="utf-8").read())
+    data["memory"]["confirmed"] = True
+    audit.write(r.path, data)
+    again, _, warnings = loop.reopen(str(tmp_path), r.run_id, lambda snap: ts, lambda snap: None)
+    assert "confirmed" in warnings and not again.memory.confirmed
+    loop.add_user(again, "随便")
+    loop.run(again, ask, ts)
+    assert store.count() == 0
+
+
+@pytest.mark.parametrize("rounds", [1, 5])
+def test_every_request_the_model_saw_was_paired(fake_model, new_run, rounds):
+    r, ts, _ = new_run()
+    script = [tool_calls(("set_plan", {"steps": PLAN}))]
+    script += [tool_calls(("get_weather", {"city": "西安", "date": f"2026-10-0{i + 1}"}),
+                          ("search_hotels", dict(HOTELS, nights=i + 1))) for i in range(rounds)]
+    ask, endpoint = fake_model(script + [text("好")])
+    loop.run(r, ask, ts)
+    assert r.status == "done" and len(endpoint.requests) == rounds + 2   # the endpoint 400s on any unpaired request

@@ -1,0 +1,74 @@
+"""The model adapter: retries, distinct errors, usage, normalisation — through the real client."""
+import pytest
+
+from conftest import text, tool_calls
+import model
+
+
+def http(status, headers=None, body=None, delay=0):
+    return {"_http": {"status": status, "headers": headers or {}, "delay": delay,
+                      "body": body if body is not None else {"error": {"message": f"status {status}"}}}}
+
+
+def test_429_with_retry_after_then_5xx_then_success(fake_model):
+    _, endpoint = fake_model([http(429, {"Retry-After": "7"}), http(503), text("好")])
+    waits = []
+    ask = model.connect(endpoint.url, "k", "m", retries=3, sleep=waits.append, loopback=True)
+    reply = ask([{"role": "user", "content": "u"}], [])
+    ask.close()
+    assert reply.message["content"] == "好" and waits == [7.0, 2.0]   # Retry-After honoured, then backoff
+
+
+@pytest.mark.parametrize("status, kind", [(401, "auth"), (403, "auth"), (404, "not_found"), (400, "bad_request"),
+                                          (422, "bad_request")])
+def test_non_transient_errors_are_distinct_and_not_retried(fake_model, status, kind):
+    ask, endpoint = fake_model([http(status), text("never")], retries=3)
+    with pytest.raises(model.ModelError) as info:
+        ask([{"role": "user", "content": "u"}], [])
+    assert info.value.kind == kind and len(endpoint.requests) == 1
+
+
+def test_5xx_retried_then_reported(fake_model):
+    ask, endpoint = fake_model([http(500), http(502), http(500)], retries=2)
+    with pytest.raises(model.ModelError) as info:
+        ask([{"role": "user", "content": "u"}], [])
+    assert info.value.kind == "server" and "已重试 2 次" in str(info.value) and len(endpoint.requests) == 3
+
+
+def test_unreachable_endpoint():
+    ask = model.connect("http://127.0.0.1:9/v1", "k", "m", retries=1, sleep=lambda s: None, loopback=True)
+    with pytest.raises(model.ModelError) as info:
+        ask([{"role": "user", "content": "u"}], [])
+    assert info.value.kind == "unreachable" and "127.0.0.1:9" in str(info.value)
+
+
+def test_timeout_is_retried_then_reported(fake_model):
+    ask, endpoint = fake_model([http(200, delay=2), http(200, delay=2)])
+    slow = model.connect(endpoint.url, "k", "m", timeout=0.3, retries=1, sleep=lambda s: None, loopback=True)
+    with pytest.raises(model.ModelError) as info:
+        slow([{"role": "user", "content": "u"}], [])
+    slow.close()
+    assert info.value.kind == "timeout"
+
+
+def test_missing_usage_is_estimated(fake_model):
+    ask, _ = fake_model([dict(text("好的"), usage=False)])
+    reply = ask([{"role": "user", "content": "一二三四五六"}], [])
+    assert reply.estimated and reply.tokens > 0
+
+
+def test_missing_and_duplicate_ids_are_replaced_and_noted(fake_model):
+    reply = tool_calls(("get_weather", {"city": "西安", "date": "2026-10-01"}, "same"),
+                       ("search_hotels", {"city": "西安", "check_in": "2026-10-01"}, "same"),
+                       ("get_weather", {"city": "北京", "date": "2026-10-01"}, ""))
+    ask, _ = fake_model([reply])
+    out = ask([{"role": "user", "content": "u"}], [])
+    ids = [c["id"] for c in out.tool_calls]
+    assert ids[0] == "same" and len(set(ids)) == 3 and all(ids) and len(out.notes) == 2
+
+
+def test_final_call_asks_for_no_tools(fake_model):
+    ask, endpoint = fake_model([text("总结")])
+    ask([{"role": "user", "content": "u"}], [{"type": "function", "function": {"name": "x", "parameters": {}}}],
+        final=True)
+    assert endpoint.requests[0]["tool_choice"] == "none"
