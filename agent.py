@@ -176,7 +176,7 @@ def report(kind, run, reply=None, calls=(), outcomes=None):
     trace = run.trace[-1]
     print(f"── 第 {run.turn} 轮 · 模型 {reply.seconds:.2f}s · 本轮 {reply.tokens} tokens"
           f"{'（估算）' if reply.estimated else ''} · 累计 {run.memory.used_tokens} tokens"
-          f" · 发送 {trace['chars_sent']}/{trace['chars_full']} 字符")
+          f" · 发送 {trace['chars_sent']} 字符（全量历史 {trace['chars_full']}）")
     if kind == "answer":
         print("   模型答复：" + run.answer.replace("\n", "\n   "))
         return
