@@ -25,6 +25,7 @@ RETRY_CAP = 30.0                # longest wait between attempts, Retry-After inc
 TOOL_TIMEOUT = 10.0             # seconds per tool call
 SPIN_REPEATS = 2                # an identical call may run this many times; the next is a spin
 SPIN_LIMIT = 3                  # spins blocked in one run before the run stops
+MAX_CALLS_PER_TURN = 16         # calls beyond this in one reply are blocked, not run
 
 TOOL_RESULT_MAX_CHARS = 16_000  # a tool message longer than this is cut head-and-tail
 RECENT_ROUNDS = 2               # tool rounds that compaction leaves whole

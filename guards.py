@@ -3,8 +3,8 @@
 Invariants: guards see only the calls and memory, never a result; they mutate nothing (the
 proposal a blocked write becomes is carried in its result and enters memory through absorb);
 every decision is a named Decision, and every blocked call gets an Outcome, hence a tool
-message. Checks, in order: arguments, budget, spin, plan first, plan order, provenance,
-unconfirmed write. Calls earlier in the same turn count as they will have happened: a
+message. Checks, in order: arguments, calls per turn, budget, spin, plan first, plan order,
+provenance, unconfirmed write. Calls earlier in the same turn count as they will have happened: a
 set_plan or mark_step allowed before a call is taken into account for it.
 """
 import dataclasses
@@ -47,7 +47,7 @@ class _Turn:
         self.memory = memory
         self.plan, self.marks = memory.plan, dict(memory.marks)
         self.runs, self.recent = dict(memory.runs), list(memory.recent)
-        self.proposed = False
+        self.proposed, self.seen = False, 0
 
     def note(self, call):
         self.runs[call.signature] = self.runs.get(call.signature, 0) + 1
@@ -59,7 +59,8 @@ class _Turn:
             self.marks[call.args["index"]] = {"status": call.args["status"]}
 
     def decide(self, call, budget):
-        for check in (self.arguments, self.budget, self.spin, self.plan_first, self.plan_order,
+        self.seen += 1
+        for check in (self.arguments, self.too_many, self.budget, self.spin, self.plan_first, self.plan_order,
                       self.provenance, self.unconfirmed_write):
             decision = check(call, budget)
             if not decision.allowed:
@@ -68,6 +69,10 @@ class _Turn:
 
     def arguments(self, call, budget):
         return Decision("arguments", call.problem is None, call.problem or "")
+
+    def too_many(self, call, budget):
+        over = self.seen > config.MAX_CALLS_PER_TURN
+        return Decision("too_many_calls", not over, f"一轮最多执行 {config.MAX_CALLS_PER_TURN} 个调用，这个没有执行")
 
     def budget(self, call, budget):
         over = budget is not None and self.memory.used_tokens > budget

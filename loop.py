@@ -63,8 +63,7 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
         allowed, blocked = screen(pending, memory, r.budget)               # guards, before anything runs
         outcomes = {**execute(memory, allowed, toolset), **blocked}        # run, then flatten in request order
         tool_msgs = tool_messages(pending, outcomes)
-        messages.append(reply.message)
-        messages.extend(tool_msgs)
+        messages.extend([reply.message, *tool_msgs])                       # one step: never half a turn
         for call, message in zip(pending, tool_msgs):
             memory.absorb(call, message["content"])
         r.trace.append(_record(r, reply, sent, pending, outcomes))

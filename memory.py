@@ -24,7 +24,7 @@ class Memory:
         self.proposal = None      # arguments of the write awaiting the user's confirmation
         self.confirmed = False    # the user confirmed that proposal, and it is not used up yet
         self.booking = None       # the receipt of the booking made
-        self.runs = {}            # call signature -> times it ran (blocked calls never ran)
+        self.runs = {}            # call signature -> times it ran since the last user message
         self.recent = []          # signatures of the last calls that ran, newest last
         self.spins = 0            # calls blocked as spins
         self.used_tokens = 0
@@ -52,7 +52,9 @@ class Memory:
             self.proposal, self.confirmed = result["proposal"], False
 
     def absorb_user(self, text):
-        """A user reply: 「确认」 confirms a pending proposal; anything else withdraws it."""
+        """A user reply: 「确认」 confirms a pending proposal; anything else withdraws it. Either
+        way it is new information, so repeating a call after it is not a spin."""
+        self.runs, self.recent = {}, []
         if self.proposal is not None and text == config.CONFIRM_TEXT:
             self.confirmed = True
         elif not self.goal:

@@ -11,6 +11,7 @@ client is made, so commands that never ask a model start fast.
 import dataclasses
 import json
 import secrets
+import threading
 import time
 
 import config
@@ -56,8 +57,10 @@ def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=conf
         if final:
             request["tool_choice"] = "none"
         started = time.perf_counter()
-        response = _with_retries(lambda: client.chat.completions.create(**request), openai, retries,
-                                 on_retry, sleep, base_url or "https://api.openai.com/v1", model)
+        def send():
+            return _within(timeout, lambda: client.chat.completions.create(**request))
+        response = _with_retries(send, openai, retries, on_retry, sleep, base_url or "https://api.openai.com/v1",
+                                 model)
         return _reply(response, messages, time.perf_counter() - started)
 
     ask.model = model
@@ -73,7 +76,7 @@ def _with_retries(send, openai, retries, on_retry, sleep, where, model):
         except openai.APIStatusError as exc:
             error = _status_error(exc, model)
             wait = _retry_after(exc)
-        except openai.APITimeoutError:
+        except (openai.APITimeoutError, _Overdue):
             error, wait = ModelError("timeout", f"模型服务 {where} 超时未响应"), None
         except openai.APIConnectionError as exc:
             error, wait = ModelError("unreachable", f"无法连接模型服务 {where}：{exc.__cause__ or exc}"), None
@@ -86,6 +89,31 @@ def _with_retries(send, openai, retries, on_retry, sleep, where, model):
         if on_retry:
             on_retry(attempt, retries, wait, error)
         sleep(wait)
+
+
+class _Overdue(Exception):
+    """The whole request took longer than its timeout (e.g. a server dribbling bytes forever)."""
+
+
+def _within(seconds, send):
+    """send() with a deadline on the whole request, not only between bytes; an overdue
+    request is abandoned in its daemon thread."""
+    box = {}
+
+    def work():
+        try:
+            box["value"] = send()
+        except BaseException as exc:        # handed back to the caller below
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True, name="model-request")
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise _Overdue()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _status_error(exc, model):

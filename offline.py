@@ -26,7 +26,8 @@ class Endpoint:
     """A loopback chat-completions server; `respond(request) -> dict` decides each reply.
 
     The dict is an assistant message ({"content", "tool_calls"}), or {"_http": {...}} for a
-    fault: status, headers, body, delay (seconds before answering), drop (close the socket).
+    fault: status, headers, body, delay (seconds before answering), drop (close the socket),
+    dribble (seconds between single bytes of an answer that never ends).
     """
 
     def __init__(self, respond, model="offline"):
@@ -49,6 +50,8 @@ class Endpoint:
                                        "param": "messages", "code": None}}, 0, False
         reply = self.respond(request)
         fault = reply.get("_http")
+        if fault and fault.get("dribble"):
+            return 200, {}, fault["dribble"], 0, None
         if fault:
             return (fault.get("status", 200), fault.get("headers", {}), fault.get("body", {}),
                     fault.get("delay", 0), fault.get("drop", False))
@@ -88,7 +91,24 @@ def _handler(endpoint):
             if drop:
                 self.close_connection = True
                 return self.connection.close()
+            if drop is None:
+                return self._dribble(body)
             self._send(status, headers, body)
+
+        def _dribble(self, seconds):
+            """An endless slow answer: headers, then one byte now and then, for up to a minute."""
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "1000000")
+            self.end_headers()
+            try:
+                for _ in range(int(60 / seconds)):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(seconds)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
 
         def _send(self, status, headers, body):
             data = json.dumps(body, ensure_ascii=False).encode()
@@ -229,6 +249,9 @@ def next_step(talk, task, mcp):
         if len(talk.calls("set_plan")) >= 3:
             return say("计划一直没有被系统接受，我先停下，请检查工具配置。")
         return act(talk, [("set_plan", {"steps": plan_steps(mcp)})])
+    spun = [e for e in talk.last_turn() if e["result"].get("blocked_by") == "spin"]
+    if spun:
+        return say(f"我在重复同样的调用（{spun[0]['name']}），先停下来：{spun[0]['result']['error']}")
     todo, problem = lookups(talk, task, mcp)
     if problem:
         return say(problem)
@@ -295,10 +318,11 @@ def booking_step(talk, task):
     if not replies:
         return say(proposal_text(proposal, weather))
     if replies[-1].strip() == CONFIRM:
-        failed = [e for e in talk.calls("book_hotel")[-1:]
-                  if "error" in (e["result"] or {}) and "blocked_by" not in e["result"]]
-        if failed and failed[0]["result"].get("outcome") != "unknown":
-            return say(f"预订没有成功：{failed[0]['result']['error']}")
+        since = max(i for i, e in enumerate(talk.events) if "user" in e)     # tries since the last reply
+        tries = [e for e in talk.events[since + 1:] if e.get("name") == "book_hotel"]
+        failed = [e for e in tries if "error" in (e["result"] or {}) and "blocked_by" not in e["result"]]
+        if len(failed) >= 2:         # one retry with the same arguments (same idempotency key), then ask
+            return say(f"预订没有成功：{failed[-1]['result']['error']}。要我稍后再试吗？")
         return act(talk, [("book_hotel", {k: proposal.get(k) for k in args})])
     if asked:
         return act(talk, [("book_hotel", args)])

@@ -157,13 +157,13 @@ class BookingStore:
 
     COLUMNS = ("booking_id", "hotel_id", "hotel_name", "room_type", "check_in", "nights", "total")
 
+    SCHEMA = ("CREATE TABLE IF NOT EXISTS bookings (idempotency_key TEXT NOT NULL UNIQUE,"
+              " run_id TEXT NOT NULL, booking_id TEXT NOT NULL, hotel_id TEXT NOT NULL,"
+              " hotel_name TEXT NOT NULL, room_type TEXT NOT NULL, check_in TEXT NOT NULL,"
+              " nights INTEGER NOT NULL, total INTEGER NOT NULL, created REAL NOT NULL)")
+
     def __init__(self, path):
-        self.path = str(path)
-        with self._connect() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS bookings (idempotency_key TEXT NOT NULL UNIQUE,"
-                       " run_id TEXT NOT NULL, booking_id TEXT NOT NULL, hotel_id TEXT NOT NULL,"
-                       " hotel_name TEXT NOT NULL, room_type TEXT NOT NULL, check_in TEXT NOT NULL,"
-                       " nights INTEGER NOT NULL, total INTEGER NOT NULL, created REAL NOT NULL)")
+        self.path = str(path)       # the database is touched only when a booking is made or looked up
 
     @contextlib.contextmanager
     def _connect(self):
@@ -171,6 +171,7 @@ class BookingStore:
         db = sqlite3.connect(self.path, timeout=5.0)
         try:
             with db:
+                db.execute(self.SCHEMA)
                 yield db
         finally:
             db.close()
