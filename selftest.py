@@ -314,30 +314,64 @@ def round_trip(box, say):
     say(f"读回的运行收到「{config.CONFIRM_TEXT}」后继续，完成预订（预订库 {box.store.count()} 行）")
 
 
+MCP_PLAN = [{"title": "查询城市坐标", "tool": "search_location"},
+            {"title": "按坐标查询入住当天天气", "tool": "get_weather", "after": [1]},
+            {"title": "搜索酒店", "tool": "search_hotels"},
+            {"title": "按天气选房型并预订（需用户确认）", "tool": "book_hotel", "after": [2, 3]}]
+
+
 def mcp_tools_switch(box, say):
-    """MCP mode: the model sees the server's two tools, and a call goes through the real server process."""
+    """MCP mode: the model sees the server's two tools, a call goes through the server, and the
+    run ends in the same booking as in local mode."""
     try:
         import mcp_tools  # noqa: F401  (the MCP client and server)
     except ImportError:
         raise Skipped("MCP 场景需要 mcp_tools.py") from None
-    local = toolset.ToolSet("mcp", box.store)
     remote = toolset.ToolSet("mcp", box.store, mode="mcp")
     try:
-        names = lambda ts: sorted(s["function"]["name"] for s in ts.schemas)   # noqa: E731
-        weather = next(s["function"] for s in remote.schemas if s["function"]["name"] == "get_weather")
-        expect("search_location" in names(remote) and "latitude" in weather["parameters"]["properties"],
-               "MCP 模式应换成服务器的 search_location 与按坐标的 get_weather")
-        say(f"模型看到的工具：本地 {names(local)} → MCP {names(remote)}")
-        raw = calls(("search_location", {"city": "西安"}))["tool_calls"]
-        place = execute(Memory(), remote.prepare(raw), remote)["c1"]
-        expect(place.status == "ok" and "latitude" in place.result, f"search_location 应经服务器返回坐标：{place.result}")
-        args = {"latitude": place.result["latitude"], "longitude": place.result["longitude"], "date": "2026-10-01"}
-        forecast = execute(Memory(), remote.prepare(calls(("get_weather", args))["tool_calls"]), remote)["c1"]
-        expect(forecast.status == "ok" and forecast.result.get("condition") == "rain", f"服务器天气应为 rain：{forecast.result}")
-        say(f"经服务器进程：search_location → ({args['latitude']}, {args['longitude']})，get_weather → "
-            f"{forecast.result['condition']}；其余场景的输出与本地模式相同")
+        place = _mcp_calls(remote, toolset.ToolSet("local", box.store), say)
+        booking = _mcp_run(box, remote, place)
     finally:
         remote.close()
+    local = _local_booking(box)
+    same = all(booking.get(k) == local.get(k) for k in ("hotel_id", "room_type", "check_in", "nights", "total"))
+    expect(same, f"MCP 模式的预订应与本地模式相同：{booking} / {local}")
+    say(f"经真实的循环跑完整个任务：MCP 模式订到 {booking['hotel_id']} {booking['room_type']} ¥{booking['total']}，与本地模式相同")
+
+
+def _mcp_calls(remote, local, say):
+    """The tool lists side by side, then search_location and get_weather through the server."""
+    names = lambda ts: sorted(s["function"]["name"] for s in ts.schemas)   # noqa: E731
+    weather = next(s["function"] for s in remote.schemas if s["function"]["name"] == "get_weather")
+    expect("search_location" in names(remote) and "latitude" in weather["parameters"]["properties"],
+           "MCP 模式应换成服务器的 search_location 与按坐标的 get_weather")
+    say(f"模型看到的工具：本地 {names(local)} → MCP {names(remote)}")
+    place = execute(Memory(), remote.prepare(calls(("search_location", {"city": "西安"}))["tool_calls"]), remote)["c1"]
+    expect(place.status == "ok" and "latitude" in place.result, f"search_location 应经服务器返回坐标：{place.result}")
+    args = {"latitude": place.result["latitude"], "longitude": place.result["longitude"], "date": "2026-10-01"}
+    forecast = execute(Memory(), remote.prepare(calls(("get_weather", args))["tool_calls"]), remote)["c1"]
+    expect(forecast.status == "ok" and forecast.result.get("condition") == "rain", f"服务器天气应为 rain：{forecast.result}")
+    say(f"经服务器：search_location → ({args['latitude']}, {args['longitude']})，get_weather → {forecast.result['condition']}")
+    return args
+
+
+def _mcp_run(box, remote, place):
+    r, ts = box.begin("mcp", remote)
+    box.drive(r, ts, [calls(("set_plan", {"steps": MCP_PLAN})),
+                      calls(("search_location", {"city": "西安"}), ("search_hotels", HOTELS)),
+                      calls(("get_weather", place)), calls(("book_hotel", SUITE)), says(PROPOSAL)])
+    expect(r.status == "suspended" and r.memory.proposal is not None, f"MCP 运行应在提案处挂起：{r.status} {r.detail}")
+    loop.add_user(r, config.CONFIRM_TEXT)
+    box.drive(r, ts, [calls(("book_hotel", SUITE)), says(FINAL)])
+    expect(r.status == "done" and r.memory.booking, f"MCP 运行确认后应完成预订：{r.status} {r.detail}")
+    return r.memory.booking
+
+
+def _local_booking(box):
+    r, ts, _ = box.until_proposal("local")
+    loop.add_user(r, config.CONFIRM_TEXT)
+    box.drive(r, ts, [calls(("book_hotel", SUITE)), says(FINAL)])
+    return r.memory.booking or {}
 
 
 SCENARIOS = [("同一批三个调用：两个读 + 一个未确认的 book_hotel", batch_of_three),
@@ -347,7 +381,7 @@ SCENARIOS = [("同一批三个调用：两个读 + 一个未确认的 book_hotel
              ("参数溯源：编造的 hotel_id 在执行前被拦截", provenance),
              ("工具超时：这一轮按时结束，结果记录在案", hung_tool),
              ("审计往返：挂起的运行写入再读回，messages 与 memory 不变", round_trip)]
-MCP_SCENARIO = ("MCP 模式：工具列表换成服务器的两个工具，调用经真实的服务器进程", mcp_tools_switch)
+MCP_SCENARIO = ("MCP 模式：工具列表换成服务器的两个工具，调用经服务器进程，结果与本地相同", mcp_tools_switch)
 
 
 def run_scenario(number, title, fn, folder, out):
