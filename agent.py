@@ -27,6 +27,9 @@ def parse(argv):
     modes.add_argument("--confirm", nargs="?", const="", metavar="RUN_ID", help="确认挂起运行的提案并续跑（默认最近一次运行）")
     modes.add_argument("--reply", nargs="+", metavar="TEXT", help="用其他答复续跑挂起的运行：--reply TEXT [RUN_ID]；答复永远不算确认")
     modes.add_argument("--resume", nargs="?", const="", metavar="RUN_ID", help="从最后一次审计继续被中断的运行")
+    modes.add_argument("--check", nargs="*", metavar="RUN_ID_OR_PATH", help="离线检查审计文件或消息数组（默认最近一次运行）")
+    modes.add_argument("--selftest", action="store_true", help="不连模型、不联网的机制自检（临时目录，不留文件）")
+    p.add_argument("--json", action="store_true", help="与 --check 合用：以 JSON 输出检查结果")
     p.add_argument("--run-id", help="新运行的 id（默认自动生成）")
     p.add_argument("--audit-dir", help="审计目录（环境变量 AGENT_AUDIT_DIR，默认 ./audit）")
     p.add_argument("--offline", action="store_true", help="强制使用内置离线模型")
@@ -40,6 +43,12 @@ def parse(argv):
         p.error("--max-turns 应在 1 到 1000 之间")
     if args.goal is not None and not args.goal.strip():
         p.error("--goal 不能为空")
+    if args.json and args.check is None:
+        p.error("--json 只能与 --check 一起用")
+    run_only = [f for f, v in (("--run-id", args.run_id), ("--goal", args.goal), ("--max-turns", args.max_turns),
+                              ("--model", args.model), ("--offline", args.offline)) if v]
+    if (args.check is not None or args.selftest) and run_only:
+        p.error(f"--check/--selftest 不运行任务，不接受 {' '.join(run_only)}")
     return args
 
 
@@ -50,6 +59,12 @@ def main(argv=None):
     except ValueError as exc:
         print(f"错误：环境变量不合法：{exc}", file=sys.stderr)
         return 2
+    if args.check is not None:                 # the judges import no model client: they start fast
+        import checks
+        return checks.run(args.check, args.audit_dir or env["audit_dir"], args.json)
+    if args.selftest:
+        import selftest
+        return selftest.main(mcp=getattr(args, "mcp", False))
     import audit
     try:
         return drive(args, env)

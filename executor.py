@@ -18,8 +18,10 @@ from toolset import Outcome
 from tools import ToolError
 
 
-def execute(memory, calls, toolset, timeout=config.TOOL_TIMEOUT):
-    """Run `calls` (already screened); returns {call id: Outcome}."""
+def execute(memory, calls, toolset, timeout=None):
+    """Run `calls` (already screened); returns {call id: Outcome}. Each call gets `timeout`
+    seconds, by default the tool set's own (`toolset.timeout`)."""
+    timeout = toolset.timeout if timeout is None else timeout
     reads = [c for c in calls if toolset.kind(c.name) == "read"]
     serial = [c for c in calls if toolset.kind(c.name) != "read"]
     jobs = {c.id: _Job(toolset.run, c, memory) for c in reads}       # all reads start now, together

@@ -117,6 +117,8 @@ def idempotency_key(run_id, call):
 class ToolSet:
     """The tools of one run: schemas for the model, preparation and routing of calls."""
 
+    timeout = config.TOOL_TIMEOUT     # seconds the executor gives each call of this tool set
+
     def __init__(self, run_id, store, mode="local"):
         self.run_id, self.store, self.mode = run_id, store, mode
         self.params = {name: spec["parameters"] for name, spec in tools.SCHEMAS.items()}

@@ -97,3 +97,13 @@ def run_cli(*args, cwd, env=None, timeout=60):
 def read_audit(audit_dir, run_id):
     with open(os.path.join(audit_dir, f"run-{run_id}.json"), encoding="utf-8") as f:
         return json.load(f)
+
+
+def heavy_imports(argv, cwd):
+    """Run agent.main(argv) in a fresh interpreter; (exit code, model-client modules it imported)."""
+    code = ("import json, sys; sys.path.insert(0, {root!r}); import agent; rc = agent.main({argv!r}); "
+            "print(json.dumps([rc, sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'httpx'))]))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_"))}
+    done = subprocess.run([sys.executable, "-c", code.format(root=ROOT, argv=list(argv))], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+    return json.loads(done.stdout.strip().splitlines()[-1])

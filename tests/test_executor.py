@@ -124,3 +124,12 @@ def test_long_results_are_cut_head_and_tail():
     content = tool_messages(pending, {"c1": huge})[0]["content"]
     assert len(content) < 20_000 and content.startswith('{"blob": "头') and content.endswith('尾"}')
     assert "中间省略" in content
+
+
+def test_the_tool_sets_own_timeout_applies_when_none_is_given():
+    ts = SlowTools(0.0, hang={"search_hotels"})
+    ts.timeout = 0.2
+    started = time.perf_counter()
+    outcome = execute(Memory(), calls(ts, ("search_hotels", {"city": "西安", "check_in": "2026-10-01"})), ts)["c1"]
+    assert outcome.status == "timeout" and "超过 0.2 秒" in outcome.result["error"]
+    assert time.perf_counter() - started < 1.0

@@ -1,0 +1,272 @@
+"""`--check`: the corpus of transcripts with expected verdicts, the reading rules, the CLI."""
+import ast
+import copy
+import json
+import os
+import re
+import shutil
+
+import pytest
+
+from conftest import ROOT, heavy_imports, run_cli
+import checks
+
+CORPUS = os.path.join(ROOT, "tests", "transcripts")
+with open(os.path.join(CORPUS, "expected.json"), encoding="utf-8") as f:
+    EXPECTED = json.load(f)
+IDS = [cid for cid, _ in checks.CHECKS]
+LABEL = re.compile(r"第 \d+ 轮 \w+（[^）]+）")
+
+
+def corpus(name):
+    return os.path.join(CORPUS, name)
+
+
+def verdicts(entry):
+    return {c["id"]: c["verdict"] for c in entry["checks"]}
+
+
+def reasons(entry):
+    return {c["id"]: c["reason"] for c in entry["checks"]}
+
+
+def test_every_corpus_file_has_expected_verdicts_and_back():
+    files = {n for n in os.listdir(CORPUS) if n.endswith(".json") and n != "expected.json"}
+    assert files == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_corpus_verdicts(name):
+    want, entry = EXPECTED[name], checks.check_file(corpus(name))
+    assert checks.exit_code([entry]) == want["exit"]
+    if want["exit"] == 2:
+        assert entry["checks"] == [] and want["error"] in entry["error"]
+        return
+    assert entry["error"] is None
+    assert verdicts(entry) == want["verdicts"], reasons(entry)
+    for cid, fragment in want["faults"].items():
+        assert fragment in reasons(entry)[cid]
+
+
+def test_every_failure_names_the_turn_and_the_call():
+    failures = [c["reason"] for name in EXPECTED if EXPECTED[name]["exit"] == 1
+                for c in checks.check_file(corpus(name))["checks"] if c["verdict"] == "fail"]
+    assert len(failures) >= 12
+    assert all(LABEL.search(reason) for reason in failures), failures
+
+
+def test_each_check_has_a_failing_case_and_good_runs_cover_both_modes_and_states():
+    failing = {k for w in EXPECTED.values() if w["exit"] == 1 for k, v in w["verdicts"].items() if v == "fail"}
+    assert failing == set(IDS)
+    good = [checks.check_file(corpus(n)) for n, w in EXPECTED.items() if w["exit"] == 0 and n.startswith(("local", "mcp"))]
+    assert {(e["mode"], e["status"]) for e in good} == {("local", "suspended"), ("local", "done"),
+                                                       ("mcp", "suspended"), ("mcp", "done")}
+
+
+def test_unparseable_and_unanswered_calls_are_reported_not_crashed_on():
+    entry = checks.check_file(corpus("odd_unparseable_and_unanswered.json"))
+    notes = " ".join(entry["notes"])
+    assert "第 2 轮 get_weather（call_2_1） 的参数无法解析" in notes
+    assert "第 3 轮 search_hotels（call_3_2） 没有对应的 tool 消息" in notes
+
+
+# ---- reading rules ----
+def load_messages(name):
+    with open(corpus(name), encoding="utf-8") as f:
+        data = json.load(f)
+    return data if isinstance(data, list) else data["messages"]
+
+
+def judge(messages, tmp_path, meta=None):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(messages if meta is None else dict(meta, messages=messages), ensure_ascii=False),
+                    encoding="utf-8")
+    return checks.check_file(str(path))
+
+
+def test_a_blocked_early_booking_is_no_violation_but_the_same_call_executed_is(tmp_path):
+    messages = load_messages("local_done.json")
+    meta = {"version": 1, "run_id": "x", "status": "done", "mode": "local"}
+    assert verdicts(judge(messages, tmp_path, meta))["write_after_confirmation"] == "pass"
+    executed = copy.deepcopy(messages)
+    blocked = next(m for m in executed if m.get("role") == "tool" and "blocked_by" in m["content"])
+    blocked["content"] = json.dumps({"booking_id": "BK-1", "hotel_id": "XA-001", "room_type": "Suite",
+                                     "check_in": "2026-10-01", "nights": 2, "total": 1760})
+    entry = judge(executed, tmp_path, meta)
+    assert verdicts(entry)["write_after_confirmation"] == "fail"
+    assert "第 3 轮 book_hotel（call_3_3） 在提出预订之前就执行了" in reasons(entry)["write_after_confirmation"]
+
+
+def test_a_loose_confirmation_counts_in_a_bare_array_but_not_in_a_snapshot(tmp_path):
+    messages = load_messages("bad_snapshot_loose_confirmation.json")
+    assert verdicts(judge(messages, tmp_path))["write_after_confirmation"] == "pass"
+    meta = {"version": 1, "run_id": "x", "status": "done", "mode": "local"}
+    assert verdicts(judge(messages, tmp_path, meta))["write_after_confirmation"] == "fail"
+
+
+@pytest.mark.parametrize("text,confirms", [
+    ("确认", True), ("确认预订", True), ("好的，订吧", True), ("可以", True), ("yes please", True), ("OK!", True),
+    ("Confirm.", True), ("不确认", False), ("好的不过先别订", False), ("可以换成 Standard 吗？", False),
+    ("no", False), ("yesterday it rained", False), ("再想想", False), ("ok, but wait", False)])
+def test_tolerant_confirmation_rule(text, confirms):
+    assert checks._confirms(text, strict=False) is confirms
+    assert checks._confirms(text, strict=True) is (text == "确认")
+
+
+@pytest.mark.parametrize("text,proposes", [
+    ("建议预订古城墙酒店 Suite 两晚，回复「确认」后下单。", True), ("Shall I book XA-001 for two nights?", True),
+    ("要我预订吗？", True), ("预订完成。订单号 BK-1。", False), ("10 月 1 日有雨。", False)])
+def test_text_proposal_rule(text, proposes):
+    assert checks._proposes(text) is proposes
+
+
+@pytest.mark.parametrize("raw,args", [
+    ('{"a": 1}', {"a": 1}), ('```json\n{"a": 1}\n```', {"a": 1}), ("{a: 1, b: 'x',}", {"a": 1, "b": "x"}),
+    ("", {}), (None, {}), ({"a": 1}, {"a": 1})])
+def test_arguments_parse_like_the_loop(raw, args):
+    assert checks.parse_arguments(raw) == (args, None)
+
+
+@pytest.mark.parametrize("raw", ["{city: 西安, date", "[1, 2]", "42", 7])
+def test_unparseable_arguments_give_a_problem_not_an_exception(raw):
+    value, problem = checks.parse_arguments(raw)
+    assert value is None and problem
+
+
+def test_the_second_identical_booking_of_one_batch_rides_on_the_same_confirmation(tmp_path):
+    messages = load_messages("local_done.json")
+    turn = next(i for i, m in enumerate(messages) if m.get("tool_calls") and m["tool_calls"][0]["id"] == "call_5_1")
+    twin = copy.deepcopy(messages[turn]["tool_calls"][0])
+    twin["id"] = "call_5_2"
+    messages[turn]["tool_calls"].append(twin)
+    messages.insert(turn + 2, {"role": "tool", "tool_call_id": "call_5_2",
+                               "content": json.dumps(dict(json.loads(messages[turn + 1]["content"]), replayed=True))})
+    meta = {"version": 1, "run_id": "x", "status": "done", "mode": "local"}
+    assert verdicts(judge(messages, tmp_path, meta))["write_after_confirmation"] == "pass"
+    later = messages[:-1] + [{"role": "assistant", "content": None, "tool_calls": [dict(twin, id="call_6_1")]},
+                             {"role": "tool", "tool_call_id": "call_6_1", "content": messages[turn + 2]["content"]}]
+    entry = judge(later, tmp_path, meta)
+    assert "第 6 轮 book_hotel（call_6_1） 执行时，用户的确认已被第 5 轮的预订用掉" in reasons(entry)["write_after_confirmation"]
+
+
+def test_checks_imports_no_project_module():
+    tree = ast.parse(open(os.path.join(ROOT, "checks.py"), encoding="utf-8").read())
+    imported = {a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    project = {n[:-3] for n in os.listdir(ROOT) if n.endswith(".py")}
+    assert not imported & project, imported & project
+
+
+# ---- command line ----
+def test_cli_exit_codes_for_good_bad_and_unreadable_files(tmp_path):
+    good, bad, broken = corpus("local_done.json"), corpus("bad_plan_not_first.json"), corpus("truncated.json")
+    ok = run_cli("--check", good, corpus("mcp_suspended.json"), cwd=tmp_path)
+    assert ok.returncode == 0 and "汇总：2 个文件" in ok.stdout and "退出码 0" in ok.stdout
+    failed = run_cli("--check", good, bad, cwd=tmp_path)
+    assert failed.returncode == 1 and "✗ 1. 计划先行" in failed.stdout
+    unreadable = run_cli("--check", bad, broken, str(tmp_path / "missing.json"), cwd=tmp_path)
+    assert unreadable.returncode == 2 and "找不到文件" in unreadable.stdout and "无法读取或已损坏" in unreadable.stdout
+    assert "Traceback" not in ok.stderr + failed.stderr + unreadable.stderr
+
+
+def test_cli_json_output(tmp_path):
+    done = run_cli("--check", corpus("bad_wrong_room_type_rain.json"), corpus("truncated.json"), "--json", cwd=tmp_path)
+    report = json.loads(done.stdout)
+    assert done.returncode == 2 and report["summary"]["exit"] == 2
+    assert report["summary"]["fail"] == 1 and report["summary"]["unreadable"] == 1
+    first = report["files"][0]
+    assert first["format"] == "messages" and verdicts(first)["room_type"] == "fail"
+    assert [c["id"] for c in first["checks"]] == IDS
+
+
+def test_cli_default_is_the_most_recent_run_and_run_ids_resolve_in_the_audit_dir(tmp_path):
+    audit_dir = tmp_path / "elsewhere"
+    audit_dir.mkdir()
+    shutil.copy(corpus("local_done.json"), audit_dir / "run-old.json")
+    shutil.copy(corpus("bad_fabricated_hotel_id.json"), audit_dir / "run-new.json")
+    os.utime(audit_dir / "run-old.json", (1_000_000, 1_000_000))
+    latest = run_cli("--check", cwd=tmp_path, env={"AGENT_AUDIT_DIR": str(audit_dir)})
+    assert latest.returncode == 1 and "run-new.json" in latest.stdout
+    by_id = run_cli("--check", "old", "--audit-dir", str(audit_dir), cwd=tmp_path)
+    assert by_id.returncode == 0 and "run-old.json" in by_id.stdout
+    unknown = run_cli("--check", "nosuchrun", "--audit-dir", str(audit_dir), cwd=tmp_path)
+    assert unknown.returncode == 2 and "run-nosuchrun.json" in unknown.stdout
+
+
+def test_cli_no_runs_and_bad_usage_exit_2(tmp_path):
+    empty = run_cli("--check", cwd=tmp_path)
+    assert empty.returncode == 2 and "还没有任何运行" in empty.stderr and "Traceback" not in empty.stderr
+    assert run_cli("--json", cwd=tmp_path).returncode == 2
+    assert run_cli("--check", "--goal", "x", cwd=tmp_path).returncode == 2
+    assert run_cli("--check", "--selftest", cwd=tmp_path).returncode == 2
+    assert not (tmp_path / "audit").exists()
+
+
+def test_real_offline_run_is_pending_when_suspended_and_passes_when_done(tmp_path):
+    assert run_cli("--run-id", "xian", cwd=tmp_path).returncode == 0
+    suspended = json.loads(run_cli("--check", "--json", cwd=tmp_path).stdout)["files"][0]
+    assert verdicts(suspended) == dict(zip(IDS, ["pass", "pending", "pending", "pending", "pending"]))
+    assert run_cli("--confirm", cwd=tmp_path).returncode == 0
+    done = run_cli("--check", "xian", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.count("通过：") == 5
+
+
+def test_check_never_imports_the_model_client(tmp_path):
+    assert heavy_imports(["--check", corpus("local_done.json")], tmp_path) == [0, []]
+
+
+def test_hotel_ids_in_plain_text_results_are_matched_as_whole_ids():
+    text = {"text": "找到：XA-001 古城墙酒店，XA-0022 某酒店"}
+    assert checks._mentions(text, "XA-001") and not checks._mentions(text, "XA-002")
+    assert not checks._mentions({"text": "AXA-001"}, "XA-001")
+    assert checks._mentions({"hotels": [{"hotel_id": "XA-001"}]}, "XA-001")
+    assert not checks._mentions({"hotels": [{"name": "XA-001"}]}, "XA-001")
+
+
+def _mutants(value, rng, count):
+    """Copies of `value` with one randomly chosen node replaced by an odd value."""
+    odd = [None, 0, -1, True, "", "x", [], {}, [None], {"": None}, "```", 1e308]
+    paths = []
+
+    def walk(node, path):
+        paths.append(path)
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, child in items:
+            walk(child, path + (key,))
+    walk(value, ())
+    for _ in range(count):
+        path, copy_ = rng.choice(paths[1:]), copy.deepcopy(value)
+        node = copy_
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = rng.choice(odd)
+        yield copy_
+
+
+@pytest.mark.parametrize("name", ["local_done.json", "mcp_done.json", "foreign_good.json"])
+def test_odd_values_anywhere_never_raise(name, tmp_path):
+    import random
+    with open(corpus(name), encoding="utf-8") as f:
+        original = json.load(f)
+    for i, mutant in enumerate(_mutants(original, random.Random(len(name)), 300)):
+        path = tmp_path / f"m{i}.json"
+        path.write_text(json.dumps(mutant, ensure_ascii=False), encoding="utf-8")
+        entry = checks.check_file(str(path))              # must not raise
+        assert entry["error"] or len(entry["checks"]) == 5 and checks.render(entry)
+
+
+def test_deeply_nested_json_is_reported_not_raised(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert "无法读取" in checks.check_file(str(deep))["error"]
+    content = json.dumps({"hotels": []})[:-1] + ", \"x\": " + "[" * 5000 + "]" * 5000 + "}"
+    messages = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "search_hotels", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": content}]
+    assert checks.check_file(str(judge_path(messages, tmp_path)))["error"] is None
+
+
+def judge_path(messages, tmp_path):
+    path = tmp_path / "n.json"
+    path.write_text(json.dumps(messages), encoding="utf-8")
+    return path
