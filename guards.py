@@ -20,6 +20,7 @@ class Decision:
     guard: str
     allowed: bool
     reason: str = ""
+    propose: bool = False       # the blocked write becomes the proposal put to the user
 
 
 ALLOW = Decision("all", True)
@@ -34,7 +35,7 @@ def screen(pending, memory, budget=None):
             allowed.append(call)
             turn.note(call)
         else:
-            extra = turn.proposal_for(call) if decision.guard == "unconfirmed_write" else {}
+            extra = turn.proposal_for(call) if decision.propose else {}
             blocked[call.id] = Outcome({"error": decision.reason, "blocked_by": decision.guard, **extra},
                                        status="blocked", guard=decision.guard)
     return allowed, blocked
@@ -47,7 +48,7 @@ class _Turn:
         self.memory = memory
         self.plan, self.marks = memory.plan, dict(memory.marks)
         self.runs, self.recent = dict(memory.runs), list(memory.recent)
-        self.proposed, self.seen = False, 0
+        self.proposed, self.wrote, self.seen = False, False, 0
 
     def note(self, call):
         self.runs[call.signature] = self.runs.get(call.signature, 0) + 1
@@ -126,18 +127,20 @@ class _Turn:
         if done:
             return Decision("unconfirmed_write", False, f"这笔预订已经完成（订单号 {done.get('booking_id')}），不要重复预订")
         if memory.confirmed and memory.proposal and _same_booking(call.args, memory.proposal):
+            if self.wrote:
+                return Decision("unconfirmed_write", False, "一次确认只授权一次预订，本轮已经执行过这笔预订")
+            self.wrote = True
             return ALLOW
         if self.proposed:
             return Decision("unconfirmed_write", False, "一次只能提出一个预订，等用户确认后再说")
         if memory.confirmed and memory.proposal:
-            return Decision("unconfirmed_write", False, "这与用户确认的预订不一致，已作为新提案，需要用户重新确认")
+            return Decision("unconfirmed_write", False, "这与用户确认的预订不一致，已作为新提案，需要用户重新确认",
+                            propose=True)
         return Decision("unconfirmed_write", False, "预订需要用户确认，已作为提案交给用户。请向用户说明提案并停止调用工具，"
-                        "等用户回复「确认」")
+                        "等用户回复「确认」", propose=True)
 
     def proposal_for(self, call):
-        """The blocked write as the proposal the user will be asked to confirm (first one only)."""
-        if self.proposed or call.name not in config.WRITE_TOOLS or self.memory.booking_for(call.args):
-            return {}
+        """The blocked write as the proposal the user will be asked to confirm."""
         self.proposed = True
         proposal = {k: call.args[k] for k in PROPOSAL_KEYS}
         hotel = self.memory.hotels.get(proposal["hotel_id"], {})

@@ -162,13 +162,15 @@ class BookingStore:
               " hotel_name TEXT NOT NULL, room_type TEXT NOT NULL, check_in TEXT NOT NULL,"
               " nights INTEGER NOT NULL, total INTEGER NOT NULL, created REAL NOT NULL)")
 
+    BUSY_TIMEOUT = 5.0              # seconds to wait for another process's lock on the database
+
     def __init__(self, path):
         self.path = str(path)       # the database is touched only when a booking is made or looked up
 
     @contextlib.contextmanager
     def _connect(self):
         """One short connection: committed on success, always closed."""
-        db = sqlite3.connect(self.path, timeout=5.0)
+        db = sqlite3.connect(self.path, timeout=self.BUSY_TIMEOUT)
         try:
             with db:
                 db.execute(self.SCHEMA)

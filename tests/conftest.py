@@ -15,6 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import loop      # noqa: E402
+import openai    # noqa: E402,F401  (imported once here, so forked runs start warm)
 import model     # noqa: E402
 import offline   # noqa: E402
 import tools     # noqa: E402
@@ -92,6 +93,41 @@ def run_cli(*args, cwd, env=None, timeout=60):
     full.update(env or {})
     return subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), *args], cwd=cwd, env=full,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def run_agent(*args, cwd, env=None, setup=None):
+    """`agent.main(ARGS)` in a forked child process: a real process (kill -9 kills it, locks and
+    files behave as across processes) without paying the interpreter's start-up each time.
+    `setup()` runs in the child first. Returns CompletedProcess (returncode -9 when killed)."""
+    import tempfile
+    out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    pid = os.fork()
+    if pid == 0:                                               # the child: never returns
+        code = 70
+        try:
+            os.chdir(cwd)
+            for key in [k for k in os.environ if k.startswith(("OPENAI_", "AGENT_"))]:
+                del os.environ[key]
+            os.environ.update(env or {})
+            os.dup2(out.fileno(), 1)
+            os.dup2(err.fileno(), 2)
+            sys.stdout = os.fdopen(1, "w", closefd=False)
+            sys.stderr = os.fdopen(2, "w", closefd=False)
+            if setup:
+                setup()
+            import agent
+            code = agent.main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 2
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    out.seek(0)
+    err.seek(0)
+    return subprocess.CompletedProcess(args, code, out.read(), err.read())
 
 
 def read_audit(audit_dir, run_id):

@@ -18,7 +18,7 @@ import loop
 import model
 import offline
 import tools
-from conftest import GOAL, ROOT, read_audit, run_cli
+from conftest import GOAL, ROOT, read_audit, run_agent
 from toolset import ToolSet
 
 pytestmark = pytest.mark.slow
@@ -45,7 +45,7 @@ def finish(cwd, run_id):
             return
         args = {None: ["--run-id", run_id], "running": ["--resume", run_id], "error": ["--resume", run_id],
                 "suspended": ["--confirm", run_id]}[state]
-        out = run_cli(*args, cwd=cwd)
+        out = run_agent(*args, cwd=cwd)
         assert out.returncode == 0, out.stderr
     raise AssertionError(f"run {run_id} did not finish")
 
@@ -58,7 +58,7 @@ CONFIRM_RUN = ["before_ask:1", "after_reply:1", "after_tool:1", "after_commit", 
 
 @pytest.mark.parametrize("point", FIRST_RUN)
 def test_kill_at_every_boundary_of_the_first_run(tmp_path, point):
-    killed = run_cli("--run-id", "k", cwd=tmp_path, env={"AGENT_FAULT": point})
+    killed = run_agent("--run-id", "k", cwd=tmp_path, env={"AGENT_FAULT": point})
     assert killed.returncode == -signal.SIGKILL
     assert status(tmp_path / "audit", "k") in (None, "running") and bookings(tmp_path / "audit") == 0
     finish(tmp_path, "k")
@@ -67,8 +67,8 @@ def test_kill_at_every_boundary_of_the_first_run(tmp_path, point):
 
 @pytest.mark.parametrize("point", CONFIRM_RUN)
 def test_kill_at_every_boundary_after_confirmation(tmp_path, point):
-    assert run_cli("--run-id", "k", cwd=tmp_path).returncode == 0
-    killed = run_cli("--confirm", "k", cwd=tmp_path, env={"AGENT_FAULT": point})
+    assert run_agent("--run-id", "k", cwd=tmp_path).returncode == 0
+    killed = run_agent("--confirm", "k", cwd=tmp_path, env={"AGENT_FAULT": point})
     assert killed.returncode == -signal.SIGKILL
     # killed while writing the confirmation itself, the run is still waiting for it; else it is running
     expected = "suspended" if point == "mid_audit:1" else "running"
@@ -100,14 +100,14 @@ def _clean_env():
 
 
 def test_a_second_process_on_the_same_run_is_refused(tmp_path):
-    assert run_cli("--run-id", "l", cwd=tmp_path).returncode == 0
+    assert run_agent("--run-id", "l", cwd=tmp_path).returncode == 0
     with audit.RunLock(str(tmp_path / "audit"), "l"):
-        out = run_cli("--confirm", "l", cwd=tmp_path)
+        out = run_agent("--confirm", "l", cwd=tmp_path)
     assert out.returncode == 2 and "正被另一个进程使用" in out.stderr and bookings(tmp_path / "audit") == 0
 
 
 def test_two_confirms_racing_book_once(tmp_path):
-    assert run_cli("--run-id", "race", cwd=tmp_path).returncode == 0
+    assert run_agent("--run-id", "race", cwd=tmp_path).returncode == 0
     cmd = [sys.executable, os.path.join(ROOT, "agent.py"), "--confirm", "race"]
     procs = [subprocess.Popen(cmd, cwd=tmp_path, env=_clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]

@@ -8,12 +8,12 @@ import pytest
 
 import audit
 import tools
-from conftest import read_audit, run_cli
+from conftest import read_audit, run_agent
 
 
 @pytest.fixture
 def suspended(tmp_path):
-    assert run_cli("--run-id", "s", cwd=tmp_path).returncode == 0
+    assert run_agent("--run-id", "s", cwd=tmp_path).returncode == 0
     return tmp_path, tmp_path / "audit" / "run-s.json"
 
 
@@ -33,7 +33,7 @@ def _no_traceback(out):
 def test_broken_audit_files_are_refused_clearly(suspended, damage, words):
     cwd, path = suspended
     path.write_text(damage(path.read_text(encoding="utf-8")), encoding="utf-8")
-    out = run_cli("--confirm", "s", cwd=cwd)
+    out = run_agent("--confirm", "s", cwd=cwd)
     assert out.returncode == 2 and words in out.stderr
     _no_traceback(out)
     assert _count(cwd) == 0
@@ -49,7 +49,7 @@ def test_memory_claiming_confirmed_without_a_confirmation_is_rebuilt(suspended):
     data["memory"]["confirmed"] = True
     data["status"] = "running"                      # and pretend it was cut off
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    out = run_cli("--resume", "s", cwd=cwd)
+    out = run_agent("--resume", "s", cwd=cwd)
     assert out.returncode == 0 and "memory.confirmed 与 messages 记录不一致" in out.stderr
     assert _count(cwd) == 0 and read_audit(cwd / "audit", "s")["memory"]["confirmed"] is False
 
@@ -63,13 +63,13 @@ def test_confirm_on_a_run_that_is_not_waiting(suspended, state, reason, words):
     data = json.loads(path.read_text(encoding="utf-8"))
     data.update(status=state, reason=reason)
     audit.write(str(path), data)
-    out = run_cli("--confirm", cwd=cwd)
+    out = run_agent("--confirm", cwd=cwd)
     assert out.returncode == 2 and words in out.stderr and _count(cwd) == 0
     _no_traceback(out)
 
 
 def test_resume_of_a_run_that_waits_for_the_user_is_refused(suspended):
-    out = run_cli("--resume", cwd=suspended[0])
+    out = run_agent("--resume", cwd=suspended[0])
     assert out.returncode == 2 and "--confirm" in out.stderr
 
 
@@ -82,7 +82,7 @@ def test_run_ids_never_reach_the_file_system(tmp_path, bad):
 
 def test_an_audit_dir_that_cannot_be_created(tmp_path):
     (tmp_path / "file").write_text("x")
-    out = run_cli("--audit-dir", str(tmp_path / "file" / "audit"), cwd=tmp_path)
+    out = run_agent("--audit-dir", str(tmp_path / "file" / "audit"), cwd=tmp_path)
     assert out.returncode == 2 and "无法读写审计目录" in out.stderr
     _no_traceback(out)
 
@@ -93,14 +93,14 @@ def test_an_audit_dir_that_cannot_be_written(tmp_path):
     try:
         if os.access(tmp_path / "ro", os.W_OK):
             pytest.skip("running as a user that ignores directory permissions (root)")
-        out = run_cli("--audit-dir", str(tmp_path / "ro"), cwd=tmp_path)
+        out = run_agent("--audit-dir", str(tmp_path / "ro"), cwd=tmp_path)
     finally:
         os.chmod(tmp_path / "ro", 0o700)
     assert out.returncode == 2 and "无法读写审计目录" in out.stderr
 
 
 def test_a_missing_audit_dir_for_confirm(tmp_path):
-    out = run_cli("--confirm", "--audit-dir", str(tmp_path / "nowhere"), cwd=tmp_path)
+    out = run_agent("--confirm", "--audit-dir", str(tmp_path / "nowhere"), cwd=tmp_path)
     assert out.returncode == 2 and "还没有任何运行" in out.stderr
 
 
@@ -111,7 +111,7 @@ def test_a_booking_store_locked_by_another_process(suspended):
     release = threading.Timer(30, db.rollback)
     release.start()
     try:
-        out = run_cli("--confirm", cwd=cwd, timeout=120)
+        out = run_agent("--confirm", cwd=cwd, setup=lambda: setattr(tools.BookingStore, "BUSY_TIMEOUT", 0.5))
     finally:
         release.cancel()
         db.rollback()
@@ -119,6 +119,6 @@ def test_a_booking_store_locked_by_another_process(suspended):
     assert out.returncode == 0 and "酒店系统暂时不可用" in out.stdout
     data = read_audit(cwd / "audit", "s")
     assert (data["status"], data["reason"]) == ("suspended", "awaiting_reply") and _count(cwd) == 0
-    again = run_cli("--confirm", cwd=cwd)                  # the store is free again: confirming books once
+    again = run_agent("--confirm", cwd=cwd)                  # the store is free again: confirming books once
     assert again.returncode == 0 and _count(cwd) == 1
     assert read_audit(cwd / "audit", "s")["status"] == "done"

@@ -51,7 +51,7 @@ def test_selftest_fails_when_the_idempotency_key_changes_per_call(monkeypatch):
     counter = iter(range(1000))
     monkeypatch.setattr(toolset, "idempotency_key", lambda run_id, call: f"{run_id}-{next(counter)}")
     code, out = run_selftest()
-    assert code == 1 and "第二次应是同一订单的幂等重放" in out
+    assert code == 1 and "绕过护栏直接执行也应是幂等重放" in out
 
 
 def test_selftest_fails_when_a_hung_tool_is_waited_for(monkeypatch):
