@@ -19,6 +19,9 @@ NAMES = {"西安": "西安", "xi'an": "西安", "xian": "西安", "北京": "北
          "上海": "上海", "shanghai": "上海"}
 NUMBERS = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 ROOMS = ("Standard", "Deluxe", "Suite")
+# a hotel line of the memory block in the system message, and its prices
+MEMORY_HOTEL = re.compile(r"^酒店 (\S+) (.+?)：(.*)$", re.M)
+MEMORY_PRICE = re.compile(r"(\w+) ¥(\d+)/晚")
 
 
 # ---- the endpoint ----
@@ -157,6 +160,7 @@ class Conversation:
 
     def __init__(self, messages):
         self.goal, self.events, self.turn, calls = "", [], 0, {}
+        self.system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
         for message in messages:
             role = message.get("role")
             if role == "user":
@@ -191,6 +195,16 @@ class Conversation:
             if isinstance(proposal, dict):
                 return i, proposal
         return None, None
+
+    def hotels(self):
+        """The hotels found: from the search result, or, once compaction has shortened that, from
+        the memory block of the system message (as the compaction note tells a model to)."""
+        found = (self.ok("search_hotels") or {}).get("hotels")
+        if found:
+            return found
+        return [{"hotel_id": m.group(1), "name": m.group(2),
+                 "prices": {room: int(price) for room, price in MEMORY_PRICE.findall(m.group(3))}}
+                for m in MEMORY_HOTEL.finditer(self.system)]
 
     def replies_after(self, index):
         return [e["user"] for e in self.events[index + 1:] if "user" in e]
@@ -260,7 +274,7 @@ def _untried(talk, name, candidates):
 
 
 def booking_step(talk, task):
-    weather, hotels = talk.ok("get_weather"), talk.ok("search_hotels").get("hotels", [])
+    weather, hotels = talk.ok("get_weather"), talk.hotels()
     index, proposal = talk.proposal()
     replies = talk.replies_after(index) if index is not None else []
     room = "Suite" if weather.get("condition") == "rain" else "Standard"
