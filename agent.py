@@ -86,6 +86,8 @@ def drive(args, env):
     run_id = _target(args) if resuming else (args.run_id or audit.new_run_id())
     run_id = (run_id or audit.latest_run_id(audit_dir)) if resuming else run_id
     audit.check_run_id(run_id)
+    if not resuming and args.mcp_server and not args.mcp:
+        raise UsageError("--mcp-server 只在 MCP 模式下有用：新运行请同时加 --mcp")
     if not resuming:
         os.makedirs(audit_dir, exist_ok=True)
     elif not os.path.isdir(audit_dir):

@@ -18,6 +18,8 @@ bad-version    initialize answers with an unknown protocol version
 many-tools     tools/list also offers tools that are not on the allow-list, and weird schemas
 no-weather     tools/list lacks get_weather
 huge           a line longer than the client's limit before every reply
+chatty         1 MiB on stderr before every reply (blocks unless the client drains stderr)
+endless        tools/list always says there is a next page
 """
 import json
 import os
@@ -51,6 +53,9 @@ def send(message):
 
 
 def noise():
+    if "chatty" in FLAGS:
+        sys.stderr.write(("log line " * 100 + "\n") * 1200)
+        sys.stderr.flush()
     if "huge" in FLAGS:
         OUT.write("x" * (17 << 20) + "\n")
     if "garbage" in FLAGS:
@@ -138,6 +143,8 @@ def tools_page(cursor):
                            "longitude": {"type": "number", "minimum": "low", "enum": [{"x": 1}]},
                            "date": {"type": "string", "pattern": "^\\d{4}-\\d{2}-\\d{2}$", "maxLength": 10},
                            "extra": "not a schema"}})
+    if "endless" in FLAGS:
+        return {"tools": tools[:1], "nextCursor": "again"}
     if "paged" not in FLAGS:
         return {"tools": tools}
     index = int(cursor or 0)

@@ -193,6 +193,11 @@ def test_an_unusable_mcp_server_is_a_clear_usage_error(tmp_path, args, env):
     assert not os.path.exists(tmp_path / "audit" / "run-m1.json")
 
 
+def test_mcp_server_without_mcp_on_a_new_run_is_refused(tmp_path):
+    result = run_cli("--mcp-server", "python x.py", cwd=tmp_path)
+    assert result.returncode == 2 and "--mcp" in result.stderr and not os.path.exists(tmp_path / "audit")
+
+
 def test_agent_mcp_server_points_the_run_at_another_server(tmp_path):
     command = " ".join(fake_command("extra"))
     result = run_cli("--mcp", "--run-id", "m1", cwd=tmp_path, env={"AGENT_MCP_SERVER": command})

@@ -121,6 +121,18 @@ def test_garbage_on_stdout_is_skipped_and_server_pings_are_answered(client):
     assert process_of(c).poll() is None and c.conn.garbage >= 2
 
 
+def test_a_chatty_stderr_cannot_block_the_server(client):
+    c = client(fake_command("chatty"), timeout=5.0)
+    for _ in range(3):
+        assert c.call_tool("search_location", {"city": "西安"})["latitude"] == XIAN["latitude"]
+    assert c.conn.stderr[-1].startswith("log line")
+
+
+def test_an_endless_tool_list_is_cut_off(client):
+    with pytest.raises(mcp_tools.MCPError, match="5 页"):
+        client(fake_command("endless")).list_tools(max_pages=5)
+
+
 def test_an_over_long_line_is_skipped_not_fatal(client):
     c = client(fake_command("huge"), timeout=10.0)
     assert c.call_tool("search_location", {"city": "西安"})["latitude"] == XIAN["latitude"]
