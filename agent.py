@@ -71,7 +71,7 @@ def main(argv=None):
         print(f"错误：{exc}", file=sys.stderr)
         return 2
     except mcp_tools.MCPError as exc:
-        print(f"错误：MCP 服务不可用：{exc}", file=sys.stderr)
+        print(f"错误：MCP 模式无法运行：{exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"错误：无法读写审计目录：{exc}", file=sys.stderr)

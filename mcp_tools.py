@@ -183,7 +183,7 @@ class _Connection:
             code, text = error.get("code"), str(error.get("message") or "（没有说明）")[:300]
             raise MCPError(f"MCP 服务返回错误 {code}：{text}", code=code, data=error.get("data"))
         if not isinstance(reply.get("result"), dict):
-            raise MCPError("MCP 服务的回复格式不对：result 不是 JSON 对象")
+            raise MCPError("MCP 服务的回复格式不对：没有 result 对象")
         return reply["result"]
 
     def _forget(self, rid):
@@ -219,7 +219,7 @@ class _Connection:
         rid = message.get("id")
         with self.lock:
             slot = self.pending.pop(rid, None) if valid_id(rid) else None
-        if slot is not None and ("result" in message or "error" in message):
+        if slot is not None:                       # stray replies (unknown ids) are dropped
             slot.reply = message
             slot.event.set()
 
@@ -262,11 +262,13 @@ class _Connection:
         """End the process: stdin EOF and wait, then SIGTERM, then SIGKILL. Never raises."""
         with self.lock:
             self.closed = True
-        with self.write_lock:
+        if self.write_lock.acquire(timeout=grace):   # a write stuck on a full pipe: skip the polite EOF
             try:
                 self.proc.stdin.close()
             except OSError:
                 pass
+            finally:
+                self.write_lock.release()
         for stop in (None, self.proc.terminate, self.proc.kill):
             try:
                 if stop is not None:
@@ -280,10 +282,10 @@ class _Connection:
         for thread in self.threads:
             thread.join(1.0)
         self._fail_all()
-        for stream in (self.proc.stdout, self.proc.stderr):
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try:
                 stream.close()
-            except OSError:
+            except (OSError, ValueError):
                 pass
 
 

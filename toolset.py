@@ -204,7 +204,7 @@ class ToolSet:
             self.mcp.close()
 
 
-def allowed_specs(offered):
+def allowed_specs(offered, where="MCP 服务"):
     """Allow-listed MCP tools → OpenAI function specs. A tool that is missing, or whose input schema
     lacks an argument the allow-list names, is an MCPError: the run cannot use this server."""
     specs, wrong = {}, []
@@ -218,7 +218,7 @@ def allowed_specs(offered):
         description = tool.get("description") if isinstance(tool.get("description"), str) else ""
         specs[name] = {"description": description[:500], "parameters": _safe_schema(schema)}
     if wrong:
-        raise mcp_tools.MCPError(f"MCP 服务没有提供可用的工具：{'、'.join(wrong)}（它提供：{', '.join(offered) or '无'}）")
+        raise mcp_tools.MCPError(f"{where}缺少可用的工具：{'、'.join(wrong)}（它提供：{', '.join(offered) or '无'}）")
     return specs
 
 
@@ -263,10 +263,12 @@ def _compiles(pattern):
 
 
 def _recorded(schemas):
-    """The allow-listed MCP tools among the schemas a run recorded."""
-    found = {s["function"]["name"]: s["function"] for s in schemas
+    """The allow-listed MCP tools among the schemas a run recorded, checked as a server's would be."""
+    found = {s["function"].get("name"): s["function"] for s in schemas
              if isinstance(s, dict) and isinstance(s.get("function"), dict)}
-    return {name: {k: v for k, v in found[name].items() if k != "name"} for name in config.MCP_TOOLS if name in found}
+    offered = {name: {"description": found[name].get("description"), "inputSchema": found[name].get("parameters")}
+               for name in config.MCP_TOOLS if name in found}
+    return allowed_specs(offered, where="审计文件记录的工具列表")
 
 
 def trim(name, payload):

@@ -20,6 +20,7 @@ no-weather     tools/list lacks get_weather
 huge           a line longer than the client's limit before every reply
 chatty         1 MiB on stderr before every reply (blocks unless the client drains stderr)
 endless        tools/list always says there is a next page
+no-result      tools/call is answered with neither result nor error
 """
 import json
 import os
@@ -123,6 +124,8 @@ def answer(message):
         return None
     if method == "tools/list":
         return {"result": tools_page(params.get("cursor"))}
+    if method == "tools/call" and "no-result" in FLAGS:
+        return {}
     if method == "tools/call":
         result = call(message, params)
         return result if "error" in result else {"result": result}

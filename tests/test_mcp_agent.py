@@ -193,6 +193,16 @@ def test_an_unusable_mcp_server_is_a_clear_usage_error(tmp_path, args, env):
     assert not os.path.exists(tmp_path / "audit" / "run-m1.json")
 
 
+def test_a_corrupt_recorded_tool_list_is_refused_on_resume(tmp_path):
+    assert run_cli("--mcp", "--run-id", "m1", cwd=tmp_path).returncode == 0
+    path = tmp_path / "audit" / "run-m1.json"
+    snap = json.loads(path.read_text(encoding="utf-8"))
+    snap["tools"][3]["function"]["parameters"] = {"type": ["object", "null"]}
+    path.write_text(json.dumps(snap, ensure_ascii=False), encoding="utf-8")
+    result = run_cli("--confirm", cwd=tmp_path)
+    assert result.returncode == 2 and "审计文件记录的工具列表" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_mcp_server_without_mcp_on_a_new_run_is_refused(tmp_path):
     result = run_cli("--mcp-server", "python x.py", cwd=tmp_path)
     assert result.returncode == 2 and "--mcp" in result.stderr and not os.path.exists(tmp_path / "audit")

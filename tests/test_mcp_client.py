@@ -153,6 +153,14 @@ def test_sdk_1x_dialect_unknown_method_as_invalid_params_and_unknown_tool_as_is_
         c.call_tool("nope", {})
 
 
+def test_a_reply_without_result_fails_its_call_at_once(client):
+    c = client(fake_command("no-result"), timeout=5.0)
+    started = time.perf_counter()
+    with pytest.raises(mcp_tools.MCPError, match="没有 result"):
+        c.call_tool("search_location", {"city": "西安"})
+    assert time.perf_counter() - started < 2.0
+
+
 def test_text_only_results_are_parsed(client):
     assert client(fake_command("text-only")).call_tool("search_location", {"city": "x"})["longitude"] == XIAN["longitude"]
 
