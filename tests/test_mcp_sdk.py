@@ -13,6 +13,14 @@ from conftest import read_audit, run_cli           # noqa: E402
 from mcp_util import SDK_SERVER, SERVER, XIAN, server_env    # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def sdk_2x():
+    """These tests use the 2.x API (Client(mode=...), MCPServer); an older SDK is a clear failure."""
+    if not hasattr(mcp, "Client") or not hasattr(mcp, "MCPError"):
+        pytest.fail(f"mcp {getattr(mcp, '__version__', '?')} is too old: install requirements-dev.txt (mcp>=2.3)",
+                    pytrace=False)
+
+
 def sdk_session(scenario, mode, **env):
     """Run `scenario(client)` with the SDK's Client connected to our server over stdio."""
     params = mcp.StdioServerParameters(command=sys.executable, args=[SERVER], env=server_env(**env))
