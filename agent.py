@@ -36,6 +36,8 @@ def parse(argv):
     p.add_argument("--model", help="模型名（环境变量 AGENT_MODEL）")
     p.add_argument("--goal", help="任务目标（默认：西安订酒店）")
     p.add_argument("--max-turns", type=int, metavar="N", help=f"整个运行最多的模型轮数（默认 {config.MAX_TURNS}）")
+    p.add_argument("--mcp", action="store_true", help="天气改由 MCP 服务提供（search_location + get_weather）；续跑沿用运行开始时的模式")
+    p.add_argument("--mcp-server", metavar="CMD", help="MCP 服务的启动命令（环境变量 AGENT_MCP_SERVER；默认用本 Python 运行 mcp_tools.py）")
     args = p.parse_args(argv)
     if args.reply is not None and len(args.reply) > 2:
         p.error("--reply 只接受 TEXT 和可选的 RUN_ID 两个值")
@@ -49,7 +51,18 @@ def parse(argv):
                               ("--model", args.model), ("--offline", args.offline)) if v]
     if (args.check is not None or args.selftest) and run_only:
         p.error(f"--check/--selftest 不运行任务，不接受 {' '.join(run_only)}")
+    if args.mcp_server is not None and not _split(args.mcp_server):
+        p.error("--mcp-server 不能为空")
     return args
+
+
+def _split(command):
+    """A command line as argv (POSIX shell quoting); [] when empty or unparseable."""
+    import shlex
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return []
 
 
 def main(argv=None):
@@ -66,10 +79,14 @@ def main(argv=None):
         import selftest
         return selftest.main(mcp=getattr(args, "mcp", False))
     import audit
+    import mcp_tools
     try:
         return drive(args, env)
     except (audit.AuditError, UsageError) as exc:
         print(f"错误：{exc}", file=sys.stderr)
+        return 2
+    except mcp_tools.MCPError as exc:
+        print(f"错误：MCP 模式无法运行：{exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"错误：无法读写审计目录：{exc}", file=sys.stderr)
@@ -84,17 +101,23 @@ def drive(args, env):
     run_id = _target(args) if resuming else (args.run_id or audit.new_run_id())
     run_id = (run_id or audit.latest_run_id(audit_dir)) if resuming else run_id
     audit.check_run_id(run_id)
+    if not resuming and args.mcp_server and not args.mcp:
+        raise UsageError("--mcp-server 只在 MCP 模式下有用：新运行请同时加 --mcp")
     if not resuming:
         os.makedirs(audit_dir, exist_ok=True)
     elif not os.path.isdir(audit_dir):
         raise UsageError(f"审计目录 {audit_dir} 不存在")
     with audit.RunLock(audit_dir, run_id):
         if resuming:
-            r, toolset = _reopen(args, audit_dir, run_id)
+            r, toolset = _reopen(args, audit_dir, run_id, env)
         else:
-            toolset = _toolset(audit_dir, run_id, "local")
-            r = loop.begin(audit_dir, run_id, args.goal or config.DEFAULT_GOAL, toolset, "", args.max_turns,
-                           env["budget"])
+            toolset = _toolset(audit_dir, run_id, "mcp" if args.mcp else "local", args, env)
+            try:
+                r = loop.begin(audit_dir, run_id, args.goal or config.DEFAULT_GOAL, toolset, "", args.max_turns,
+                               env["budget"])
+            except BaseException:
+                toolset.close()
+                raise
             print(f"新运行 {r.run_id}\n目标：{r.messages[1]['content']}")
         return _go(r, toolset, args, env)
 
@@ -105,13 +128,25 @@ def _target(args):
     return args.confirm if args.confirm is not None else args.resume
 
 
-def _toolset(audit_dir, run_id, mode):
+def _toolset(audit_dir, run_id, mode, args, env, schemas=None):
+    """The run's tool set; in MCP mode it connects now, unless recorded `schemas` spare it that."""
     import tools
     import toolset
-    return toolset.ToolSet(run_id, tools.BookingStore(os.path.join(audit_dir, "bookings.db")), mode)
+    store = tools.BookingStore(os.path.join(audit_dir, "bookings.db"))
+    if mode == "local":
+        return toolset.ToolSet(run_id, store, mode)
+    command = _split(args.mcp_server or env["mcp_server"] or "") or None
+    if command is None and env["mcp_server"]:
+        raise UsageError("环境变量 AGENT_MCP_SERVER 不是合法的命令行")
+    ts = toolset.ToolSet(run_id, store, mode, mcp_command=command, schemas=schemas)
+    if schemas is None:
+        client = ts.mcp
+        print(f"MCP 模式：天气由 MCP 服务提供（{' '.join(client.command)}，协议 {client.version}，"
+              f"工具 {', '.join(sorted(ts.remote))}）")
+    return ts
 
 
-def _reopen(args, audit_dir, run_id):
+def _reopen(args, audit_dir, run_id, env):
     import loop
     wanted = "resume" if args.resume is not None else "reply"
 
@@ -128,8 +163,10 @@ def _reopen(args, audit_dir, run_id):
                     "done": "已经完成", "stopped": f"已停止（{snap.get('reason')}），不能续跑"}[status]
             raise UsageError(f"运行 {run_id} {hint}")
 
-    r, toolset, warnings = loop.reopen(audit_dir, run_id, lambda snap: _toolset(audit_dir, run_id, snap["mode"]),
-                                       accept)
+    r, toolset, warnings = loop.reopen(
+        audit_dir, run_id, lambda snap: _toolset(audit_dir, run_id, snap["mode"], args, env, snap["tools"]), accept)
+    if args.mcp and r.mode != "mcp":
+        print(f"注意：运行 {run_id} 以 {r.mode} 模式开始，续跑沿用该模式（忽略 --mcp）", file=sys.stderr)
     for key in warnings:
         print(f"注意：审计文件中 memory.{key} 与 messages 记录不一致，已按 messages 重建", file=sys.stderr)
     if args.max_turns:
@@ -216,6 +253,8 @@ def _gist(name, result):
         return f"第 {result.get('index')} 步 {result.get('status')}"
     if name == "get_weather":
         return f"{result.get('condition')}，最高 {result.get('high')}°"
+    if name == "search_location":
+        return f"{result.get('name')}（{result.get('latitude')}, {result.get('longitude')}）"
     if name == "search_hotels":
         return f"{len(result.get('hotels', []))} 家酒店：" + "、".join(h.get("name", "?") for h in result.get("hotels", []))
     if name == "book_hotel":

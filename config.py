@@ -40,6 +40,19 @@ BUSINESS_TOOLS = READ_TOOLS | WRITE_TOOLS
 # a write may run only after these tools have succeeded in the run
 WRITE_PREREQUISITES = {"book_hotel": ("get_weather", "search_hotels")}
 
+# MCP mode: the allow-list, the one place it lives. Only these server tools reach the model (they
+# replace local tools of the same name), each only if its input schema takes these arguments; a
+# result keeps only its `fields` (JSON scalars), whatever else the server sends, and is a tool
+# error when a `required` field is missing.
+MCP_TOOLS = {
+    "search_location": {"arguments": ("city",), "fields": ("name", "latitude", "longitude", "timezone", "country"),
+                        "required": ("latitude", "longitude")},
+    "get_weather": {"arguments": ("latitude", "longitude", "date"), "fields": ("date", "condition", "high", "low"),
+                    "required": ("date", "condition")},
+}
+MCP_TIMEOUT = 8.0               # seconds per MCP request; under TOOL_TIMEOUT, so the MCP error is what the model sees
+MCP_RESTARTS = 3                # server restarts allowed in one process before calls fail fast
+
 SYSTEM_PROMPT = """你是订酒店助手，只能通过工具获取信息和下单。规则：
 1. 先调用 set_plan 制定计划（每一步写明要用的工具 tool，以及依赖的步骤 after），再调用业务工具。
 2. 天气查询和酒店搜索互不依赖，请在同一轮里一起调用；预订依赖这两步。
@@ -62,6 +75,11 @@ def settings(env=None):
         "model": env.get("AGENT_MODEL") or DEFAULT_MODEL,
         "audit_dir": env.get("AGENT_AUDIT_DIR") or "audit",
         "mcp_server": env.get("AGENT_MCP_SERVER") or None,
+        # the MCP server's own settings (read by `python mcp_tools.py`)
+        "mcp_weather": env.get("AGENT_MCP_WEATHER") or "offline",
+        "mcp_geocoding_url": env.get("AGENT_MCP_GEOCODING_URL") or "https://geocoding-api.open-meteo.com/v1/search",
+        "mcp_forecast_url": env.get("AGENT_MCP_FORECAST_URL") or "https://api.open-meteo.com/v1/forecast",
+        "mcp_page_size": int(env.get("AGENT_MCP_PAGE_SIZE") or 50),
         "budget": int(env.get("AGENT_TOKEN_BUDGET") or TOKEN_BUDGET),
         "model_timeout": float(env.get("AGENT_MODEL_TIMEOUT") or MODEL_TIMEOUT),
         "model_retries": int(env.get("AGENT_MODEL_RETRIES") or MODEL_RETRIES),

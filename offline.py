@@ -182,7 +182,7 @@ class Conversation:
 
     def __init__(self, messages):
         self.goal, self.events, self.turn, calls = "", [], 0, {}
-        self.memory = read_memory(messages[0].get("content") or "" if messages else "")
+        self.memory = read_memory(next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), ""))
         for message in messages:
             role = message.get("role")
             if role == "user":
@@ -298,7 +298,7 @@ def _untried(talk, name, candidates):
 
 
 def booking_step(talk, task):
-    weather, hotels = talk.ok("get_weather"), talk.ok("search_hotels").get("hotels", [])
+    weather, hotels = talk.ok("get_weather"), (talk.ok("search_hotels") or {}).get("hotels", [])
     index, proposal = talk.proposal()
     replies = talk.replies_after(index) if index is not None else []
     room = "Suite" if weather.get("condition") == "rain" else "Standard"

@@ -5,13 +5,20 @@ Invariants: a call is validated against its schema before any tool runs, and a c
 fails parsing or validation carries the problem instead of arguments (never a silent `{}`);
 tools get what they need passed in explicitly (plan, store, idempotency key), never memory
 itself; every result handed back is a JSON object.
+MCP mode: only tools on the allow-list (config.MCP_TOOLS) reach the model, replacing local tools
+of the same name; every MCP result is cut to that tool's allowed fields, always, and every MCP
+failure (isError, protocol error, timeout, dead server) is a ToolError. One MCP server session
+per tool set, started when first needed (a new run needs it at once, for the schemas; a resumed
+run reuses the schemas it recorded and starts the server only for its first MCP call).
 """
 import dataclasses
 import hashlib
 import json
+import math
 import re
 
 import config
+import mcp_tools
 import tools
 
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
@@ -119,11 +126,32 @@ class ToolSet:
 
     timeout = config.TOOL_TIMEOUT     # seconds the executor gives each call of this tool set
 
-    def __init__(self, run_id, store, mode="local"):
+    def __init__(self, run_id, store, mode="local", mcp_command=None, schemas=None):
+        """`schemas`: the tool list a resumed run recorded (MCP mode takes its MCP tools from it
+        instead of asking the server); `mcp_command`: argv of the MCP server (default: ours)."""
         self.run_id, self.store, self.mode = run_id, store, mode
-        self.params = {name: spec["parameters"] for name, spec in tools.SCHEMAS.items()}
-        self.schemas = [{"type": "function", "function": {"name": name, **spec}}
-                        for name, spec in tools.SCHEMAS.items()]
+        self.mcp, remote = None, {}
+        if mode == "mcp":
+            self.mcp = mcp_tools.Client(mcp_command, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS)
+            remote = _recorded(schemas) if schemas is not None else self._listed()
+        self.remote = set(remote)
+        specs = {}
+        for name, spec in tools.SCHEMAS.items():
+            if name == "get_weather":              # the MCP tools stand where the local weather tool stood
+                specs.update(remote)
+            if mode == "local" or name not in config.MCP_TOOLS:
+                specs.setdefault(name, spec)
+        self.params = {name: spec["parameters"] for name, spec in specs.items()}
+        self.schemas = [{"type": "function", "function": {"name": name, **spec}} for name, spec in specs.items()]
+
+    def _listed(self):
+        """The allow-listed tools of the MCP server, as OpenAI function specs (one tools/list)."""
+        try:
+            offered = {t["name"]: t for t in self.mcp.start().list_tools()}
+            return allowed_specs(offered)
+        except mcp_tools.MCPError:
+            self.mcp.close()
+            raise
 
     def kind(self, name):
         """'read' (may run concurrently), 'state' (changes the run) or 'write' (changes the world)."""
@@ -155,11 +183,113 @@ class ToolSet:
             return tools.mark_step(plan=memory.plan, **args)
         if call.name == "book_hotel":
             return tools.book_hotel(self.store, idempotency_key(self.run_id, call), self.run_id, **args)
+        if call.name in self.remote:
+            return self._remote(call)
         return getattr(tools, call.name)(**args)
+
+    def _remote(self, call):
+        try:
+            payload = self.mcp.call_tool(call.name, call.args)
+        except mcp_tools.ToolFailed as exc:
+            raise tools.ToolError(f"{call.name} 失败：{' '.join(exc.message.split())[:300]}") from None
+        except mcp_tools.MCPError as exc:
+            raise tools.ToolError(f"MCP 调用 {call.name} 失败：{exc.message[:300]}；可以稍后重试") from None
+        return trim(call.name, payload)
 
     def reconcile(self, call):
         """After a write's outcome went unknown: the booking its key stored, or None."""
         return self.store.find(idempotency_key(self.run_id, call))
 
     def close(self):
-        """Release what the tool set holds (nothing for local tools)."""
+        """Release what the tool set holds: the MCP server session, if any."""
+        if self.mcp is not None:
+            self.mcp.close()
+
+
+def allowed_specs(offered, where="MCP 服务"):
+    """Allow-listed MCP tools → OpenAI function specs. A tool that is missing, or whose input schema
+    lacks an argument the allow-list names, is an MCPError: the run cannot use this server."""
+    specs, wrong = {}, []
+    for name, rule in config.MCP_TOOLS.items():
+        tool = offered.get(name) or {}
+        schema = tool.get("inputSchema")
+        props = schema.get("properties") if isinstance(schema, dict) and schema.get("type") == "object" else None
+        if not isinstance(props, dict) or any(arg not in props for arg in rule["arguments"]):
+            wrong.append(f"{name}({', '.join(rule['arguments'])})")
+            continue
+        description = tool.get("description") if isinstance(tool.get("description"), str) else ""
+        specs[name] = {"description": description[:500], "parameters": _safe_schema(schema)}
+    if wrong:
+        raise mcp_tools.MCPError(f"{where}缺少可用的工具：{'、'.join(wrong)}（它提供：{', '.join(offered) or '无'}）")
+    return specs
+
+
+def _safe_schema(schema):
+    """What validate() understands of an untrusted input schema: a flat object of simple typed
+    properties. The model is shown exactly this, and calls are checked against it."""
+    props = {key: _safe_rule(rule) for key, rule in list(schema["properties"].items())[:20]
+             if isinstance(key, str) and len(key) <= 64 and isinstance(rule, dict)}
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    safe = {"type": "object", "properties": props, "required": [k for k in required if isinstance(k, str) and k in props]}
+    if schema.get("additionalProperties") is False:
+        safe["additionalProperties"] = False
+    return safe
+
+
+SAFE_KEYWORDS = {"string": ("pattern", "minLength", "maxLength"), "number": ("minimum", "maximum"),
+                 "integer": ("minimum", "maximum"), "boolean": ()}
+
+
+def _safe_rule(rule):
+    kind = rule.get("type") if isinstance(rule.get("type"), str) else None
+    safe = {"type": kind} if kind in SAFE_KEYWORDS else {}
+    for key in SAFE_KEYWORDS.get(kind, ()):
+        value = rule.get(key)
+        if key == "pattern" and isinstance(value, str) and _compiles(value) or \
+                key != "pattern" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            safe[key] = value
+    enum = rule.get("enum")
+    if isinstance(enum, list) and enum and all(isinstance(v, (str, int, float, bool)) for v in enum):
+        safe["enum"] = enum[:50]
+    if isinstance(rule.get("description"), str):
+        safe["description"] = rule["description"][:200]
+    return safe
+
+
+def _compiles(pattern):
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    return len(pattern) <= 200
+
+
+def _recorded(schemas):
+    """The allow-listed MCP tools among the schemas a run recorded, checked as a server's would be."""
+    found = {s["function"].get("name"): s["function"] for s in schemas
+             if isinstance(s, dict) and isinstance(s.get("function"), dict)}
+    offered = {name: {"description": found[name].get("description"), "inputSchema": found[name].get("parameters")}
+               for name in config.MCP_TOOLS if name in found}
+    return allowed_specs(offered, where="审计文件记录的工具列表")
+
+
+def trim(name, payload):
+    """An MCP result cut to the tool's allowed fields (JSON scalars, strings shortened), always;
+    a ToolError when a required field is missing."""
+    rule = config.MCP_TOOLS[name]
+    kept = {key: _scalar(payload[key]) for key in rule["fields"] if _scalar(payload.get(key)) is not None}
+    missing = [key for key in rule["required"] if key not in kept]
+    if missing:
+        raise tools.ToolError(f"{name} 的结果缺少字段 {', '.join(missing)}（MCP 服务返回的内容不可用）")
+    return kept
+
+
+def _scalar(value):
+    """A JSON scalar fit to pass on (finite number, bool, string of at most 200 chars), or None."""
+    if isinstance(value, str):
+        return value[:200]
+    if isinstance(value, bool) or isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return None
