@@ -350,7 +350,10 @@ def _mcp_calls(remote, local, say):
     args = {"latitude": place.result["latitude"], "longitude": place.result["longitude"], "date": "2026-10-01"}
     forecast = execute(Memory(), remote.prepare(calls(("get_weather", args))["tool_calls"]), remote)["c1"]
     expect(forecast.status == "ok" and forecast.result.get("condition") == "rain", f"服务器天气应为 rain：{forecast.result}")
-    say(f"经服务器：search_location → ({args['latitude']}, {args['longitude']})，get_weather → {forecast.result['condition']}")
+    server = remote.mcp.conn.proc
+    expect(server.pid != os.getpid() and server.poll() is None, "调用应经由另一个进程里的 MCP 服务器")
+    say(f"经服务器进程（pid {server.pid}，{remote.mcp.era} 协议 {remote.mcp.version}）：search_location → "
+        f"({args['latitude']}, {args['longitude']})，get_weather → {forecast.result['condition']}")
     return args
 
 
