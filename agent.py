@@ -214,8 +214,9 @@ def _model(args, env):
                             on_retry=on_retry)
         print(f"模型：{name} @ {env['base_url'] or 'https://api.openai.com/v1'}")
         return ask, ask.close
+    from endpoint import Endpoint
     import offline
-    endpoint = offline.Endpoint(offline.respond)
+    endpoint = Endpoint(offline.respond)
     ask = model.connect(endpoint.url, "offline-no-key", config.OFFLINE_MODEL, env["model_timeout"],
                         env["model_retries"], on_retry=on_retry, loopback=True)
     why = "--offline" if args.offline else "未设置 OPENAI_API_KEY"

@@ -17,6 +17,7 @@ sys.path.insert(0, ROOT)
 import loop      # noqa: E402
 import openai    # noqa: E402,F401  (imported once here, so forked runs start warm)
 import model     # noqa: E402
+from endpoint import Endpoint  # noqa: E402
 import offline   # noqa: E402
 import tools     # noqa: E402
 import toolset   # noqa: E402
@@ -64,7 +65,7 @@ def fake_model():
 
     def make(responder, retries=0):
         respond = responder if callable(responder) else Script(responder)
-        endpoint = offline.Endpoint(respond)
+        endpoint = Endpoint(respond)
         ask = model.connect(endpoint.url, "test-key", "scripted", timeout=5, retries=retries,
                             sleep=lambda s: None, loopback=True)
         made.append((ask, endpoint))

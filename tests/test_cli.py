@@ -6,6 +6,7 @@ import signal
 
 import pytest
 
+from endpoint import Endpoint  # noqa: E402
 import offline
 from conftest import read_audit, run_cli
 import tools
@@ -87,7 +88,7 @@ def test_kill_after_the_booking_commits_before_the_audit_then_resume_books_once(
 
 
 def test_a_real_openai_compatible_endpoint_is_used_when_a_key_is_set(tmp_path):
-    endpoint = offline.Endpoint(offline.respond)
+    endpoint = Endpoint(offline.respond)
     try:
         out = run_cli(cwd=tmp_path, env={"OPENAI_API_KEY": "sk-test-secret", "OPENAI_BASE_URL": endpoint.url,
                                          "AGENT_MODEL": "my-model"})
@@ -112,7 +113,7 @@ def test_model_outage_exits_3_and_resume_later_continues(tmp_path):
 
 
 def test_bad_key_is_a_clear_exit_3(tmp_path):
-    endpoint = offline.Endpoint(lambda request: {"_http": {"status": 401, "body": {"error": {"message": "bad key"}}}})
+    endpoint = Endpoint(lambda request: {"_http": {"status": 401, "body": {"error": {"message": "bad key"}}}})
     try:
         out = run_cli(cwd=tmp_path, env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": endpoint.url})
     finally:

@@ -16,6 +16,7 @@ import pytest
 import audit
 import loop
 import model
+from endpoint import Endpoint  # noqa: E402
 import offline
 import tools
 from conftest import GOAL, ROOT, read_audit, run_agent
@@ -133,7 +134,7 @@ def test_a_crashed_lock_holder_never_leaves_the_run_stuck(tmp_path):
 
 
 def _offline_ask():
-    endpoint = offline.Endpoint(offline.respond)
+    endpoint = Endpoint(offline.respond)
     return model.connect(endpoint.url, "k", "offline", loopback=True), endpoint
 
 

@@ -7,6 +7,7 @@ import audit
 import config
 import loop
 import model
+from endpoint import Endpoint  # noqa: E402
 import offline
 import tools
 import toolset
@@ -16,7 +17,7 @@ from mcp_util import fake_command
 
 @pytest.fixture
 def offline_ask():
-    endpoint = offline.Endpoint(offline.respond)
+    endpoint = Endpoint(offline.respond)
     ask = model.connect(endpoint.url, "k", "offline", loopback=True)
     yield ask
     ask.close()
