@@ -48,10 +48,10 @@ def latest_run_id(audit_dir):
     return newest[len("run-"):-len(".json")]
 
 
-def write(path, snapshot, fsync=True):
-    """Replace the file at `path` by `snapshot`, atomically."""
+def write(path, snapshot, fsync=True, cache=None):
+    """Replace the file at `path` by `snapshot`, atomically. `cache`: see encode()."""
     folder = os.path.dirname(path) or "."
-    data = encode(snapshot).encode("utf-8")
+    data = encode(snapshot, cache)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -69,15 +69,31 @@ def write(path, snapshot, fsync=True):
         _fsync_dir(folder)
 
 
-def encode(snapshot):
-    """The snapshot as JSON text, one top-level key per line and one list item (message, trace
-    record) per line: readable, and built by the C encoder (json's indent forces the slow one)."""
+def encode(snapshot, cache=None):
+    """The snapshot as UTF-8 JSON, one top-level key per line and one list item (message, trace
+    record) per line: readable, and built by the C encoder (json's indent forces the slow one).
+
+    `cache` (a dict kept by the caller between snapshots of one run) keeps the text of each list
+    item by identity, so a turn encodes only what it added: list items must never be changed in
+    place once written (the loop only appends messages and trace records, and replaces
+    messages[0] by a new dict)."""
+    fresh = {}
+
+    def item(value):
+        hit = cache.get(id(value)) if cache else None
+        text = hit[1] if hit is not None and hit[0] is value else _encode(value).encode()
+        fresh[id(value)] = (value, text)
+        return text
+
     lines = []
     for key, value in snapshot.items():
-        body = "[\n  " + ",\n  ".join(map(_encode, value)) + "\n ]" if isinstance(value, list) and value \
-            else _encode(value)
-        lines.append(f" {_encode(key)}: {body}")
-    return "{\n" + ",\n".join(lines) + "\n}\n"
+        body = b"[\n  " + b",\n  ".join(map(item, value)) + b"\n ]" if isinstance(value, list) and value \
+            else _encode(value).encode()
+        lines.append(b" " + _encode(key).encode() + b": " + body)
+    if cache is not None:
+        cache.clear()
+        cache.update(fresh)
+    return b"{\n" + b",\n".join(lines) + b"\n}\n"
 
 
 def load(path):

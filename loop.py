@@ -2,8 +2,10 @@
 
 Invariants: compact before ask, screen before execute, audit after flatten, as adjacent lines
 of `run()`; `messages` is the full record (compaction works on a copy) and stays paired (every
-tool call answered, in order) at every audit; every way out of the loop sets status and reason
-and writes the audit file; turn numbers and tokens continue across resumes.
+tool call answered, in order) at every audit; messages and trace records are only appended,
+never edited in place (messages[0] is replaced whole), so the audit encodes each one once;
+every way out of the loop sets status and reason and writes the audit file; turn numbers and
+tokens continue across resumes.
 """
 import dataclasses
 import json
@@ -37,6 +39,7 @@ class Run:
     answer: str = ""
     detail: str = ""
     fsync: bool = True
+    encoded: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)   # audit.encode's cache
 
 
 def run(r, ask, toolset, report=lambda kind, **data: None):
@@ -153,7 +156,7 @@ def snapshot(r):
 
 
 def save(r):
-    audit.write(r.path, snapshot(r), fsync=r.fsync)
+    audit.write(r.path, snapshot(r), fsync=r.fsync, cache=r.encoded)
 
 
 def begin(audit_dir, run_id, goal, toolset, model, max_turns=None, budget=None, fsync=True):
