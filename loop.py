@@ -45,11 +45,12 @@ class Run:
 def run(r, ask, toolset, report=lambda kind, **data: None):
     """Drive run `r` until it is done, suspended, stopped or fails; returns `r`."""
     memory, messages = r.memory, r.messages
+    tools_chars = len(json.dumps(r.tools, ensure_ascii=False))           # the schemas are sent every turn
     while r.turn < r.max_turns:
         messages[0] = {"role": "system", "content": config.SYSTEM_PROMPT + "\n\n" + memory.render()}
         outgoing = compact(messages)                                      # compact a copy, before asking
         sent = _chars(outgoing)
-        need = estimate_tokens(sent + len(json.dumps(r.tools, ensure_ascii=False)))
+        need = estimate_tokens(sent + tools_chars)
         if memory.used_tokens + need > r.budget:
             return finish(r, "stopped", "budget", f"下一次请求约需 {need} tokens，会超出预算 {r.budget}")
         config.fault("before_ask")
