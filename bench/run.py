@@ -21,16 +21,18 @@ sys.path.insert(0, HERE)
 
 import workload  # noqa: E402  (puts the project root on sys.path)
 
-SYSTEMS = ("floor", "ours", "ours_fsync", "agents", "pydantic_ai", "langgraph")
+SYSTEMS = ("floor", "ours", "ours_fsync", "ours_tmpfs", "agents", "pydantic_ai", "langgraph")
 PEERS = ("agents", "pydantic_ai", "langgraph")
+TMPFS = "/dev/shm"          # the same audit writes, with no block device under them
 
 
 def system_module(name):
-    return __import__({"ours_fsync": "sys_ours"}.get(name, f"sys_{name}"))
+    return __import__({"ours_fsync": "sys_ours", "ours_tmpfs": "sys_ours"}.get(name, f"sys_{name}"))
 
 
 def label(name):
-    return {"ours": "ours, fsync off", "ours_fsync": "ours, fsync on (production)"}.get(name) or \
+    return {"ours": "ours, fsync off", "ours_fsync": "ours, fsync on (production)",
+            "ours_tmpfs": "ours, fsync off, audit on tmpfs"}.get(name) or \
         system_module(name).LABEL
 
 
@@ -39,7 +41,8 @@ def worker(name, task, args):
     import tasks
     module = system_module(name)
     reply_for = workload.concurrent_reply if task == "concurrency" else workload.timed_reply
-    harness = module.Harness(fsync=name == "ours_fsync", reply_for=reply_for)
+    options = {"folder": TMPFS} if name == "ours_tmpfs" else {}
+    harness = module.Harness(fsync=name == "ours_fsync", reply_for=reply_for, **options)
     try:
         if task == "overhead":
             result = tasks.overhead(harness, args.runs, args.warmup)
@@ -103,17 +106,19 @@ def versions(names):
 
 
 def collect(args):
-    chosen = [s for s in SYSTEMS if not args.only or s in args.only or (s == "ours_fsync" and "ours" in args.only)]
+    chosen = [s for s in SYSTEMS if not args.only or s in args.only or (s.startswith("ours_") and "ours" in args.only)]
     results = {"machine": machine(), "versions": versions(chosen), "settings": vars(args).copy(), "systems": {},
                "notes": []}
     for name in chosen:
         ok, note = system_module(name).available()
+        if name == "ours_tmpfs" and not os.path.isdir(TMPFS):
+            ok, note = False, f"no {TMPFS} on this machine"
         if not ok:
             results["notes"].append(f"{label(name)} skipped: {note}")
             continue
         entry = results["systems"][name] = {}
         for task in ("overhead", "concurrency", "many"):
-            if name == "ours_fsync" and task == "concurrency":
+            if name in ("ours_fsync", "ours_tmpfs") and task != "overhead":
                 continue
             _say(f"{name}: {task} ...")
             entry[task] = spawn(args, name, task)

@@ -63,9 +63,9 @@ class Harness:
     """Runs of our loop in one temporary audit folder."""
     concurrent = "threads"
 
-    def __init__(self, fsync=False, reply_for=workload.timed_reply):
+    def __init__(self, fsync=False, reply_for=workload.timed_reply, folder=None):
         self.fsync = fsync
-        self.audit_dir = tempfile.mkdtemp(prefix="bench-ours-", dir=os.environ.get("BENCH_TMP"))
+        self.audit_dir = tempfile.mkdtemp(prefix="bench-ours-", dir=folder or os.environ.get("BENCH_TMP"))
         self.ask = scripted(reply_for)
 
     def close(self):

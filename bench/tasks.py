@@ -17,21 +17,35 @@ import tracemalloc
 import workload
 
 
+CPU = {"seconds": 0.0}        # process CPU time (all threads) spent inside timed runs
+
+
+def _cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _driver(harness):
-    """(call(state) -> seconds, run_all(fn)) hiding whether the harness is sync or async."""
+    """(timed(state) -> wall seconds, event loop or None), whether the harness is sync or async.
+    Also adds the run's process CPU time to CPU: less disturbed than wall time by other
+    processes on the machine."""
     if inspect.iscoroutinefunction(harness.go):
         loop = asyncio.new_event_loop()
 
         async def timed(state):
-            started = time.perf_counter()
+            cpu, started = _cpu(), time.perf_counter()
             await harness.go(state)
-            return time.perf_counter() - started
+            wall = time.perf_counter() - started
+            CPU["seconds"] += _cpu() - cpu
+            return wall
         return (lambda state: loop.run_until_complete(timed(state))), loop
 
     def timed_sync(state):
-        started = time.perf_counter()
+        cpu, started = _cpu(), time.perf_counter()
         harness.go(state)
-        return time.perf_counter() - started
+        wall = time.perf_counter() - started
+        CPU["seconds"] += _cpu() - cpu
+        return wall
     return timed_sync, None
 
 
@@ -49,13 +63,15 @@ def overhead(harness, runs, warmup):
     timed, loop = _driver(harness)
     for _ in range(warmup):
         _one(harness, timed)
+    CPU["seconds"] = 0.0
     samples = [_one(harness, timed) for _ in range(runs)]
+    cpu_us = CPU["seconds"] / runs / workload.TURNS * 1e6
     peak = _peak_bytes(harness, timed, runs=min(50, runs))
     per_turn = sorted(s / workload.TURNS * 1e6 for s in samples)
     if loop:
         loop.close()
     return {"runs": runs, "warmup": warmup, "mean_us": statistics.fmean(per_turn),
-            "p50_us": per_turn[len(per_turn) // 2], "p99_us": per_turn[min(len(per_turn) - 1, int(len(per_turn) * 0.99))],
+            "p50_us": per_turn[len(per_turn) // 2], "cpu_us": cpu_us, "p99_us": per_turn[min(len(per_turn) - 1, int(len(per_turn) * 0.99))],
             "peak_kb": peak / 1024, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
