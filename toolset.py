@@ -7,6 +7,7 @@ tools get what they need passed in explicitly (plan, store, idempotency key), ne
 itself; every result handed back is a JSON object.
 """
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -26,9 +27,10 @@ class Call:
     args: dict | None = None       # parsed and schema-valid, or None
     problem: str | None = None     # why args is None
 
-    @property
+    @functools.cached_property
     def signature(self):
-        """Canonical form (name + key-sorted arguments) used to recognise a repeated call."""
+        """Canonical form (name + key-sorted arguments) used to recognise a repeated call;
+        computed once (the call is frozen), as guards and memory ask for it several times."""
         body = self.arguments if self.args is None else json.dumps(self.args, sort_keys=True, ensure_ascii=False)
         return f"{self.name}:{body}"
 
