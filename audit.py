@@ -9,13 +9,14 @@ its holder dies). Run ids are checked before they touch a path.
 import datetime
 import json
 import os
+import itertools
 import secrets
-import tempfile
 
 import config
 
 STATUSES = ("running", "suspended", "done", "stopped", "error")
 _encode = json.JSONEncoder(ensure_ascii=False).encode     # no indent: keeps the C encoder
+_tmp_numbers = itertools.count()                          # with pid and a random part: a fresh temp name
 
 
 class AuditError(Exception):
@@ -52,21 +53,29 @@ def write(path, snapshot, fsync=True, cache=None):
     """Replace the file at `path` by `snapshot`, atomically. `cache`: see encode()."""
     folder = os.path.dirname(path) or "."
     data = encode(snapshot, cache)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+    tmp = os.path.join(folder, f".tmp-{os.getpid()}-{next(_tmp_numbers)}-{secrets.token_hex(4)}.json")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data[:len(data) // 2])
+        try:
+            _write_all(fd, data[:len(data) // 2])
             config.fault("mid_audit")
-            f.write(data[len(data) // 2:])
+            _write_all(fd, data[len(data) // 2:])
             if fsync:
-                f.flush()
-                os.fsync(f.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         _remove(tmp)
         raise
     if fsync:
         _fsync_dir(folder)
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def encode(snapshot, cache=None):
