@@ -81,9 +81,16 @@ def spawn(args, *worker_args):
     return result
 
 
+def _load():
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def machine():
     info = {"python": platform.python_version(), "executable": sys.executable, "platform": platform.platform(),
-            "nproc": os.cpu_count()}
+            "nproc": os.cpu_count(), "load_start": _load()}
     try:
         with open("/proc/cpuinfo") as f:
             info["cpu"] = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
@@ -155,6 +162,7 @@ def main(argv=None):
     started = time.perf_counter()
     results = collect(args)
     results["total_seconds"] = time.perf_counter() - started
+    results["machine"]["load_end"] = _load()
     import report
     text = report.render(results, label)
     print(text)
