@@ -9,12 +9,14 @@ its holder dies). Run ids are checked before they touch a path.
 import datetime
 import json
 import os
+import itertools
 import secrets
-import tempfile
 
 import config
 
 STATUSES = ("running", "suspended", "done", "stopped", "error")
+_encode = json.JSONEncoder(ensure_ascii=False).encode     # no indent: keeps the C encoder
+_tmp_numbers = itertools.count()                          # with pid and a random part: a fresh temp name
 
 
 class AuditError(Exception):
@@ -47,25 +49,60 @@ def latest_run_id(audit_dir):
     return newest[len("run-"):-len(".json")]
 
 
-def write(path, snapshot, fsync=True):
-    """Replace the file at `path` by `snapshot`, atomically."""
+def write(path, snapshot, fsync=True, cache=None):
+    """Replace the file at `path` by `snapshot`, atomically. `cache`: see encode()."""
     folder = os.path.dirname(path) or "."
-    data = json.dumps(snapshot, ensure_ascii=False, indent=1).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+    data = encode(snapshot, cache)
+    tmp = os.path.join(folder, f".tmp-{os.getpid()}-{next(_tmp_numbers)}-{secrets.token_hex(4)}.json")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data[:len(data) // 2])
+        try:
+            _write_all(fd, data[:len(data) // 2])
             config.fault("mid_audit")
-            f.write(data[len(data) // 2:])
+            _write_all(fd, data[len(data) // 2:])
             if fsync:
-                f.flush()
-                os.fsync(f.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         _remove(tmp)
         raise
     if fsync:
         _fsync_dir(folder)
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def encode(snapshot, cache=None):
+    """The snapshot as UTF-8 JSON, one top-level key per line and one list item (message, trace
+    record) per line: readable, and built by the C encoder (json's indent forces the slow one).
+
+    `cache` (a dict kept by the caller between snapshots of one run) keeps the text of each list
+    item by identity, so a turn encodes only what it added: list items must never be changed in
+    place once written (the loop only appends messages and trace records, and replaces
+    messages[0] by a new dict)."""
+    fresh = {}
+
+    def item(value):
+        hit = cache.get(id(value)) if cache else None
+        text = hit[1] if hit is not None and hit[0] is value else _encode(value).encode()
+        fresh[id(value)] = (value, text)
+        return text
+
+    lines = []
+    for key, value in snapshot.items():
+        body = b"[\n  " + b",\n  ".join(map(item, value)) + b"\n ]" if isinstance(value, list) and value \
+            else _encode(value).encode()
+        lines.append(b" " + _encode(key).encode() + b": " + body)
+    if cache is not None:
+        cache.clear()
+        cache.update(fresh)
+    return b"{\n" + b",\n".join(lines) + b"\n}\n"
 
 
 def load(path):

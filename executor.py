@@ -3,12 +3,15 @@
 Invariants: read-only calls run concurrently; calls that change run state and writes run one
 at a time in request order, each seeing the effect of those before it (through absorb on a
 scratch copy: the run's own memory changes only in the loop). Every call has a timeout and
-runs in a daemon thread, so abandoned work can never keep the process alive at exit. A write
+runs in a daemon thread, so abandoned work can never keep the process alive at exit; the
+threads are reused (a new one starts only when none is idle, so a hung tool keeps its own
+thread and never delays another call). A write
 whose outcome is unknown at its timeout is reconciled through its idempotency key, never
 retried blind. Flattening yields exactly one tool message per call, in request order.
 """
 import copy
 import json
+import queue
 import threading
 import time
 
@@ -38,17 +41,17 @@ def execute(memory, calls, toolset, timeout=None):
 
 
 class _Job:
-    """One call running in a daemon thread."""
+    """One call, handed to a daemon worker thread."""
 
     def __init__(self, fn, call, view):
         self.done, self.value, self.exc, self.seconds = threading.Event(), None, None, 0.0
+        self.fn, self.call, self.view = fn, call, view
         self.started = time.perf_counter()
-        threading.Thread(target=self._work, args=(fn, call, view), daemon=True,
-                         name=f"tool-{call.name}").start()
+        _WORKERS.submit(self)
 
-    def _work(self, fn, call, view):
+    def work(self):
         try:
-            self.value = fn(call, view)
+            self.value = self.fn(self.call, self.view)
         except BaseException as exc:      # any failure of a tool is data for the model
             self.exc = exc
         finally:
@@ -57,6 +60,42 @@ class _Job:
 
     def wait(self, timeout):
         return self.done.wait(max(0.0, self.started + timeout - time.perf_counter()))
+
+
+class _Workers:
+    """Daemon threads that run jobs; `idle` counts those waiting and not yet promised a job, so
+    every submitted job has a free thread (an idle one, or a new one) and none waits behind a
+    hung tool. A thread idle for `linger` seconds ends."""
+
+    def __init__(self, linger=30.0):
+        self.jobs, self.lock, self.idle, self.linger = queue.SimpleQueue(), threading.Lock(), 0, linger
+
+    def submit(self, job):
+        with self.lock:
+            spare = self.idle > 0
+            self.idle -= spare
+        self.jobs.put(job)
+        if not spare:
+            threading.Thread(target=self._serve, daemon=True, name="tool-worker").start()
+
+    def _serve(self):
+        while True:
+            try:
+                job = self.jobs.get(timeout=self.linger)
+            except queue.Empty:
+                with self.lock:
+                    if self.idle > 0:     # nobody counts on this thread: end it
+                        self.idle -= 1
+                        return
+                continue                  # promised to a job just put: take it
+            threading.current_thread().name = f"tool-{job.call.name}"
+            job.work()
+            job = None                    # drop the finished job's references while idle
+            with self.lock:
+                self.idle += 1
+
+
+_WORKERS = _Workers()
 
 
 def _outcome(job, call, toolset, timeout, concurrent=False):

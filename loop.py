@@ -2,8 +2,10 @@
 
 Invariants: compact before ask, screen before execute, audit after flatten, as adjacent lines
 of `run()`; `messages` is the full record (compaction works on a copy) and stays paired (every
-tool call answered, in order) at every audit; every way out of the loop sets status and reason
-and writes the audit file; turn numbers and tokens continue across resumes.
+tool call answered, in order) at every audit; messages and trace records are only appended,
+never edited in place (messages[0] is replaced whole), so the audit encodes each one once;
+every way out of the loop sets status and reason and writes the audit file; turn numbers and
+tokens continue across resumes.
 """
 import dataclasses
 import json
@@ -37,16 +39,18 @@ class Run:
     answer: str = ""
     detail: str = ""
     fsync: bool = True
+    encoded: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)   # audit.encode's cache
 
 
 def run(r, ask, toolset, report=lambda kind, **data: None):
     """Drive run `r` until it is done, suspended, stopped or fails; returns `r`."""
     memory, messages = r.memory, r.messages
+    tools_chars = len(json.dumps(r.tools, ensure_ascii=False))           # the schemas are sent every turn
     while r.turn < r.max_turns:
         messages[0] = {"role": "system", "content": config.SYSTEM_PROMPT + "\n\n" + memory.render()}
         outgoing = compact(messages)                                      # compact a copy, before asking
         sent = _chars(outgoing)
-        need = estimate_tokens(sent + len(json.dumps(r.tools, ensure_ascii=False)))
+        need = estimate_tokens(sent + tools_chars)
         if memory.used_tokens + need > r.budget:
             return finish(r, "stopped", "budget", f"下一次请求约需 {need} tokens，会超出预算 {r.budget}")
         config.fault("before_ask")
@@ -152,7 +156,7 @@ def snapshot(r):
 
 
 def save(r):
-    audit.write(r.path, snapshot(r), fsync=r.fsync)
+    audit.write(r.path, snapshot(r), fsync=r.fsync, cache=r.encoded)
 
 
 def begin(audit_dir, run_id, goal, toolset, model, max_turns=None, budget=None, fsync=True):

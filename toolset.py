@@ -12,6 +12,7 @@ per tool set, started when first needed (a new run needs it at once, for the sch
 run reuses the schemas it recorded and starts the server only for its first MCP call).
 """
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -33,9 +34,10 @@ class Call:
     args: dict | None = None       # parsed and schema-valid, or None
     problem: str | None = None     # why args is None
 
-    @property
+    @functools.cached_property
     def signature(self):
-        """Canonical form (name + key-sorted arguments) used to recognise a repeated call."""
+        """Canonical form (name + key-sorted arguments) used to recognise a repeated call;
+        computed once (the call is frozen), as guards and memory ask for it several times."""
         body = self.arguments if self.args is None else json.dumps(self.args, sort_keys=True, ensure_ascii=False)
         return f"{self.name}:{body}"
 

@@ -1,0 +1,161 @@
+"""The benchmark's results as Markdown tables: ratios and absolute figures, with the machine
+and the package versions they were measured with."""
+import datetime
+
+TARGET_CONCURRENCY = 1.15
+TARGET_WRITE_MS = 5.0
+TARGET_CONTEXT = 0.20
+
+
+def render(results, label):
+    systems = results["systems"]
+    parts = [_header(results), _overhead(systems, label, results["settings"]), _concurrency(systems, label),
+             _many(systems, label)]
+    if "history" in results:
+        parts += [_scaling(results["history"]), _context(results["history"])]
+    if "startup" in results:
+        parts.append(_startup(results["startup"]))
+    parts += [f"- {note}" for note in results["notes"]]
+    parts.append(f"Whole benchmark: {results.get('total_seconds', 0):.0f} s.")
+    return "\n\n".join(p for p in parts if p)
+
+
+def document(text, results):
+    when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    return (f"# Benchmark results\n\nOne full run of `python bench/run.py` on {when}; how the harness works and what "
+            f"each system runs: `bench/README.md`.\n\n{text}\n")
+
+
+def _header(results):
+    m, v = results["machine"], results["versions"]
+    packages = ", ".join(f"{k} {x}" for k, x in v.items() if x) or "-"
+    missing = ", ".join(k for k, x in v.items() if not x)
+    return (f"Machine: {m.get('cpu', '?')}, {m.get('nproc')} CPUs (nproc), {m.get('ram_gb', '?')} GB RAM; "
+            f"{m['platform']}\nPython {m['python']}; packages: {packages}" + (f"; not installed: {missing}" if missing else "")
+            + f"\nLoad average (1/5/15 min) at start {m.get('load_start')}, at end {m.get('load_end')}: other "
+            "processes on the machine show up as noise, most in the p99 and wall-time columns.")
+
+
+def _fmt(x, digits=1):
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def _row(cells):
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _table(head, rows):
+    return "\n".join([_row(head), _row(["---"] * len(head))] + [_row(r) for r in rows])
+
+
+def _overhead(systems, label, settings):
+    data = {n: s["overhead"] for n, s in systems.items() if "mean_us" in s.get("overhead", {})}
+    if not data:
+        return "Loop overhead: no results.\n" + _errors(systems, "overhead", label)
+    floor = data.get("floor", {}).get("mean_us")
+    peers = [d["mean_us"] for n, d in data.items() if n in ("agents", "pydantic_ai", "langgraph")]
+    fastest = min(peers) if peers else None
+    rows = [[label(n), _fmt(d["mean_us"]), _fmt(d["p50_us"]), _fmt(d["p99_us"]), _fmt(d["cpu_us"]),
+             _fmt(d["mean_us"] * 3 / 1000, 3),
+             _fmt(d["mean_us"] / floor) if floor else "-", _fmt(fastest / d["mean_us"]) if fastest else "-",
+             _fmt(d["peak_kb"]), _fmt(d["rss_mb"])] for n, d in data.items()]
+    text = (f"### 1. Loop overhead per turn\n\nThree-turn workload (weather + hotels in parallel, booking, answer), "
+            f"{settings['runs']:,} timed runs after {settings['warmup']} warm-up runs; per turn = run time / 3.\n\n"
+            + _table(["system", "mean µs/turn", "p50", "p99", "CPU µs/turn", "ms/run", "× floor", "fastest peer ÷ this",
+                      "peak KB/run", "max RSS MB"], rows))
+    ours = data.get("ours", {}).get("mean_us")
+    if ours and fastest:
+        verdict = "met" if ours <= fastest / 10 else "NOT met"
+        text += (f"\n\nTarget (ours, fsync off ≤ 1/10 of the fastest peer, {_fmt(fastest / 10)} µs): "
+                 f"{_fmt(ours)} µs, {verdict} ({fastest / ours:.1f}× faster).")
+        tmpfs = data.get("ours_tmpfs", {}).get("mean_us")
+        if tmpfs:
+            text += (f" The same loop with its audit folder on tmpfs: {_fmt(tmpfs)} µs "
+                     f"({fastest / tmpfs:.1f}× faster than the fastest peer); the difference is this disk's cost of "
+                     "an atomic file replace (create + rename), which the loop pays once per turn.")
+    return text + _errors(systems, "overhead", label)
+
+
+def _errors(systems, task, label):
+    bad = [f"\n- {label(n)}: {task} failed: {s[task]['error']}" for n, s in systems.items()
+           if "error" in s.get(task, {})]
+    return "".join(bad)
+
+
+def _concurrency(systems, label):
+    rows = [[label(n), _fmt(s["concurrency"]["median_s"], 3), _fmt(s["concurrency"]["median_ratio"], 3),
+             _fmt(s["concurrency"]["worst_ratio"], 3)]
+            for n, s in systems.items() if "median_ratio" in s.get("concurrency", {})]
+    if not rows:
+        return ""
+    return ("### 2. Concurrency\n\nOne turn with three tools each sleeping 0.2 s (two get_weather, one search_hotels), "
+            f"then the answer. Target wall / 0.2 s ≤ {TARGET_CONCURRENCY}. The floor runs calls one after another "
+            "by design.\n\n" + _table(["system", "wall s (median)", "wall / 0.2 s (median)", "worst"], rows)
+            + _errors(systems, "concurrency", label))
+
+
+def _many(systems, label):
+    rows = [[label(n), _fmt(s["many"]["sequential_rps"], 0), _fmt(s["many"]["at_once_rps"], 0),
+             _fmt(s["many"]["at_once_rps"] / s["many"]["sequential_rps"], 2), s["many"]["how"]]
+            for n, s in systems.items() if "at_once_rps" in s.get("many", {})]
+    if not rows:
+        return ""
+    n = next(s["many"]["n"] for s in systems.values() if "n" in s.get("many", {}))
+    return (f"### 6. Many runs\n\n{n} runs of the workload one after another, then {n} at once in one process "
+            "(the model answers instantly, so this is CPU-bound machinery under the GIL).\n\n"
+            + _table(["system", "sequential runs/s", f"{n} at once runs/s", "at once ÷ sequential", "how"], rows)
+            + _errors(systems, "many", label))
+
+
+def _scaling(h):
+    if "error" in h:
+        return f"### 3. Scaling with history\n\nfailed: {h['error']}"
+    steps = h["steps_us"]
+    names = [("write", "audit write, fsync off"), ("write_fsync", "audit write, fsync on"), ("compact", "compaction"),
+             ("render", "memory rendering"), ("turn", "whole turn (loop only)")]
+    rows = [[title] + [_fmt(steps[str(t)][key] / 1000, 3) for t in (10, 100, 200)]
+            + [_fmt(steps["200"][key] / steps["10"][key], 1)] for key, title in names]
+    write200 = steps["200"]["write"] / 1000
+    return (f"### 3. Scaling with history\n\nOne {h['turns']}-turn run, tool results of about {h['tool_result_chars']} "
+            f"characters; median over {h['reps']} runs of the 5 turns around each point; ms per turn. History grows "
+            f"20× from turn 10 to 200; the audit file is {h['audit_kb_at_end']:,.0f} KB at the end.\n\n"
+            + _table(["step (ms)", "turn 10", "turn 100", "turn 200", "200 ÷ 10"], rows)
+            + f"\n\nTarget: audit write at turn 200, fsync off < {TARGET_WRITE_MS:g} ms: {write200:.2f} ms, "
+            + ("met." if write200 < TARGET_WRITE_MS else "NOT met."))
+
+
+def _context(h):
+    if "error" in h:
+        return ""
+    c = h["context"]
+    rows = [[t, f"{r['sent_chars']:,}", f"{r['full_chars']:,}", f"{r['sent_tokens']:,}", f"{r['full_tokens']:,}",
+             f"{r['ratio'] * 100:.1f} %"] for t, r in ((t, c["at"][str(t)]) for t in (10, 100, 200))]
+    last = c["at"]["200"]["ratio"]
+    return ("### 4. Context sent\n\nCharacters (estimated tokens = chars / 3) of the request at a turn, with "
+            "compaction (what is sent) and without (the full history), same run as above.\n\n"
+            + _table(["turn", "sent chars", "full chars", "sent tokens", "full tokens", "sent / full"], rows)
+            + f"\n\nTarget at turn 200 < {TARGET_CONTEXT:.0%}: {last * 100:.1f} %, "
+            + ("met" if last < TARGET_CONTEXT else "NOT met")
+            + f"; pairing intact (fake endpoint's API rules, every tool call answered in order, all "
+            f"{c['messages_sent']} of {c['messages_full']} messages kept): {'yes' if c['pairing_ok'] else 'NO: ' + str(c['problem'])}.")
+
+
+def _startup(s):
+    if "error" in s:
+        return f"### 5. Start-up\n\nfailed: {s['error']}"
+    rows = []
+    for mode, r in s["cli"].items():
+        if "skipped" in r:
+            rows.append([f"`python agent.py {mode}`" if mode.startswith("--") else mode, "skipped", r["skipped"], "-"])
+        else:
+            rows.append([f"`python agent.py {mode}`" if mode.startswith("--") else mode, _fmt(r["seconds"] * 1000, 0),
+                         f"exit {r['exit']}", "yes" if r["imports_openai"] else "no"])
+    f = s["first"]
+    rows.append(["spawn → first model request (online path, local endpoint)", _fmt(f["first_request_s"] * 1000, 0),
+                 f"whole run {f['whole_run_s'] * 1000:,.0f} ms", "yes"])
+    imports = ", ".join(f"{k} {v['cumulative_ms']:.1f}" for k, v in s["imports"].items() if v)
+    absent = ", ".join(k for k, v in s["imports"].items() if not v)
+    return ("### 5. Start-up\n\nWall time of a fresh process (median of "
+            f"{f['reps']} after one warm-up).\n\n" + _table(["what", "ms", "result", "imports openai"], rows)
+            + f"\n\nImport time of each module alone, cumulative ms (`python -X importtime -c 'import X'`): {imports}."
+            + (f" Not in this checkout: {absent}." if absent else ""))

@@ -1,0 +1,148 @@
+"""LangGraph on the workload, written its way: a StateGraph over MessagesState with a model
+node (a custom langchain-core BaseChatModel, the scripted model, bound to the tools) and a
+ToolNode, wired with tools_condition, compiled once and run by `graph.invoke(...)` with the
+conversation so far as its messages; the run must end in the final answer with the three
+tools run.
+"""
+import json
+
+import workload
+
+NAME, LABEL = "langgraph", "LangGraph"
+
+
+def available():
+    try:
+        import langchain_core  # noqa: F401
+        import langgraph  # noqa: F401
+    except ImportError as exc:
+        return False, f"not installed ({exc.name}); pip install -r bench/requirements-peers.txt"
+    return True, ""
+
+
+def versions():
+    from importlib.metadata import version
+    return {"langgraph": version("langgraph"), "langchain-core": version("langchain-core")}
+
+
+def _messages(messages):
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+    out = [SystemMessage(content=workload.SYSTEM)]
+    for m in messages:
+        if m["role"] == "user":
+            out.append(HumanMessage(content=m["content"]))
+        elif m["role"] == "tool":
+            out.append(ToolMessage(content=m["content"], tool_call_id=m["tool_call_id"]))
+        elif m.get("tool_calls"):
+            out.append(_ai(m))
+        else:
+            out.append(AIMessage(content=m["content"]))
+    return out
+
+
+def _ai(reply):
+    from langchain_core.messages import AIMessage
+    return AIMessage(content="", tool_calls=[{"name": c["function"]["name"], "args": json.loads(c["function"]["arguments"]),
+                                              "id": c["id"], "type": "tool_call"} for c in reply["tool_calls"]])
+
+
+def _role(message):
+    return {"human": "user", "tool": "tool"}.get(message.type, "other")
+
+
+def build(reply_for):
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    class ScriptedChatModel(BaseChatModel):
+        @property
+        def _llm_type(self):
+            return "scripted"
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            reply = reply_for(workload.results_since_user(messages, _role))
+            message = _ai(reply) if reply.get("tool_calls") else AIMessage(content=reply["content"])
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+        def bind_tools(self, tools, **kwargs):
+            return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    @tool
+    def set_plan(steps: list[dict]) -> dict:
+        """制定或替换整个计划。"""
+        return workload.set_plan(steps)
+
+    @tool
+    def mark_step(index: int, status: str, note: str = "") -> dict:
+        """记录计划中某一步的状态。"""
+        return workload.mark_step(index, status, note)
+
+    @tool
+    def get_weather(city: str, date: str) -> dict:
+        """查询某城市某天的天气预报。"""
+        return workload.get_weather(city, date)
+
+    @tool
+    def search_hotels(city: str, check_in: str, nights: int = 1) -> dict:
+        """搜索某城市可入住的酒店。"""
+        return workload.search_hotels(city, check_in, nights)
+
+    @tool
+    def book_hotel(hotel_id: str, room_type: str, check_in: str, nights: int) -> dict:
+        """预订酒店。"""
+        return workload.book_hotel(hotel_id, room_type, check_in, nights)
+
+    tools = [set_plan, mark_step, get_weather, search_hotels, book_hotel]
+    llm = ScriptedChatModel().bind_tools(tools)
+
+    def agent(state: MessagesState):
+        return {"messages": [llm.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile()
+
+
+class Harness:
+    concurrent = "threads"
+
+    def __init__(self, fsync=False, reply_for=workload.timed_reply):
+        self.graph = build(reply_for)
+        self.history = _messages(workload.preface_transcript())
+
+    def close(self):
+        pass
+
+    def prepare(self):
+        return {"messages": list(self.history)}
+
+    def go(self, state):
+        result = self.graph.invoke({"messages": state["messages"]}, {"recursion_limit": 20})
+        state["output"] = result["messages"][-1].content
+
+    def check(self, state, expected_turns=workload.TURNS):
+        if state.get("output") != workload.ANSWER:
+            raise RuntimeError(f"LangGraph run ended with {state.get('output')!r}")
+
+
+def _self_test():
+    h = Harness()
+    before = workload.COUNTS.snapshot()
+    s = h.prepare()
+    h.go(s)
+    h.check(s)
+    workload.COUNTS.expect(before, what="langgraph")
+    print("ok", json.dumps(workload.COUNTS.snapshot()))
+
+
+if __name__ == "__main__":
+    _self_test()

@@ -1,0 +1,128 @@
+"""Our loop on the workload: loop.run() with a scripted `ask` (no HTTP), the real tool set,
+guards, executor and audit file (in a temporary folder on disk).
+
+Each run is made ready untimed through the real mechanisms: loop.begin() (first snapshot),
+loop.run() over the preface (set_plan + weather + hotels; book_hotel blocked by the
+unconfirmed-write guard and turned into a proposal; the proposal put to the user: suspended),
+then loop.add_user(r, 「确认」). The timed part is one loop.run() call: the three turns of the
+workload, ending with status done and the booking made by the confirmed book_hotel.
+"""
+import itertools
+import os
+import shutil
+import tempfile
+import time
+
+import workload
+import config
+import loop
+import model
+import toolset
+
+NAME, LABEL = "ours", "ours (this project)"
+_ids = itertools.count()
+
+
+def available():
+    return True, ""
+
+
+def versions():
+    return {}
+
+
+class BenchToolSet(toolset.ToolSet):
+    """The real tool set, counting the calls that reach a tool (and sleeping when asked)."""
+
+    def run(self, call, memory):
+        workload.COUNTS.hit(call.name)
+        if call.name in config.BUSINESS_TOOLS:
+            workload._pause()
+        return super().run(call, memory)
+
+
+def scripted(reply_for):
+    """An `ask` answering at once from the tool results since the last user message."""
+    def ask(messages, tools, final=False):
+        message = reply_for(workload.results_since_user(messages))
+        return model.Reply(message, message.get("tool_calls") or [], 100, False, 0.0, [])
+    return ask
+
+
+def playback(replies):
+    """An `ask` that plays these reply factories in order."""
+    it = iter(replies)
+
+    def ask(messages, tools, final=False):
+        message = next(it)()
+        return model.Reply(message, message.get("tool_calls") or [], 100, False, 0.0, [])
+    return ask
+
+
+class Harness:
+    """Runs of our loop in one temporary audit folder."""
+    concurrent = "threads"
+
+    def __init__(self, fsync=False, reply_for=workload.timed_reply, folder=None):
+        self.fsync = fsync
+        self.audit_dir = tempfile.mkdtemp(prefix="bench-ours-", dir=folder or os.environ.get("BENCH_TMP"))
+        self.ask = scripted(reply_for)
+
+    def close(self):
+        shutil.rmtree(self.audit_dir, ignore_errors=True)
+
+    def prepare(self):
+        """A run suspended on its proposal, then confirmed by the user (untimed)."""
+        run_id = f"b{os.getpid()}-{next(_ids)}"
+        ts = BenchToolSet(run_id, workload.STORE)
+        r = loop.begin(self.audit_dir, run_id, workload.GOAL, ts, "scripted", fsync=False)
+        loop.run(r, playback(workload.PREFACE_REPLIES), ts)
+        if (r.status, r.reason) != ("suspended", "awaiting_confirmation"):
+            raise RuntimeError(f"preface ended {r.status}/{r.reason}, not awaiting confirmation")
+        loop.add_user(r, config.CONFIRM_TEXT)
+        r.fsync = self.fsync
+        return r, ts, self.ask
+
+    def go(self, state):
+        r, ts, ask = state
+        loop.run(r, ask, ts)
+
+    def check(self, state, expected_turns=workload.TURNS):
+        r, ts, ask = state
+        if r.status != "done" or r.memory.booking is None and expected_turns == workload.TURNS:
+            raise RuntimeError(f"run {r.run_id} ended {r.status}/{r.reason}: {r.detail}")
+        last = [t["status"] for rec in r.trace[-expected_turns:] for t in rec["tools"]]
+        if any(s != "ok" for s in last):
+            raise RuntimeError(f"run {r.run_id}: timed tool outcomes {last}")
+        try:
+            os.remove(r.path)
+        except OSError:
+            pass
+
+
+def preface_messages():
+    """The conversation as our loop recorded it after the preface and the 「确认」."""
+    h = Harness()
+    try:
+        r, ts, ask = h.prepare()
+        return [dict(m) for m in r.messages[1:]]
+    finally:
+        h.close()
+
+
+def turn_timer():
+    """Not used by the runner: a quick manual check (python bench/sys_ours.py)."""
+    h = Harness()
+    states = [h.prepare() for _ in range(500)]
+    started = time.perf_counter()
+    for s in states:
+        h.go(s)
+    per_turn = (time.perf_counter() - started) / len(states) / workload.TURNS
+    for s in states:
+        h.check(s)
+    h.close()
+    return per_turn
+
+
+if __name__ == "__main__":
+    print(f"{turn_timer() * 1e6:.1f} µs per turn")

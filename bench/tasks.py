@@ -1,0 +1,160 @@
+"""The measurements that every system takes part in, run inside one worker process per
+(system, task) so that imports, caches and garbage of one system never weigh on another.
+
+Each task prepares its runs untimed (Harness.prepare), times only Harness.go, checks every
+run afterwards (Harness.check and the tool-call counts: the tools really ran), and returns
+a JSON-able dict.
+"""
+import asyncio
+import gc
+import inspect
+import resource
+import statistics
+import threading
+import time
+import tracemalloc
+
+import workload
+
+
+CPU = {"seconds": 0.0}        # process CPU time (all threads) spent inside timed runs
+
+
+def _cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _driver(harness):
+    """(timed(state) -> wall seconds, event loop or None), whether the harness is sync or async.
+    Also adds the run's process CPU time to CPU: less disturbed than wall time by other
+    processes on the machine."""
+    if inspect.iscoroutinefunction(harness.go):
+        loop = asyncio.new_event_loop()
+
+        async def timed(state):
+            cpu, started = _cpu(), time.perf_counter()
+            await harness.go(state)
+            wall = time.perf_counter() - started
+            CPU["seconds"] += _cpu() - cpu
+            return wall
+        return (lambda state: loop.run_until_complete(timed(state))), loop
+
+    def timed_sync(state):
+        cpu, started = _cpu(), time.perf_counter()
+        harness.go(state)
+        wall = time.perf_counter() - started
+        CPU["seconds"] += _cpu() - cpu
+        return wall
+    return timed_sync, None
+
+
+def _one(harness, timed, expected=workload.EXPECTED, turns=workload.TURNS):
+    state = harness.prepare()
+    before = workload.COUNTS.snapshot()
+    seconds = timed(state)
+    harness.check(state, turns)
+    workload.COUNTS.expect(before, expected=expected, what=harness.__class__.__module__)
+    return seconds
+
+
+def overhead(harness, runs, warmup):
+    """Seconds per run of the three-turn workload → per-turn mean and p99, and memory."""
+    timed, loop = _driver(harness)
+    for _ in range(warmup):
+        _one(harness, timed)
+    CPU["seconds"] = 0.0
+    samples = [_one(harness, timed) for _ in range(runs)]
+    cpu_us = CPU["seconds"] / runs / workload.TURNS * 1e6
+    peak = _peak_bytes(harness, timed, runs=min(50, runs))
+    per_turn = sorted(s / workload.TURNS * 1e6 for s in samples)
+    if loop:
+        loop.close()
+    return {"runs": runs, "warmup": warmup, "mean_us": statistics.fmean(per_turn),
+            "p50_us": per_turn[len(per_turn) // 2], "cpu_us": cpu_us, "p99_us": per_turn[min(len(per_turn) - 1, int(len(per_turn) * 0.99))],
+            "peak_kb": peak / 1024, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def _peak_bytes(harness, timed, runs):
+    """Most memory a single run held at once beyond what was allocated before it (tracemalloc)."""
+    gc.collect()
+    tracemalloc.start()
+    worst = 0
+    try:
+        for _ in range(runs):
+            state = harness.prepare()
+            tracemalloc.reset_peak()
+            base = tracemalloc.get_traced_memory()[0]
+            timed(state)
+            worst = max(worst, tracemalloc.get_traced_memory()[1] - base)
+            harness.check(state)
+    finally:
+        tracemalloc.stop()
+    return worst
+
+
+def concurrency(harness, reps):
+    """One turn with three tools sleeping 0.2 s each, then the answer: wall time over 0.2 s."""
+    timed, loop = _driver(harness)
+    workload.SLEEP["seconds"] = workload.CONCURRENT_SECONDS
+    try:
+        walls = [_one(harness, timed, workload.CONCURRENT_EXPECTED, turns=2) for _ in range(reps)]
+    finally:
+        workload.SLEEP["seconds"] = 0.0
+        if loop:
+            loop.close()
+    ratios = sorted(w / workload.CONCURRENT_SECONDS for w in walls)
+    return {"reps": reps, "median_ratio": statistics.median(ratios), "worst_ratio": ratios[-1],
+            "median_s": statistics.median(walls)}
+
+
+def many(harness, n):
+    """n runs one after another, then n runs at once in this process: runs per second."""
+    timed, loop = _driver(harness)
+    for _ in range(20):
+        _one(harness, timed)                                     # warm-up
+    states = [harness.prepare() for _ in range(n)]
+    before = workload.COUNTS.snapshot()
+    started = time.perf_counter()
+    for state in states:
+        timed(state)
+    sequential = time.perf_counter() - started
+    _check_all(harness, states, before)
+    states = [harness.prepare() for _ in range(n)]
+    before = workload.COUNTS.snapshot()
+    at_once = _at_once(harness, states, loop)
+    _check_all(harness, states, before)
+    if loop:
+        loop.close()
+    return {"n": n, "sequential_rps": n / sequential, "at_once_rps": n / at_once,
+            "how": "asyncio.gather" if loop else "one thread per run"}
+
+
+def _at_once(harness, states, loop):
+    started = time.perf_counter()
+    if loop:
+        async def all_runs():
+            await asyncio.gather(*(harness.go(s) for s in states))
+        loop.run_until_complete(all_runs())
+    else:
+        errors = []
+
+        def work(state):
+            try:
+                harness.go(state)
+            except BaseException as exc:      # surfaced below: a failed run fails the benchmark
+                errors.append(exc)
+        threads = [threading.Thread(target=work, args=(s,)) for s in states]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+    return time.perf_counter() - started
+
+
+def _check_all(harness, states, before):
+    for state in states:
+        harness.check(state)
+    workload.COUNTS.expect(before, runs=len(states), what=harness.__class__.__module__)

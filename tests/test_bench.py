@@ -1,0 +1,53 @@
+"""The benchmark harness still runs against the current core (no timing is asserted here:
+figures belong to bench/run.py). Each task checks itself that the tools really ran."""
+import os
+import sys
+
+import pytest
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
+sys.path.insert(0, BENCH)
+
+import history    # noqa: E402
+import sys_floor  # noqa: E402
+import sys_ours   # noqa: E402
+import tasks      # noqa: E402
+import workload   # noqa: E402
+
+
+@pytest.mark.parametrize("module", [sys_ours, sys_floor])
+def test_overhead_and_many_runs_complete_with_the_tools_run(module):
+    harness = module.Harness()
+    try:
+        result = tasks.overhead(harness, runs=5, warmup=1)
+        assert result["runs"] == 5 and result["mean_us"] > 0
+        assert tasks.many(harness, 4)["n"] == 4
+    finally:
+        harness.close()
+
+
+def test_our_loop_runs_three_reads_together():
+    harness = sys_ours.Harness(reply_for=workload.concurrent_reply)
+    try:
+        assert tasks.concurrency(harness, reps=1)["median_ratio"] < 2.5      # three 0.2 s tools (loose bound)
+    finally:
+        harness.close()
+
+
+def test_a_run_that_did_not_book_fails_the_check():
+    harness = sys_ours.Harness()
+    try:
+        state = harness.prepare()
+        with pytest.raises(RuntimeError):
+            harness.check(state)                    # never run: not done, nothing booked
+    finally:
+        harness.close()
+
+
+def test_history_run_keeps_pairing_and_compacts():
+    run = history.one_run(12, fsync=False)
+    assert len(run["write"]) >= 12 and len(run["sizes"]) == 12
+    sent, full = run["sizes"][-1]
+    assert sent < full
+    import audit
+    assert audit.pairing_problem(run["request"]) is None
