@@ -11,6 +11,7 @@ retried blind. Flattening yields exactly one tool message per call, in request o
 """
 import copy
 import json
+import os
 import queue
 import threading
 import time
@@ -68,7 +69,12 @@ class _Workers:
     hung tool. A thread idle for `linger` seconds ends."""
 
     def __init__(self, linger=30.0):
-        self.jobs, self.lock, self.idle, self.linger = queue.SimpleQueue(), threading.Lock(), 0, linger
+        self.linger = linger
+        self.reset()
+
+    def reset(self):
+        """Forget every worker: after a fork the child has none of the parent's threads."""
+        self.jobs, self.lock, self.idle = queue.SimpleQueue(), threading.Lock(), 0
 
     def submit(self, job):
         with self.lock:
@@ -96,6 +102,8 @@ class _Workers:
 
 
 _WORKERS = _Workers()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WORKERS.reset)
 
 
 def _outcome(job, call, toolset, timeout, concurrent=False):

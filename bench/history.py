@@ -19,7 +19,7 @@ import workload
 import audit
 import loop
 import model
-import offline
+import endpoint
 import sys_ours
 
 PAD = 2048
@@ -122,7 +122,7 @@ def _context(run):
         sent, full = run["sizes"][t - 1]
         rows[t] = {"sent_chars": sent, "full_chars": full, "sent_tokens": model.estimate_tokens(sent),
                    "full_tokens": model.estimate_tokens(full), "ratio": sent / full}
-    problem = offline.check_request({"messages": request}) or audit.pairing_problem(request)
+    problem = endpoint.check_request({"messages": request}) or audit.pairing_problem(request)
     kept = [m.get("tool_call_id") for m in request if m["role"] == "tool"]
     full = [m.get("tool_call_id") for m in messages[:len(request)] if m["role"] == "tool"]
     return {"at": rows, "pairing_ok": problem is None and kept == full, "problem": problem,

@@ -18,7 +18,7 @@ import workload
 
 ROOT = workload.ROOT
 AGENT = os.path.join(ROOT, "agent.py")
-MODULES = ("config", "tools", "toolset", "memory", "guards", "executor", "audit", "model", "loop", "offline",
+MODULES = ("config", "tools", "toolset", "memory", "guards", "executor", "audit", "model", "loop", "endpoint", "offline",
            "agent", "checks", "selftest", "mcp_tools")
 
 
@@ -92,6 +92,7 @@ def first_request(reps=5):
     """Seconds from spawning `python agent.py` (online path, an OpenAI-compatible endpoint on
     127.0.0.1 answered by the offline model) to the endpoint receiving the first request."""
     import offline
+    from endpoint import Endpoint
     seen, ready = [], threading.Event()
 
     def respond(request):
@@ -100,7 +101,7 @@ def first_request(reps=5):
             ready.set()
         return offline.respond(request)
 
-    endpoint = offline.Endpoint(respond)
+    endpoint = Endpoint(respond)
     folder = tempfile.mkdtemp(prefix="bench-first-")
     firsts, walls = [], []
     try:

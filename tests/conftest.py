@@ -1,6 +1,6 @@
 """Shared test fixtures: a scripted model behind the fake OpenAI endpoint, runs in temp dirs.
 
-The fake endpoint is `offline.Endpoint`: a real HTTP server on 127.0.0.1 that enforces the
+The fake endpoint is `endpoint.Endpoint`: a real HTTP server on 127.0.0.1 that enforces the
 API's message rules (400 for an unanswered, out-of-order or orphan tool message); tests reach
 it through the real `openai` client, exactly as a run does. The network is never needed.
 """

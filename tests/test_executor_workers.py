@@ -40,3 +40,19 @@ def test_an_idle_worker_ends_after_lingering():
     while workers.idle and time.time() < deadline:
         time.sleep(0.01)
     assert workers.idle == 0
+
+
+def test_a_forked_child_gets_fresh_workers():
+    """The parent's idle workers do not exist in a forked child; the child must not wait for them."""
+    import os
+    from executor import _Job, _WORKERS
+    from memory import Memory
+    from toolset import ToolSet
+    ts = ToolSet("r", None)
+    call = ts.prepare([{"id": "a", "function": {"name": "get_weather", "arguments": '{"city": "西安", "date": "2026-10-01"}'}}])[0]
+    _Job(ts.run, call, Memory()).wait(5)             # leaves an idle worker in this process
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if _Job(ts.run, call, Memory()).wait(2) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
