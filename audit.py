@@ -9,14 +9,12 @@ its holder dies). Run ids are checked before they touch a path.
 import datetime
 import json
 import os
-import itertools
 import secrets
 
 import config
 
 STATUSES = ("running", "suspended", "done", "stopped", "error")
 _encode = json.JSONEncoder(ensure_ascii=False).encode     # no indent: keeps the C encoder
-_tmp_numbers = itertools.count()                          # with pid and a random part: a fresh temp name
 
 
 class AuditError(Exception):
@@ -50,26 +48,60 @@ def latest_run_id(audit_dir):
 
 
 def write(path, snapshot, fsync=True, cache=None):
-    """Replace the file at `path` by `snapshot`, atomically. `cache`: see encode()."""
-    folder = os.path.dirname(path) or "."
+    """Replace the file at `path` by `snapshot`, atomically: the bytes go to a spare file that is
+    then renamed over `path`, so `path` names a whole snapshot at every moment. `cache`: see encode().
+
+    The spares are two hard links beside the snapshot, `.run-<id>.json.a` and `.b`, used in turn:
+    the file a rename replaces lives on under its spare name, so no file is freed per write
+    (freeing costs 0.1-0.5 ms on file systems mounted with discard, as many cloud disks are).
+    Where hard links are not possible, a fresh temp file is used instead."""
     data = encode(snapshot, cache)
-    tmp = os.path.join(folder, f".tmp-{os.getpid()}-{next(_tmp_numbers)}-{secrets.token_hex(4)}.json")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+    folder, name = os.path.split(path)
+    spare = _spare(folder or ".", name, path)
+    fd = os.open(spare, os.O_WRONLY | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
     try:
-        try:
-            _write_all(fd, data[:len(data) // 2])
-            config.fault("mid_audit")
-            _write_all(fd, data[len(data) // 2:])
-            if fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        _remove(tmp)
-        raise
+        _write_all(fd, data[:len(data) // 2])
+        config.fault("mid_audit")
+        _write_all(fd, data[len(data) // 2:])
+        os.ftruncate(fd, len(data))
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    _publish(spare, os.path.join(folder, f".{name}.new"), path)
     if fsync:
-        _fsync_dir(folder)
+        _fsync_dir(folder or ".")
+
+
+def _spare(folder, name, path):
+    """The spare not currently linked at `path`."""
+    try:
+        current = os.stat(path).st_ino
+    except FileNotFoundError:
+        current = None
+    for slot in ("a", "b"):
+        spare = os.path.join(folder, f".{name}.{slot}")
+        try:
+            if os.stat(spare).st_ino != current:
+                return spare
+        except FileNotFoundError:
+            return spare
+    raise AuditError(f"审计文件 {path} 的两个备用文件都指向它本身，无法安全写入")
+
+
+def _publish(spare, link, path):
+    """Rename a new link to `spare` over `path`; with no hard links, a copy of it instead."""
+    for attempt in (1, 2):
+        try:
+            os.link(spare, link)
+            break
+        except FileExistsError:            # left by a crash between link and rename
+            _remove(link)
+        except OSError:                    # no hard links here: publish a copy
+            with open(spare, "rb") as src, open(link, "wb") as dst:
+                dst.write(src.read())
+            break
+    os.replace(link, path)
 
 
 def _write_all(fd, data):
@@ -98,11 +130,19 @@ def encode(snapshot, cache=None):
     for key, value in snapshot.items():
         body = b"[\n  " + b",\n  ".join(map(item, value)) + b"\n ]" if isinstance(value, list) and value \
             else _encode(value).encode()
-        lines.append(b" " + _encode(key).encode() + b": " + body)
+        lines.append((_KEYS.get(key) or _key(key)) + body)
     if cache is not None:
         cache.clear()
         cache.update(fresh)
     return b"{\n" + b",\n".join(lines) + b"\n}\n"
+
+
+_KEYS = {}
+
+
+def _key(key):
+    _KEYS[key] = text = b" " + _encode(key).encode() + b": "
+    return text
 
 
 def load(path):

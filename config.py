@@ -87,15 +87,15 @@ def settings(env=None):
 
 
 _fault_hits = {}
+_FAULT = os.environ.get("AGENT_FAULT")   # read once, at start-up: the check below is on the hot path
 
 
 def fault(point):
     """Fault injection for crash tests: with AGENT_FAULT=POINT (or POINT:N for its Nth hit in this
     process) the process dies here at once, as under kill -9. Points: before_ask, after_reply,
     after_tool, after_commit, mid_audit."""
-    wanted = os.environ.get("AGENT_FAULT")
-    if not wanted or wanted.split(":")[0] != point:
+    if _FAULT is None or _FAULT.split(":")[0] != point:
         return
     _fault_hits[point] = _fault_hits.get(point, 0) + 1
-    if wanted == point or wanted == f"{point}:{_fault_hits[point]}":
+    if _FAULT == point or _FAULT == f"{point}:{_fault_hits[point]}":
         os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))

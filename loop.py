@@ -49,8 +49,8 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
     while r.turn < r.max_turns:
         messages[0] = {"role": "system", "content": config.SYSTEM_PROMPT + "\n\n" + memory.render()}
         outgoing = compact(messages)                                      # compact a copy, before asking
-        sent = _chars(outgoing)
-        need = estimate_tokens(sent + tools_chars)
+        sent = (_chars(outgoing), _chars(messages))                       # what is sent, the full history
+        need = estimate_tokens(sent[0] + tools_chars)
         if memory.used_tokens + need > r.budget:
             return finish(r, "stopped", "budget", f"下一次请求约需 {need} tokens，会超出预算 {r.budget}")
         config.fault("before_ask")
@@ -111,7 +111,7 @@ def last_answer(r, ask, report):
     if reply.tool_calls:
         reply.notes.append(f"dropped {len(reply.tool_calls)} tool call(s) from the tool-free final answer")
     r.messages.append(message)
-    r.trace.append(_record(r, reply, _chars(outgoing), [], {}))
+    r.trace.append(_record(r, reply, (_chars(outgoing), _chars(r.messages)), [], {}))
     r.answer = message["content"]
     report("answer", run=r, reply=reply)
     return finish(r, "stopped", "max_turns", f"达到最大轮数 {r.max_turns}")
@@ -133,14 +133,19 @@ def _stop_reason(r):
 
 
 def _chars(messages):
-    return sum(len(m.get("content") or "") + sum(len(c["function"]["arguments"]) + len(c["function"]["name"])
-                                                  for c in m.get("tool_calls") or ()) for m in messages)
+    """Characters of content and tool calls: what a request carries, schemas aside."""
+    total = 0
+    for m in messages:
+        total += len(m.get("content") or "")
+        for c in m.get("tool_calls") or ():
+            total += len(c["function"]["arguments"]) + len(c["function"]["name"])
+    return total
 
 
 def _record(r, reply, sent, pending, outcomes):
     return {"turn": r.turn, "model_seconds": round(reply.seconds, 4), "tokens": reply.tokens,
             "tokens_estimated": reply.estimated, "used_tokens": r.memory.used_tokens,
-            "chars_sent": sent, "chars_full": _chars(r.messages), "notes": reply.notes,
+            "chars_sent": sent[0], "chars_full": sent[1], "notes": reply.notes,
             "tools": [{"id": c.id, "name": c.name, "status": outcomes[c.id].status, "guard": outcomes[c.id].guard,
                        "seconds": round(outcomes[c.id].seconds, 4), "concurrent": outcomes[c.id].concurrent}
                       for c in pending]}

@@ -110,6 +110,9 @@ def run_agent(*args, cwd, env=None, setup=None):
             for key in [k for k in os.environ if k.startswith(("OPENAI_", "AGENT_"))]:
                 del os.environ[key]
             os.environ.update(env or {})
+            import importlib
+            import config
+            importlib.reload(config)                           # settings read at start-up, as in a new process
             os.dup2(out.fileno(), 1)
             os.dup2(err.fileno(), 2)
             sys.stdout = os.fdopen(1, "w", closefd=False)

@@ -19,7 +19,36 @@ def test_write_then_load_round_trips(tmp_path):
     path = str(tmp_path / "run-r1.json")
     audit.write(path, snap())
     assert audit.load(path) == snap()
-    assert [n for n in os.listdir(tmp_path) if n.startswith(".tmp")] == []
+    assert sorted(os.listdir(tmp_path)) == [".run-r1.json.a", "run-r1.json"]    # one spare, linked to it
+
+
+def test_writes_alternate_between_two_spares_and_free_nothing(tmp_path):
+    path = str(tmp_path / "run-r1.json")
+    inodes = []
+    for turn in range(4):
+        audit.write(path, snap(turn=turn))
+        inodes.append(os.stat(path).st_ino)
+        assert audit.load(path)["turn"] == turn
+    assert inodes[0] == inodes[2] != inodes[1] == inodes[3]
+    assert sorted(os.listdir(tmp_path)) == [".run-r1.json.a", ".run-r1.json.b", "run-r1.json"]
+
+
+def test_a_stale_link_from_a_crash_is_replaced(tmp_path):
+    path = str(tmp_path / "run-r1.json")
+    audit.write(path, snap(turn=1))
+    (tmp_path / ".run-r1.json.new").write_text("stale")
+    audit.write(path, snap(turn=2))
+    assert audit.load(path)["turn"] == 2 and not (tmp_path / ".run-r1.json.new").exists()
+
+
+def test_without_hard_links_a_copy_is_published(tmp_path, monkeypatch):
+    def no_links(src, dst):
+        raise PermissionError("no hard links on this file system")
+    monkeypatch.setattr(os, "link", no_links)
+    path = str(tmp_path / "run-r1.json")
+    for turn in range(3):
+        audit.write(path, snap(turn=turn))
+        assert audit.load(path)["turn"] == turn
 
 
 def test_a_failed_write_leaves_the_old_file_whole(tmp_path):
@@ -27,7 +56,7 @@ def test_a_failed_write_leaves_the_old_file_whole(tmp_path):
     audit.write(path, snap())
     with pytest.raises(TypeError):
         audit.write(path, snap(memory={"bad": object()}))
-    assert audit.load(path) == snap() and len(os.listdir(tmp_path)) == 1
+    assert audit.load(path) == snap() and [n for n in os.listdir(tmp_path) if not n.startswith(".")] == ["run-r1.json"]
 
 
 @pytest.mark.parametrize("content, words", [
