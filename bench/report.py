@@ -72,7 +72,7 @@ def _overhead(systems, label, settings):
         if tmpfs:
             text += (f" The same loop with its audit folder on tmpfs: {_fmt(tmpfs)} µs "
                      f"({fastest / tmpfs:.1f}× faster than the fastest peer); the difference is this disk's cost of "
-                     "an atomic file replace (create + rename), which the loop pays once per turn.")
+                     "the atomic replace of the audit file (write a spare, link, rename), which the loop pays once per turn.")
     return text + _errors(systems, "overhead", label)
 
 
