@@ -77,7 +77,7 @@ def main(argv=None):
         return checks.run(args.check, args.audit_dir or env["audit_dir"], args.json)
     if args.selftest:
         import selftest
-        return selftest.main(mcp=getattr(args, "mcp", False))
+        return selftest.main(mcp=args.mcp)
     import audit
     import mcp_tools
     try:

@@ -52,10 +52,6 @@ class Outcome:
     concurrent: bool = False
 
 
-def error(message, **extra):
-    return {"error": message, **extra}
-
-
 def parse_arguments(text):
     """The ladder: strip Markdown fences → json → json5 → give up with the problem stated.
 
