@@ -4,7 +4,9 @@ through, and the fake endpoint the tests script.
 Invariants: it is a real HTTP server on 127.0.0.1, reached only through the `openai` client, so
 offline and online runs take the same code path; like the real API it rejects (HTTP 400, the
 API's own wording) a request whose tool calls are unanswered, answered out of order, or
-answered with no call; `respond(request)` decides every reply, faults included.
+answered with no call; `respond(request)` decides every reply, faults included. Its message
+check is written apart from audit.pairing_problem on purpose: the fake API must not share a bug
+with the code it judges.
 """
 import http.server
 import json

@@ -10,6 +10,7 @@ set_plan or mark_step allowed before a call is taken into account for it.
 import dataclasses
 
 import config
+from memory import count_run
 from toolset import Outcome
 
 PROPOSAL_KEYS = ("hotel_id", "room_type", "check_in", "nights")
@@ -51,8 +52,7 @@ class _Turn:
         self.proposed, self.wrote, self.seen = False, False, 0
 
     def note(self, call):
-        self.runs[call.signature] = self.runs.get(call.signature, 0) + 1
-        self.recent = (self.recent + [call.signature])[-4:]
+        count_run(self.runs, self.recent, call.signature)
         if call.name == "set_plan":
             self.plan = [dict(s, index=i, after=s.get("after", [])) for i, s in enumerate(call.args["steps"], 1)]
             self.marks = {}

@@ -36,8 +36,7 @@ class Memory:
         if "blocked_by" in result:
             self._absorb_blocked(result)
             return
-        self.runs[call.signature] = self.runs.get(call.signature, 0) + 1
-        self.recent = (self.recent + [call.signature])[-4:]
+        count_run(self.runs, self.recent, call.signature)
         if "error" in result:
             return
         self.done_tools.add(call.name)
@@ -121,6 +120,13 @@ class Memory:
                 "weather": self.weather, "locations": self.locations, "hotel_ids": sorted(self.hotels),
                 "hotels": self.hotels, "proposal": self.proposal, "confirmed": self.confirmed,
                 "booking": self.booking, "spins": self.spins, "used_tokens": self.used_tokens}
+
+
+def count_run(runs, recent, signature):
+    """Record that a call ran: how often it ran, and the short window A-B-A-B is looked for in."""
+    runs[signature] = runs.get(signature, 0) + 1
+    recent.append(signature)
+    del recent[:-4]
 
 
 def _as_object(content):
