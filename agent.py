@@ -96,6 +96,7 @@ def main(argv=None):
 def drive(args, env):
     import audit
     import loop
+    _require("openai", "json5")
     audit_dir = args.audit_dir or env["audit_dir"]
     resuming = args.confirm is not None or args.reply is not None or args.resume is not None
     run_id = _target(args) if resuming else (args.run_id or audit.new_run_id())
@@ -120,6 +121,14 @@ def drive(args, env):
                 raise
             print(f"新运行 {r.run_id}\n目标：{r.messages[1]['content']}")
         return _go(r, toolset, args, env)
+
+
+def _require(*packages):
+    """The runtime packages a run needs, found before any run state is written."""
+    import importlib.util
+    missing = [p for p in packages if importlib.util.find_spec(p) is None]
+    if missing:
+        raise UsageError(f"缺少依赖 {', '.join(missing)}：请先运行 pip install -r requirements.txt")
 
 
 def _target(args):
@@ -152,10 +161,12 @@ def _reopen(args, audit_dir, run_id, env):
 
     def accept(snap):
         status = snap["status"]
+        if wanted == "reply" and args.reply is not None and status == "error":
+            return                           # a reply can move on a run whose model failed, e.g. went silent
         if wanted == "reply" and status != "suspended":
             hint = {"done": "已经完成，不能再确认或答复，也不会产生新的预订",
                     "running": "被中断过而不是在等待答复，请用 --resume 继续",
-                    "error": "因模型服务失败而中断，请用 --resume 继续",
+                    "error": "因模型服务失败而中断，请用 --resume 继续（或用 --reply 补充说明）",
                     "stopped": f"已停止（{snap.get('reason')}），不能再续跑"}[status]
             raise UsageError(f"运行 {run_id} {hint}")
         if wanted == "resume" and not (status in ("running", "error") or snap.get("reason") == "interrupted"):
@@ -224,8 +235,11 @@ def _model(args, env):
     return ask, lambda: (ask.close(), endpoint.close())
 
 
-def report(kind, run, reply=None, calls=(), outcomes=None):
-    """Print one turn, or the model's answer, as it happens."""
+def report(kind, run, reply=None, calls=(), outcomes=None, text=""):
+    """Print one turn, the model's answer, or the loop's nudge, as it happens."""
+    if kind == "nudge":
+        print("   循环提示（不是用户答复）：" + text)
+        return
     trace = run.trace[-1]
     print(f"── 第 {run.turn} 轮 · 模型 {reply.seconds:.2f}s · 本轮 {reply.tokens} tokens"
           f"{'（估算）' if reply.estimated else ''} · 累计 {run.memory.used_tokens} tokens"
@@ -263,20 +277,34 @@ def _gist(name, result):
     return json.dumps(result, ensure_ascii=False)[:120]
 
 
+def _proposal_lines(r):
+    """What the user is asked to confirm, and why a second confirmation when there is one."""
+    memory, p = r.memory, r.memory.proposal
+    if r.reason == "confirmed_no_write":
+        return ("你已确认，但模型没有下单，而是答复了文字（见上方模型答复）。可以再次确认让它下单，或用 --reply 说明。\n"
+                "   确认过的方案：" + " ".join(memory.offer.split())[:300] if memory.offer else "你已确认，但模型没有下单。")
+    if p is None:
+        return "提案（模型的原话，见上方模型答复）：" + " ".join((memory.offer or "").split())[:300]
+    line = (f"提案：{p.get('hotel_name') or p.get('hotel_id')}（{p.get('hotel_id')}） · {p.get('room_type')} · "
+            f"{p.get('check_in')} 入住 {p.get('nights')} 晚 · 每晚 ¥{p.get('price_per_night')} · 共 ¥{p.get('total')}")
+    return line + (f"\n   需要再次确认：{p['why']}" if p.get("why") else "")
+
+
 def summary(r, seconds):
     """How the run ended, and what the user can do next."""
     where = f"审计文件：{r.path}"
     head = f"运行 {r.run_id} · {r.turn} 轮 · {r.memory.used_tokens} tokens · 本次用时 {seconds:.2f}s"
-    if r.status == "suspended" and r.reason == "awaiting_confirmation":
-        p = r.memory.proposal
-        print(f"\n⏸ 已挂起，等待你确认。{head}\n   提案：{p.get('hotel_name') or p['hotel_id']}（{p['hotel_id']}）"
-              f" · {p['room_type']} · {p['check_in']} 入住 {p['nights']} 晚 · 每晚 ¥{p.get('price_per_night')}"
-              f" · 共 ¥{p.get('total')}\n   确认预订：python agent.py --confirm {r.run_id}\n"
+    if r.status == "suspended" and r.reason in ("awaiting_confirmation", "confirmed_no_write"):
+        print(f"\n⏸ 已挂起，等待你确认。{head}\n   {_proposal_lines(r)}\n   确认预订：python agent.py --confirm {r.run_id}\n"
               f"   不订或修改：python agent.py --reply \"不订了\" {r.run_id}\n   {where}")
     elif r.status == "suspended":
         print(f"\n⏸ 已挂起，等待你答复。{head}\n   答复：python agent.py --reply \"...\" {r.run_id}\n   {where}")
     elif r.status == "done":
-        print(f"\n✔ 完成。{head}\n   {where}")
+        b = r.memory.booking
+        made = (f"已预订：{b.get('hotel_name') or b.get('hotel_id')}（{b.get('hotel_id')}） · {b.get('room_type')} · "
+                f"{b.get('check_in')} 入住 {b.get('nights')} 晚 · 共 ¥{b.get('total')} · 订单号 {b.get('booking_id')}"
+                if b else "没有预订")
+        print(f"\n✔ 完成。{head}\n   {made}\n   {where}")
     elif r.status == "stopped":
         print(f"\n■ 已停止（{r.reason}）：{r.detail}\n   {head}\n   {where}")
     else:

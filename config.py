@@ -28,9 +28,11 @@ SPIN_LIMIT = 3                  # spins blocked in one run before the run stops
 MAX_CALLS_PER_TURN = 16         # calls beyond this in one reply are blocked, not run
 
 TOOL_RESULT_MAX_CHARS = 16_000  # a tool message longer than this is cut head-and-tail
+RECENT_RESULT_MAX_CHARS = 4_000 # tool results since the last compaction are sent cut to this
+COMPACT_BUDGET = 20_000         # estimated tokens: a request bigger than this is compacted first
+COMPACT_TARGET = 0.5            # a compaction aims at this share of the budget, leaving room to grow
 RECENT_ROUNDS = 2               # tool rounds that compaction leaves whole
-RECENT_RESULT_MAX_CHARS = 4_000 # recent tool results sent to the model are cut to this
-OLD_RESULT_CHARS = 160          # old tool results become a summary of about this size
+OLD_PROSE_CHARS = 300           # old assistant text is cut head-and-tail to this
 CHARS_PER_TOKEN = 3             # rough estimate when a server reports no usage
 
 READ_TOOLS = frozenset({"get_weather", "search_hotels", "search_location"})
@@ -54,16 +56,29 @@ MCP_TIMEOUT = 8.0               # seconds per MCP request; under TOOL_TIMEOUT, s
 MCP_RESTARTS = 3                # server restarts allowed in one process before calls fail fast
 
 SYSTEM_PROMPT = """你是订酒店助手，只能通过工具获取信息和下单。规则：
-1. 先调用 set_plan 制定计划（每一步写明要用的工具 tool，以及依赖的步骤 after），再调用业务工具。
-2. 天气查询和酒店搜索互不依赖，请在同一轮里一起调用；预订依赖这两步。
+1. 先调用 set_plan 制定计划：每一步写标题 title、要用的工具 tool；after 只写这一步依赖的、排在它前面的步骤编号
+   （第 1 步不写 after）。步骤里只有 title、tool、after 三个字段，工具参数在真正调用工具时再给。
+2. set_plan 和互不依赖的查询（天气、酒店搜索）可以在同一轮里一起调用。
 3. hotel_id 只能取自本次运行 search_hotels 的结果，不要编造。
-4. 预订前必须得到用户确认：参数齐全时直接调用 book_hotel，系统会拦截它并把它作为提案交给用户确认；
-   之后用中文向用户说明提案（酒店、房型、日期、总价）并停止调用工具。用户回复「确认」后再调用 book_hotel。
-5. 工具返回 error 时，按错误提示修正参数或调整计划，不要原样重复。
-6. 完成后用中文给出最终答复：天气、酒店、房型、总价。"""
+4. 查到天气和酒店后，先不要下单：用中文向用户提出具体的预订方案——酒店名称和 hotel_id、房型、入住日期、
+   晚数、每晚价格和总价——然后停止调用工具，等用户回复「确认」。
+5. 用户回复「确认」后，按你提出的方案原样调用 book_hotel；用户要求修改时，按新要求重新提出方案。
+6. 工具返回 error 时，按错误提示修正参数或调整计划，不要原样重复。
+7. 预订完成后用中文给出最终答复：天气、酒店、房型、总价、订单号。"""
 
-MEMORY_HEADER = "【运行记忆】（系统根据工具结果维护，以此为准）"
+MEMORY_HEADER = "【运行记忆】（系统根据工具结果整理，截至第 {turn} 轮；之后的进展见后面的对话）"
 FINAL_PROMPT = "已经达到最大轮数。请不要再调用工具，直接基于已有信息用中文回复用户。"
+# what the loop itself tells the model, recorded as user messages named "loop" (never a user reply)
+LOOP_NAME = "loop"
+NUDGES = {
+    "written_call": "〔系统提示〕你把工具调用写进了回复正文，系统不会执行正文里的调用。请用真正的工具调用（tool_calls）重新发出。",
+    "idle": "〔系统提示〕任务还没有进展：还没有成功调用过任何查询或写入工具，也没有向用户提出方案。请按计划调用工具推进任务，"
+            "不要只回复文字。",
+    "empty_reply": "〔系统提示〕你上一次的回复是空的。请继续完成任务：调用工具，或用文字答复用户。",
+    "length": "〔系统提示〕你上一次的回复太长，被截断了。请简短回复，或分步调用工具。",
+}
+# a user reply that declines the task's write (a change request is not a decline)
+DECLINE = re.compile(r"不订|不要订|不预订|别订|不用了|不需要|取消|算了|放弃|\bno\b|\bcancel|don'?t book|never ?mind", re.I)
 
 
 def settings(env=None):

@@ -5,16 +5,17 @@ proposal a blocked write becomes is carried in its result and enters memory thro
 every decision is a named Decision, and every blocked call gets an Outcome, hence a tool
 message. Checks, in order: arguments, calls per turn, budget, spin, plan first, plan order,
 provenance, unconfirmed write. Calls earlier in the same turn count as they will have happened: a
-set_plan or mark_step allowed before a call is taken into account for it.
+set_plan or mark_step allowed before a call is taken into account for it, and so is a call
+blocked before it. A spin is a call that already ran SPIN_REPEATS times since the last user
+message, an A-B-A-B alternation, or a call blocked before and sent again unchanged with nothing
+new in between. A write runs only when the user confirmed it: the blocked write they were shown,
+or the proposal in words they confirmed, if the write is what it stated (memory.unshown).
 """
 import dataclasses
 
 import config
 from memory import count_run
 from toolset import Outcome
-
-PROPOSAL_KEYS = ("hotel_id", "room_type", "check_in", "nights")
-
 
 @dataclasses.dataclass(frozen=True)
 class Decision:
@@ -36,9 +37,10 @@ def screen(pending, memory, budget=None):
             allowed.append(call)
             turn.note(call)
         else:
-            extra = turn.proposal_for(call) if decision.propose else {}
+            extra = turn.proposal_for(call, decision.reason) if decision.propose else {}
             blocked[call.id] = Outcome({"error": decision.reason, "blocked_by": decision.guard, **extra},
                                        status="blocked", guard=decision.guard)
+            turn.blocked[call.signature] = turn.blocked.get(call.signature, 0) + 1
     return allowed, blocked
 
 
@@ -48,7 +50,7 @@ class _Turn:
     def __init__(self, memory):
         self.memory = memory
         self.plan, self.marks = memory.plan, dict(memory.marks)
-        self.runs, self.recent = dict(memory.runs), list(memory.recent)
+        self.runs, self.recent, self.blocked = dict(memory.runs), list(memory.recent), dict(memory.blocked)
         self.proposed, self.wrote, self.seen = False, False, 0
 
     def note(self, call):
@@ -86,14 +88,17 @@ class _Turn:
         last = self.recent[-3:]
         if len(last) == 3 and last[0] == last[2] != sig == last[1]:
             return Decision("spin", False, "两个调用来回交替（A-B-A-B 打转），请换做法或直接回答")
+        if self.blocked.get(sig):
+            return Decision("spin", False, "这个调用刚被拦截过，之后没有任何新情况，原样再发也会被拦截（打转）；"
+                            "请按之前的错误提示修改参数，或换个做法")
         return ALLOW
 
     def plan_first(self, call, budget):
-        need = call.name in config.BUSINESS_TOOLS and not self.plan
+        need = call.kind != "state" and not self.plan
         return Decision("plan_first", not need, "请先调用 set_plan 制定计划，再调用业务工具")
 
     def plan_order(self, call, budget):
-        if call.name not in config.BUSINESS_TOOLS:
+        if call.kind == "state":
             return ALLOW
         missing = [t for t in config.WRITE_PREREQUISITES.get(call.name, ()) if t not in self.memory.done_tools]
         if missing:
@@ -120,38 +125,48 @@ class _Turn:
         return ALLOW
 
     def unconfirmed_write(self, call, budget):
-        if call.name not in config.WRITE_TOOLS:
+        if call.kind != "write":
             return ALLOW
         memory = self.memory
         done = memory.booking_for(call.args)
         if done:
             return Decision("unconfirmed_write", False, f"这笔预订已经完成（订单号 {done.get('booking_id')}），不要重复预订")
-        if memory.confirmed and memory.proposal and _same_booking(call.args, memory.proposal):
+        missing = self.unconfirmed(call)
+        if not missing:
             if self.wrote:
                 return Decision("unconfirmed_write", False, "一次确认只授权一次预订，本轮已经执行过这笔预订")
             self.wrote = True
             return ALLOW
         if self.proposed:
             return Decision("unconfirmed_write", False, "一次只能提出一个预订，等用户确认后再说")
-        if memory.confirmed and memory.proposal:
-            return Decision("unconfirmed_write", False, "这与用户确认的预订不一致，已作为新提案，需要用户重新确认",
-                            propose=True)
-        return Decision("unconfirmed_write", False, "预订需要用户确认，已作为提案交给用户。请向用户说明提案并停止调用工具，"
-                        "等用户回复「确认」", propose=True)
+        if memory.confirmed:
+            return Decision("unconfirmed_write", False, f"这与用户确认的方案不一致（{missing}），没有执行；"
+                            "已作为新提案，需要用户再次确认", propose=True)
+        return Decision("unconfirmed_write", False, "预订需要用户确认，没有执行，已作为提案交给用户。请向用户说明提案"
+                        "（酒店、房型、日期、晚数、总价）并停止调用工具，等用户回复「确认」", propose=True)
 
-    def proposal_for(self, call):
+    def unconfirmed(self, call):
+        """Why the user's confirmation does not cover this write ('' when it does)."""
+        memory = self.memory
+        if not memory.confirmed:
+            return "用户还没有确认"
+        if memory.proposal is not None:
+            differ = [k for k, _ in call.effect if call.args.get(k) != memory.proposal.get(k)]
+            return "、".join(f"{k}={call.args.get(k)!r}，提案是 {memory.proposal.get(k)!r}" for k in differ)
+        return "、".join(f"{k}={call.args.get(k)!r} 不是用户确认的方案里写明的" for k in memory.unshown(call))
+
+    def proposal_for(self, call, reason):
         """The blocked write as the proposal the user will be asked to confirm."""
         self.proposed = True
-        proposal = {k: call.args[k] for k in PROPOSAL_KEYS}
-        hotel = self.memory.hotels.get(proposal["hotel_id"], {})
-        price = hotel.get("prices", {}).get(proposal["room_type"])
+        proposal = {k: call.args[k] for k, _ in call.effect}
+        hotel = self.memory.hotels.get(proposal.get("hotel_id"), {})
+        price = hotel.get("prices", {}).get(proposal.get("room_type"))
+        nights = proposal.get("nights")
         proposal.update(tool=call.name, hotel_name=hotel.get("name"), price_per_night=price,
-                        total=price * proposal["nights"] if isinstance(price, (int, float)) else None)
+                        total=price * nights if isinstance(price, (int, float)) and isinstance(nights, int) else None)
+        if self.memory.confirmed:
+            proposal["why"] = reason
         return {"proposal": proposal}
-
-
-def _same_booking(args, proposal):
-    return all(args.get(k) == proposal.get(k) for k in PROPOSAL_KEYS)
 
 
 def _same_place(args, location):

@@ -3,9 +3,12 @@
 Invariants: compact before ask, screen before execute, audit after flatten, as adjacent lines
 of `run()`; `messages` is the full record (compaction works on a copy) and stays paired (every
 tool call answered, in order) at every audit; messages and trace records are only appended,
-never edited in place (messages[0] is replaced whole), so the audit encodes each one once;
+never edited in place (messages[0] is replaced whole, and only when a compaction epoch starts),
+so the audit encodes each one once and each request extends the previous one between epochs;
 every way out of the loop sets status and reason and writes the audit file; turn numbers and
-tokens continue across resumes.
+tokens continue across resumes. What the loop itself tells the model (a nudge) is a user
+message named "loop", recorded as such and never taken for the user's reply; the final-answer
+instruction goes into the system message of that one request, never into the record.
 """
 import dataclasses
 import json
@@ -14,9 +17,10 @@ import time
 
 import audit
 import config
+import context
 from executor import execute, tool_messages
 from guards import screen
-from memory import Memory, compact, rebuild
+from memory import Memory, rebuild
 from model import ModelError, estimate_tokens
 
 
@@ -39,6 +43,8 @@ class Run:
     answer: str = ""
     detail: str = ""
     fsync: bool = True
+    window: context.Window = dataclasses.field(default_factory=context.Window)
+    compact_budget: int = config.COMPACT_BUDGET
     encoded: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)   # audit.encode's cache
 
 
@@ -47,9 +53,8 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
     memory, messages = r.memory, r.messages
     tools_chars = len(json.dumps(r.tools, ensure_ascii=False))           # the schemas are sent every turn
     while r.turn < r.max_turns:
-        messages[0] = {"role": "system", "content": config.SYSTEM_PROMPT + "\n\n" + memory.render()}
-        outgoing = compact(messages)                                      # compact a copy, before asking
-        sent = (_chars(outgoing), _chars(messages))                       # what is sent, the full history
+        outgoing = compact(r, toolset, tools_chars)                       # compact a copy, before asking
+        sent = (context.chars(outgoing), context.chars(messages))         # what is sent, the full history
         need = estimate_tokens(sent[0] + tools_chars)
         if memory.used_tokens + need > r.budget:
             return finish(r, "stopped", "budget", f"下一次请求约需 {need} tokens，会超出预算 {r.budget}")
@@ -57,61 +62,98 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
         try:
             reply = ask(outgoing, r.tools)
         except ModelError as exc:
-            return finish(r, "error", exc.kind, str(exc))
+            return failed(r, exc)
         config.fault("after_reply")
         r.turn += 1
         memory.used_tokens += reply.tokens
         if not reply.tool_calls:
-            return answered(r, reply, sent, report)
+            if answered(r, reply, sent, report):
+                return r
+            continue
         pending = toolset.prepare(reply.tool_calls)                        # parse + validate arguments
         allowed, blocked = screen(pending, memory, r.budget)               # guards, before anything runs
         outcomes = {**execute(memory, allowed, toolset), **blocked}        # run, then flatten in request order
         tool_msgs = tool_messages(pending, outcomes)
         messages.extend([reply.message, *tool_msgs])                       # one step: never half a turn
-        for call, message in zip(pending, tool_msgs):
-            memory.absorb(call, message["content"])
+        memory.absorb_turn(pending, [m["content"] for m in tool_msgs])
         r.trace.append(_record(r, reply, sent, pending, outcomes))
         save(r)                                                            # audit after flatten
         report("turn", run=r, reply=reply, calls=pending, outcomes=outcomes)
         stop = _stop_reason(r)
         if stop:
             return finish(r, "stopped", *stop)
-    return last_answer(r, ask, report)
+    return last_answer(r, ask, toolset, report)
+
+
+def compact(r, toolset, tools_chars):
+    """This turn's request. Over the compaction budget, a new epoch starts first: the history
+    before the recent rounds is compacted and the memory block rewritten, together."""
+    outgoing = r.window.request(r.messages, toolset.kind)
+    if estimate_tokens(context.chars(outgoing) + tools_chars) <= r.compact_budget:
+        return outgoing
+    start = context.boundary(r.messages)
+    if start is None or start <= r.window.start:
+        return outgoing                                                   # nothing older left to compact
+    r.messages[0] = system_message(r.memory, r.turn)
+    since = context.chars([r.messages[0], *map(context.recent, r.messages[start:])])
+    room = int(r.compact_budget * config.COMPACT_TARGET * config.CHARS_PER_TOKEN) - tools_chars - since
+    r.window = context.Window(start, max(0, room), r.turn)
+    return r.window.request(r.messages, toolset.kind)
+
+
+def system_message(memory, turn):
+    return {"role": "system", "content": config.SYSTEM_PROMPT + "\n\n" + memory.render(turn)}
 
 
 def answered(r, reply, sent, report):
-    """The model answered without tools: the run is done, or suspended waiting for the user."""
-    text = (reply.message.get("content") or "").strip()
-    if not text:
-        r.trace.append(_record(r, reply, sent, [], {}))
-        return finish(r, "error", "empty_reply", "模型返回了空回复（没有内容也没有工具调用）")
+    """The model answered without tools. Returns r when the run ends here (done or suspended for
+    the user), None when the loop nudged the model and goes on."""
     r.messages.append(reply.message)
+    r.memory.absorb_answer(reply.text)
     r.trace.append(_record(r, reply, sent, [], {}))
-    r.answer = text
+    r.answer = reply.text
     report("answer", run=r, reply=reply)
-    memory = r.memory
-    if memory.proposal is not None and not memory.confirmed:
-        return finish(r, "suspended", "awaiting_confirmation")
-    if memory.booking is None and text.endswith(("?", "？")):
-        return finish(r, "suspended", "awaiting_reply")
-    return finish(r, "done", "final_answer")
+    status, reason = r.memory.verdict(reply.written_calls)
+    if status != "nudge":
+        return finish(r, status, reason)
+    nudge(r, reason)
+    save(r)
+    report("nudge", run=r, text=config.NUDGES[reason])
+    return None
 
 
-def last_answer(r, ask, report):
-    """Max turns reached: one last call without tools asks the model to answer from what it has."""
-    r.messages.append({"role": "system", "content": config.FINAL_PROMPT})
-    outgoing = compact(r.messages)
+def nudge(r, kind):
+    """The loop tells the model, once, what is wrong with its answer: a user message named "loop"."""
+    r.messages.append({"role": "user", "name": config.LOOP_NAME, "content": config.NUDGES[kind]})
+    r.memory.absorb_nudge(config.NUDGES[kind])
+
+
+def failed(r, exc):
+    """The model service failed. A reply that could not be used (empty, cut off) leaves a nudge in
+    the record, so that a resume sends something new instead of the same request again."""
+    r.memory.used_tokens += exc.tokens
+    if exc.kind in config.NUDGES and config.NUDGES[exc.kind] != r.messages[-1].get("content"):
+        nudge(r, exc.kind)
+    return finish(r, "error", exc.kind, str(exc))
+
+
+def last_answer(r, ask, toolset, report):
+    """Max turns reached: one last call without tools asks the model to answer from what it has.
+    The instruction is added to this request's system message only (templates that accept a
+    system message only first take it; a resume never stacks it)."""
+    outgoing = compact(r, toolset, len(json.dumps(r.tools, ensure_ascii=False)))
+    outgoing[0] = dict(outgoing[0], content=outgoing[0]["content"] + "\n\n" + config.FINAL_PROMPT)
     try:
         reply = ask(outgoing, r.tools, final=True)
     except ModelError as exc:
-        return finish(r, "error", exc.kind, str(exc))
+        return failed(r, exc)
     r.turn += 1
     r.memory.used_tokens += reply.tokens
-    message = {"role": "assistant", "content": reply.message.get("content") or "（模型没有给出答复）"}
+    message = {"role": "assistant", "content": reply.text or "（模型没有给出答复）"}
     if reply.tool_calls:
         reply.notes.append(f"dropped {len(reply.tool_calls)} tool call(s) from the tool-free final answer")
     r.messages.append(message)
-    r.trace.append(_record(r, reply, (_chars(outgoing), _chars(r.messages)), [], {}))
+    r.trace.append(_record(r, reply, (context.chars(outgoing), context.chars(r.messages)), [], {}))
     r.answer = message["content"]
     report("answer", run=r, reply=reply)
     return finish(r, "stopped", "max_turns", f"达到最大轮数 {r.max_turns}")
@@ -132,16 +174,6 @@ def _stop_reason(r):
     return None
 
 
-def _chars(messages):
-    """Characters of content and tool calls: what a request carries, schemas aside."""
-    total = 0
-    for m in messages:
-        total += len(m.get("content") or "")
-        for c in m.get("tool_calls") or ():
-            total += len(c["function"]["arguments"]) + len(c["function"]["name"])
-    return total
-
-
 def _record(r, reply, sent, pending, outcomes):
     return {"turn": r.turn, "model_seconds": round(reply.seconds, 4), "tokens": reply.tokens,
             "tokens_estimated": reply.estimated, "used_tokens": r.memory.used_tokens,
@@ -156,7 +188,8 @@ def snapshot(r):
     return {"version": config.AUDIT_VERSION, "run_id": r.run_id, "status": r.status, "reason": r.reason,
             "detail": r.detail, "turn": r.turn, "mode": r.mode, "model": r.model,
             "created": r.created, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "limits": {"max_turns": r.max_turns, "budget": r.budget}, "answer": r.answer,
+            "limits": {"max_turns": r.max_turns, "budget": r.budget, "compact_budget": r.compact_budget},
+            "epoch": r.window.to_dict(), "answer": r.answer,
             "messages": r.messages, "memory": r.memory.to_dict(), "tools": r.tools, "trace": r.trace}
 
 
@@ -174,7 +207,7 @@ def begin(audit_dir, run_id, goal, toolset, model, max_turns=None, budget=None, 
     r = Run(run_id, path, toolset.mode, model, [{"role": "system", "content": ""}, {"role": "user", "content": goal}],
             memory, toolset.schemas, max_turns=max_turns or config.MAX_TURNS, budget=budget or config.TOKEN_BUDGET,
             created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), fsync=fsync)
-    r.messages[0] = {"role": "system", "content": config.SYSTEM_PROMPT + "\n\n" + memory.render()}
+    r.messages[0] = system_message(memory, 0)
     save(r)
     return r
 
@@ -198,14 +231,16 @@ def reopen(audit_dir, run_id, toolset_for, accept):
     r = Run(snap["run_id"], path, snap["mode"], snap.get("model", ""), snap["messages"], memory, snap["tools"],
             trace=snap["trace"], status=snap["status"], reason=snap.get("reason", ""), turn=snap["turn"],
             max_turns=limits.get("max_turns", config.MAX_TURNS), budget=limits.get("budget", config.TOKEN_BUDGET),
-            created=snap.get("created", ""), answer=snap.get("answer", ""))
+            created=snap.get("created", ""), answer=snap.get("answer", ""),
+            window=context.Window.from_dict(snap.get("epoch"), snap["messages"]),
+            compact_budget=limits.get("compact_budget", config.COMPACT_BUDGET))
     return r, toolset, warnings
 
 
 def _disagreements(stored, rebuilt):
     """Fields where the stored memory says something the messages do not."""
     fresh = rebuilt.to_dict()
-    return [key for key in ("confirmed", "proposal", "hotel_ids", "plan", "booking", "used_tokens")
+    return [key for key in ("confirmed", "proposal", "offer", "hotel_ids", "plan", "booking", "used_tokens")
             if stored.get(key) != fresh.get(key)]
 
 

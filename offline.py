@@ -3,8 +3,11 @@ as a model would, and answers through `endpoint.Endpoint`.
 
 Invariants: it keeps no state between requests (every decision comes from the request: the
 goal, the tool results, the memory block of the system message when compaction shortened a
-result, the user's replies); it never sees our tools' internals, only their results; when a
-tool answers with an error it corrects its arguments or stops instead of repeating itself.
+result, its own earlier answers, the user's replies); it never sees our tools' internals, only
+their results; when a tool answers with an error it corrects its arguments or stops instead of
+repeating itself. It follows the protocol the system prompt asks of every model: plan and
+lookups together, then the exact booking proposed in words, booked after the user's 「确认」.
+Messages the loop itself sends (user messages named "loop") are not the user's replies.
 """
 import json
 import re
@@ -42,12 +45,14 @@ class Conversation:
         self.memory = read_memory(next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), ""))
         for message in messages:
             role = message.get("role")
-            if role == "user":
+            if role == "user" and message.get("name") != "loop":
                 self.goal = self.goal or str(message.get("content") or "")
                 self.events.append({"user": str(message.get("content") or "")})
             elif role == "assistant":
                 self.turn += 1
                 calls = {c.get("id"): c.get("function", {}) for c in message.get("tool_calls") or []}
+                if not calls and message.get("content"):
+                    self.events.append({"said": str(message["content"])})
             elif role == "tool" and message.get("tool_call_id") in calls:
                 function = calls[message["tool_call_id"]]
                 self.events.append({"name": function.get("name"), "args": _loads(function.get("arguments")) or {},
@@ -60,7 +65,8 @@ class Conversation:
         """The last successful result of `name`; for a result compacted away, what the memory
         block of the system message says of it; None when there is none."""
         for event in reversed(self.calls(name)):
-            if event["result"] is None and name in self.memory:
+            shortened = event["result"] is None or "_compacted" in event["result"]
+            if shortened and name in self.memory:
                 return self.memory[name]
             if event["result"] is not None and "error" not in event["result"]:
                 return event["result"]
@@ -101,19 +107,19 @@ def next_step(talk, task, mcp):
     booking = talk.ok("book_hotel")
     if booking:
         return say(final_answer(booking, talk.ok("get_weather")))
-    if talk.ok("set_plan") is None or any(e["result"].get("blocked_by") in ("plan_first", "plan_order")
-                                          for e in talk.last_turn()):
-        if len(talk.calls("set_plan")) >= 3:
-            return say("计划一直没有被系统接受，我先停下，请检查工具配置。")
-        return act(talk, [("set_plan", {"steps": plan_steps(mcp)})])
+    replan = talk.ok("set_plan") is None or any(e["result"].get("blocked_by") in ("plan_first", "plan_order")
+                                                for e in talk.last_turn())
+    if replan and len(talk.calls("set_plan")) >= 3:
+        return say("计划一直没有被系统接受，我先停下，请检查工具配置。")
     spun = [e for e in talk.last_turn() if e["result"].get("blocked_by") == "spin"]
     if spun:
         return say(f"我在重复同样的调用（{spun[0]['name']}），先停下来：{spun[0]['result']['error']}")
     todo, problem = lookups(talk, task, mcp)
     if problem:
         return say(problem)
-    if todo:
-        return act(talk, todo)
+    plan = [("set_plan", {"steps": plan_steps(mcp)})] if replan else []
+    if plan or todo:                  # the plan and the lookups that depend on nothing go together
+        return act(talk, plan + [t for t in todo if not (plan and mcp and t[0] == "get_weather")])
     return booking_step(talk, task)
 
 
@@ -155,35 +161,44 @@ def _untried(talk, name, candidates):
 
 
 def booking_step(talk, task):
+    """Propose the booking in words, book it after 「确认」, or follow the user's change."""
     weather, hotels = talk.ok("get_weather"), (talk.ok("search_hotels") or {}).get("hotels", [])
-    index, proposal = talk.proposal()
-    replies = talk.replies_after(index) if index is not None else []
-    room = "Suite" if weather.get("condition") == "rain" else "Standard"
-    asked = [r for r in ROOMS if replies and r.lower() in replies[-1].lower()]
-    room = asked[0] if asked else room
+    last = talk.events[-1]
+    index, blocked = talk.proposal()
+    said = max((i for i, e in enumerate(talk.events) if "said" in e), default=-1)
+    if index is not None and index == len(talk.events) - 1:
+        return say(proposal_text(blocked, weather))           # the system turned a booking into a proposal
+    if last.get("name") == "book_hotel" and "error" in (last["result"] or {}):
+        if "blocked_by" in last["result"]:
+            return say(f"预订被系统拦截：{last['result']['error']}")
+        return book_once_more_or_ask(talk, last["args"])
+    room = next((r for reply in reversed(talk.replies_after(0)) for r in ROOMS if r.lower() in reply.lower()),
+                "Suite" if weather.get("condition") == "rain" else "Standard")
     offering = [h for h in hotels if room in (h.get("prices") or {})]
     if not offering:
         return say(f"抱歉，搜索到的酒店都没有 {room} 房型，无法按规则预订。")
     hotel = min(offering, key=lambda h: h["prices"][room])
     args = {"hotel_id": hotel["hotel_id"], "room_type": room, "check_in": task["date"], "nights": task["nights"]}
-    if index is None:
-        marks = [("mark_step", {"index": i, "status": "done"})
-                 for i, step in enumerate(talk.ok("set_plan").get("plan", []), 1)
-                 if step.get("tool") in ("search_location", "get_weather", "search_hotels")
-                 and not any(e["args"].get("index") == i for e in talk.calls("mark_step"))]
-        return act(talk, marks + [("book_hotel", args)])
-    if not replies:
-        return say(proposal_text(proposal, weather))
-    if replies[-1].strip() == CONFIRM:
-        since = max(i for i, e in enumerate(talk.events) if "user" in e)     # tries since the last reply
-        tries = [e for e in talk.events[since + 1:] if e.get("name") == "book_hotel"]
-        failed = [e for e in tries if "error" in (e["result"] or {}) and "blocked_by" not in e["result"]]
-        if len(failed) >= 2:         # one retry with the same arguments (same idempotency key), then ask
-            return say(f"预订没有成功：{failed[-1]['result']['error']}。要我稍后再试吗？")
-        return act(talk, [("book_hotel", {k: proposal.get(k) for k in args})])
-    if asked:
-        return act(talk, [("book_hotel", args)])
-    return say("好的，不预订了。如需重新安排，随时告诉我。")
+    reply = last.get("user")
+    if reply is not None and reply.strip() == CONFIRM:
+        return book_once_more_or_ask(talk, blocked if index is not None and index > said else args)
+    if reply is not None and not any(r.lower() in reply.lower() for r in ROOMS):
+        return say("好的，不预订了。如需重新安排，随时告诉我。")
+    price = hotel["prices"][room]
+    return say(proposal_text(dict(args, hotel_name=hotel.get("name"), price_per_night=price,
+                                  total=price * task["nights"]), weather))
+
+
+def book_once_more_or_ask(talk, args):
+    """Book the confirmed booking; after a failed try, one retry with the same arguments (the same
+    idempotency key), then ask."""
+    since = max(i for i, e in enumerate(talk.events) if "user" in e)
+    tries = [e for e in talk.events[since + 1:] if e.get("name") == "book_hotel"]
+    failed = [e for e in tries if "error" in (e["result"] or {}) and "blocked_by" not in e["result"]]
+    if len(failed) >= 2:
+        return say(f"预订没有成功：{failed[-1]['result']['error']}。要我稍后再试吗？")
+    keys = ("hotel_id", "room_type", "check_in", "nights")
+    return act(talk, [("book_hotel", {k: args.get(k) for k in keys})])
 
 
 def act(talk, calls):

@@ -22,7 +22,8 @@ import loop
 import tools
 import toolset
 from executor import execute
-from memory import Memory, compact
+from context import compact
+from memory import Memory
 from model import ModelError, Reply, estimate_tokens
 
 PLAN = [{"title": "查询入住当天天气", "tool": "get_weather"}, {"title": "搜索酒店", "tool": "search_hotels"},
@@ -196,25 +197,35 @@ def booked_once(box, say):
 
 
 def compaction(box, say):
-    """Old tool contents become summaries on a copy; every tool_call_id stays."""
+    """By size only: the demo run is never compacted; a compacted copy keeps every message, every
+    tool_call_id, data results as JSON objects with their facts, and the receipt whole."""
     r, ts, _ = box.until_proposal("compact")
     loop.add_user(r, config.CONFIRM_TEXT)
     box.drive(r, ts, [calls(("book_hotel", SUITE)), says(FINAL)])
+    expect(r.window.start == 1, "西安这次运行没有超过压缩预算，不应压缩")
+    say(f"整次运行最大请求约 {max(t['chars_sent'] for t in r.trace)} 字符，低于压缩预算 {config.COMPACT_BUDGET} tokens：没有压缩")
     messages = r.messages
     before = copy.deepcopy(messages)
-    sent = compact(messages)
+    sent = compact(messages, ts.kind, 400)                 # as if the history had to fit 400 characters
     expect(messages == before, "compact 不应改动原消息列表")
     ids = [m.get("tool_call_id") for m in messages if m.get("role") == "tool"]
     expect([m.get("tool_call_id") for m in sent if m.get("role") == "tool"] == ids and len(sent) == len(messages),
            "压缩后每条消息和每个 tool_call_id 都应保留")
     changed = [(a, b) for a, b in zip(messages, sent) if a.get("role") == "tool" and a["content"] != b["content"]]
-    expect(changed and all("已压缩" in b["content"] for _, b in changed), "旧的工具结果应换成摘要")
+    expect(changed and all(isinstance(_json(b["content"]), dict) and "_compacted" in b["content"] for _, b in changed),
+           "压缩后的工具结果应仍是带压缩说明的 JSON 对象")
+    receipt = next(m for m in sent if m.get("role") == "tool" and "booking_id" in m["content"])
+    expect("_compacted" not in receipt["content"], "预订回执不应被压缩")
     size = lambda ms: sum(len(m.get("content") or "") for m in ms if m.get("role") == "tool")   # noqa: E731
-    say(f"{len(changed)} 条旧工具结果换成摘要；工具内容 {size(messages)} → {size(sent)} 字符；"
-        f"tool_call_id 全部保留（{len(ids)} 个）；原列表未变")
-    last = r.trace[-1]
-    expect(last["chars_sent"] < last["chars_full"], "最后一轮发送的应少于完整历史")
-    say(f"审计记录：最后一轮实际发送 {last['chars_sent']}/{last['chars_full']} 字符，审计文件保存完整历史")
+    say(f"按 400 字符压缩一份副本：{len(changed)} 条工具结果压缩为 JSON 摘要，预订回执原样保留；工具内容 "
+        f"{size(messages)} → {size(sent)} 字符；tool_call_id 全部保留（{len(ids)} 个）；原列表未变")
+
+
+def _json(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def spin_or_retry(box, say):
@@ -378,7 +389,7 @@ def _local_booking(box):
 
 SCENARIOS = [("同一批三个调用：两个读 + 一个未确认的 book_hotel", batch_of_three),
              ("确认后同一预订请求两次（同批一次、下一轮一次）：只有一行", booked_once),
-             ("上下文压缩：旧结果换摘要，tool_call_id 全保留，原列表不变", compaction),
+             ("上下文压缩：只按大小触发；压缩副本保留结构、回执和每个 tool_call_id，原列表不变", compaction),
              ("打转与重试：重复被拦，改正后的重试和确认后的重试放行", spin_or_retry),
              ("参数溯源：编造的 hotel_id 在执行前被拦截", provenance),
              ("工具超时：这一轮按时结束，结果记录在案", hung_tool),

@@ -44,11 +44,22 @@ HOTELS = {
 }
 HOTEL_INDEX = {h["hotel_id"]: h for hotels in HOTELS.values() for h in hotels}
 ROOM_TYPES = ["Standard", "Deluxe", "Suite"]
-DATE = r"^\d{4}-\d{2}-\d{2}$"
+DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+# A write runs only with the user's confirmation of what it will do. These are the arguments that
+# define a write's effect (the proposal shown to the user, the booking the idempotency key
+# stands for), each with how a proposal in words states it: "id" (the value, or the name of
+# the record it names), "choice" (the value or an alias), "date", "count" (of nights).
+WRITE_EFFECTS = {"book_hotel": (("hotel_id", "id"), ("room_type", "choice"), ("check_in", "date"), ("nights", "count"))}
+ALIASES = {"Standard": ("标准间", "标准房", "标间", "标准双床房", "标准大床房"), "Deluxe": ("豪华间", "豪华房"),
+           "Suite": ("套房", "套间")}
 
 SCHEMAS = {
     "set_plan": {
-        "description": "制定或替换整个计划。每一步写标题，可写要用的工具 tool，以及依赖的步骤编号 after（从 1 开始）。",
+        "description": ("制定或替换整个计划。每一步只有三个字段：title（标题），tool（这一步要用的工具名，可省略），"
+                        "after（这一步依赖的、排在它前面的步骤编号，从 1 开始；不依赖别的步骤就不写）。"
+                        "工具参数不写在计划里。例：{\"steps\": [{\"title\": \"查天气\", \"tool\": \"get_weather\"}, "
+                        "{\"title\": \"搜酒店\", \"tool\": \"search_hotels\"}, "
+                        "{\"title\": \"预订\", \"tool\": \"book_hotel\", \"after\": [1, 2]}]}"),
         "parameters": {"type": "object", "additionalProperties": False, "required": ["steps"],
                        "properties": {"steps": {"type": "array", "minItems": 1, "maxItems": 12, "items": {
                            "type": "object", "additionalProperties": False, "required": ["title"],
@@ -101,14 +112,21 @@ def _city(name):
 
 def set_plan(steps, tool_names):
     """The plan as given, checked: known tools, dependencies only on earlier steps."""
-    plan = []
+    plan, problems = [], []
     for index, step in enumerate(steps, 1):
         tool, after = step.get("tool"), sorted(set(step.get("after", [])))
+        field = f"arguments.steps[{index - 1}]"
         if tool is not None and tool not in tool_names:
-            raise ToolError(f"第 {index} 步的工具 {tool} 不存在；可用：{', '.join(sorted(tool_names))}")
-        if any(dep >= index for dep in after):
-            raise ToolError(f"第 {index} 步只能依赖它之前的步骤，after={after} 不行")
+            problems.append(f"{field}.tool={tool!r} 不是可用的工具；可用：{', '.join(sorted(tool_names))}")
+        wrong = [dep for dep in after if dep >= index]
+        if wrong:
+            fix = "第 1 步前面没有步骤，请删掉它的 after" if index == 1 else \
+                f"只能写 1 到 {index - 1}，或删掉 after"
+            problems.append(f"{field}.after={after} 不对：after 写的是第 {index} 步依赖的、排在它前面的步骤编号，"
+                            f"不能是 {wrong}；{fix}")
         plan.append({"index": index, "title": step["title"], "tool": tool, "after": after})
+    if problems:
+        raise ToolError("；".join(problems))
     return {"plan": plan}
 
 

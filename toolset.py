@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
 
 import config
 import mcp_tools
@@ -33,6 +34,9 @@ class Call:
     arguments: str                 # raw text, exactly as sent
     args: dict | None = None       # parsed and schema-valid, or None
     problem: str | None = None     # why args is None
+    kind: str = "read"             # read | state | write (the tool set's word for this tool)
+    effect: tuple = ()             # a write's (argument, how a proposal states it) pairs
+    aliases: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)   # choice -> other names
 
     @functools.cached_property
     def signature(self):
@@ -85,8 +89,8 @@ def validate(schema, value, path="arguments"):
     problems = []
     if "enum" in schema and value not in schema["enum"]:
         problems.append(f"{path} 只能是 {schema['enum']} 之一")
-    if "pattern" in schema and not re.search(schema["pattern"], value):
-        problems.append(f"{path} 格式不对（应匹配 {schema['pattern']}）")
+    if "pattern" in schema and not re.search(schema["pattern"], value, re.ASCII):
+        problems.append(f"{path} 格式不对（应匹配 {schema['pattern']}，只用半角字符）：{value[:60]}")
     if "minimum" in schema and value < schema["minimum"] or "maximum" in schema and value > schema["maximum"]:
         problems.append(f"{path} 应在 {schema.get('minimum')} 到 {schema.get('maximum')} 之间")
     size = len(value) if isinstance(value, (str, list)) else None
@@ -102,6 +106,20 @@ def validate(schema, value, path="arguments"):
     return problems
 
 
+def normalise(schema, value):
+    """`value` with its formatted strings (those with a pattern or an enum: dates, ids, choices)
+    in their ASCII form, so that full-width ２０２６-１０-０１ is 2026-10-01 from here on."""
+    kind = schema.get("type")
+    if kind == "string" and isinstance(value, str) and ("pattern" in schema or "enum" in schema):
+        return unicodedata.normalize("NFKC", value).strip()
+    if kind == "object" and isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {k: normalise(props[k], v) if k in props else v for k, v in value.items()}
+    if kind == "array" and isinstance(value, list) and "items" in schema:
+        return [normalise(schema["items"], v) for v in value]
+    return value
+
+
 def _validate_object(schema, value, path):
     props = schema.get("properties", {})
     problems = [f"{path} 缺少必填字段 {k}" for k in schema.get("required", []) if k not in value]
@@ -109,7 +127,7 @@ def _validate_object(schema, value, path):
         if key in props:
             problems += validate(props[key], item, f"{path}.{key}")
         elif schema.get("additionalProperties") is False:
-            problems.append(f"{path} 不允许字段 {key}")
+            problems.append(f"{path} 不允许字段 {key}（只能有 {', '.join(props) or '无字段'}）")
     return problems
 
 
@@ -163,11 +181,14 @@ class ToolSet:
 
     def _prepare(self, raw):
         function = raw.get("function") or {}
-        call = Call(id=raw.get("id", ""), name=function.get("name", ""), arguments=function.get("arguments", ""))
+        name = function.get("name", "")
+        call = Call(id=raw.get("id", ""), name=name, arguments=function.get("arguments", ""), kind=self.kind(name),
+                    effect=tools.WRITE_EFFECTS.get(name, ()), aliases=tools.ALIASES)
         if call.name not in self.params:
             return dataclasses.replace(call, problem=f"没有名为 {call.name!r} 的工具；可用：{', '.join(self.params)}")
         value, problem = parse_arguments(call.arguments)
         if problem is None:
+            value = normalise(self.params[call.name], value)
             problems = validate(self.params[call.name], value)
             problem = "；".join(problems) if problems else None
         return dataclasses.replace(call, args=value if problem is None else None, problem=problem)

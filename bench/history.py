@@ -17,6 +17,7 @@ import time
 
 import workload
 import audit
+import context
 import loop
 import model
 import endpoint
@@ -49,7 +50,7 @@ def _ask(turns, sink):
                 calls.insert(0, workload.call("plan", "set_plan", {"steps": workload.PLAN}))
             message = workload.calls_message(*calls)
         sink["last_request"] = messages
-        sink.setdefault("sizes", []).append((loop._chars(messages), loop._chars(sink["run"].messages)))
+        sink.setdefault("sizes", []).append((context.chars(messages), context.chars(sink["run"].messages)))
         sink.setdefault("asked", []).append(time.perf_counter())
         return model.Reply(message, message.get("tool_calls") or [], 100, False, 0.0, [])
     return ask
@@ -69,7 +70,7 @@ class _Timer:
             self.seconds.append(time.perf_counter() - started)
 
 
-def one_run(turns, fsync):
+def one_run(turns, fsync, compact_budget=None):
     """Per-turn seconds of each step, the trace, and the last request of one long run."""
     folder = tempfile.mkdtemp(prefix="bench-history-", dir=os.environ.get("BENCH_TMP"))
     compact, write = _Timer(loop.compact), _Timer(audit.write)
@@ -78,6 +79,7 @@ def one_run(turns, fsync):
         ts = PaddedToolSet("history", workload.STORE)
         r = loop.begin(folder, "history", workload.GOAL, ts, "scripted", max_turns=turns + 1,
                        budget=10 ** 9, fsync=fsync)
+        r.compact_budget = compact_budget or r.compact_budget
         render = _Timer(r.memory.render)
         r.memory.render = render
         write.seconds.clear()
@@ -87,7 +89,7 @@ def one_run(turns, fsync):
     finally:
         loop.compact, audit.write = compact.fn, write.fn
         shutil.rmtree(folder, ignore_errors=True)
-    if r.status != "done" or r.turn != turns:
+    if r.status not in ("done", "suspended") or r.turn != turns:
         raise RuntimeError(f"history run ended {r.status}/{r.reason} at turn {r.turn}: {r.detail}")
     asked = sink["asked"]
     return {"compact": compact.seconds, "write": write.seconds, "render": render.seconds,

@@ -43,7 +43,7 @@ def test_the_file_of_a_long_run_is_the_whole_snapshot(new_run):
         message = next(script)
         return model.Reply(message, message.get("tool_calls") or [], 10, False, 0.0, [])
     loop.run(r, ask, ts)
-    assert r.status == "done" and r.turn == 7
+    assert r.status == "suspended" and r.turn == 7
     on_disk = audit.load(r.path)
     expected = json.loads(json.dumps(loop.snapshot(r), ensure_ascii=False))
     for key in ("messages", "trace", "memory", "tools", "status", "turn"):

@@ -45,7 +45,7 @@ def test_a_run_that_did_not_book_fails_the_check():
 
 
 def test_history_run_keeps_pairing_and_compacts():
-    run = history.one_run(12, fsync=False)
+    run = history.one_run(12, fsync=False, compact_budget=3000)
     assert len(run["write"]) >= 12 and len(run["sizes"]) == 12
     sent, full = run["sizes"][-1]
     assert sent < full

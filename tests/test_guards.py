@@ -159,12 +159,30 @@ def test_alternating_two_calls_is_a_spin():
     assert blocked["c1"][0] == "spin" and "A-B-A-B" in blocked["c1"][1]["error"]
 
 
-def test_blocked_calls_never_count_towards_a_spin():
+def test_a_blocked_call_sent_again_with_nothing_new_is_a_spin_but_not_after_a_user_reply():
     m = ready()
-    for _ in range(3):
+    guards = []
+    for reply in (None, None, "确认"):
+        if reply:
+            m.absorb_user(reply)
         _, blocked = decide(m, call("book_hotel", BOOK))
-        m.absorb(call("book_hotel", BOOK), json.dumps(blocked["c1"][1], ensure_ascii=False))
-    assert m.runs.get(call("book_hotel", BOOK).signature) is None and m.spins == 0
+        guards.append(blocked["c1"][0] if blocked else None)
+        if blocked:
+            m.absorb(call("book_hotel", BOOK), json.dumps(blocked["c1"][1], ensure_ascii=False))
+    assert guards == ["unconfirmed_write", "spin", None] and m.spins == 1
+    assert m.runs.get(call("book_hotel", BOOK).signature) is None       # blocked calls never ran
+
+
+def test_a_blocked_call_beside_a_call_that_brought_news_may_be_sent_again():
+    m = ready()
+    m.done_tools.discard("get_weather")
+    book, weather = call("book_hotel", BOOK, "b"), call("get_weather", WEATHER, "w")
+    allowed, blocked = decide(m, weather, book)
+    assert blocked["b"][0] == "plan_order"
+    m.absorb_turn([weather, book], [json.dumps({"date": "2026-10-01", "condition": "rain"}),
+                                    json.dumps(blocked["b"][1], ensure_ascii=False)])
+    _, blocked = decide(m, call("book_hotel", BOOK))
+    assert blocked["c1"][0] == "unconfirmed_write"
 
 
 def test_bad_arguments_are_blocked_by_the_arguments_check():

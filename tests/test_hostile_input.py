@@ -118,7 +118,7 @@ def test_a_booking_store_locked_by_another_process(suspended):
         db.close()
     assert out.returncode == 0 and "酒店系统暂时不可用" in out.stdout
     data = read_audit(cwd / "audit", "s")
-    assert (data["status"], data["reason"]) == ("suspended", "awaiting_reply") and _count(cwd) == 0
+    assert (data["status"], data["reason"]) == ("suspended", "confirmed_no_write") and _count(cwd) == 0
     again = run_agent("--confirm", cwd=cwd)                  # the store is free again: confirming books once
     assert again.returncode == 0 and _count(cwd) == 1
     assert read_audit(cwd / "audit", "s")["status"] == "done"

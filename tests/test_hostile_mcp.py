@@ -24,28 +24,28 @@ def offline_ask():
     endpoint.close()
 
 
-@pytest.mark.parametrize("flags, status, detail", [
-    ("extra", "suspended", None),                       # unknown fields are cut away, the run goes on
-    ("garbage", "suspended", None),                     # noise on stdout is skipped
-    ("crash-once", "suspended", "MCP 服务"),              # died mid-call: a tool error, then a restarted server
-    ("no-allowed", "done", "缺少"),                       # nothing usable: tool errors, the model gives up
-    ("is-error", "done", None),
-    ("hang", "done", "没有回答"),                         # nothing at all: timeouts, the model gives up
+@pytest.mark.parametrize("flags, reason, detail", [
+    ("extra", "awaiting_confirmation", None),           # unknown fields are cut away, the run goes on
+    ("garbage", "awaiting_confirmation", None),         # noise on stdout is skipped
+    ("crash-once", "awaiting_confirmation", "MCP 服务"),  # died mid-call: a tool error, then a restarted server
+    ("no-allowed", "awaiting_reply", "缺少"),             # nothing usable: tool errors, the model gives up
+    ("is-error", "awaiting_reply", None),               # and the run waits for the user, nothing proposed
+    ("hang", "awaiting_reply", "没有回答"),               # nothing at all: timeouts, the model gives up
 ])
-def test_a_hostile_server_under_a_whole_run(tmp_path, offline_ask, monkeypatch, flags, status, detail):
+def test_a_hostile_server_under_a_whole_run(tmp_path, offline_ask, monkeypatch, flags, reason, detail):
     monkeypatch.setattr(config, "MCP_TIMEOUT", 1.0)
     store = tools.BookingStore(tmp_path / "bookings.db")
     ts = toolset.ToolSet("h", store, "mcp", mcp_command=fake_command(flags, tmp_path / "marker"))
     try:
         r = loop.begin(str(tmp_path), "h", GOAL, ts, "offline", fsync=False)
         loop.run(r, offline_ask, ts)
-        assert audit.load(r.path)["status"] == r.status == status and store.count() == 0
+        assert audit.load(r.path)["status"] == r.status == "suspended" and r.reason == reason and store.count() == 0
         errors = [m["content"] for m in r.messages if m["role"] == "tool" and '"error"' in m["content"]]
         if detail:
             assert any(detail in e for e in errors), errors
         for m in r.messages:                            # nothing off the allow-list reached the model
             assert "secret" not in (m.get("content") or "") and "nested" not in (m.get("content") or "")
-        if status == "suspended":
+        if r.reason == "awaiting_confirmation":
             loop.add_user(r, "确认")
             loop.run(r, offline_ask, ts)
             assert r.status == "done" and store.count() == 1

@@ -105,13 +105,16 @@ def test_budget_exceeded_by_real_usage_blocks_the_calls_and_stops(fake_model, ne
     assert (r.status, r.reason) == ("stopped", "budget") and tool_results(r)[0]["blocked_by"] == "budget"
 
 
-def test_empty_reply_is_an_error_and_resumable(fake_model, new_run):
+def test_an_empty_reply_is_asked_again_once_then_an_error_a_resume_can_move_on(fake_model, new_run):
     r, ts, _ = new_run()
-    ask, _ = fake_model([text(""), text("好的")])
+    ask, endpoint = fake_model([text(""), text(""), tool_calls(("set_plan", {"steps": PLAN})), text("好的")])
     loop.run(r, ask, ts)
-    assert (r.status, r.reason) == ("error", "empty_reply")
+    assert (r.status, r.reason) == ("error", "empty_reply") and len(endpoint.requests) == 2
+    nudge = r.messages[-1]
+    assert nudge["role"] == "user" and nudge["name"] == "loop" and r.memory.said == [r.messages[1]["content"]]
     loop.run(r, ask, ts)
-    assert r.status == "done" and r.turn == 2
+    assert endpoint.requests[2]["messages"] != endpoint.requests[1]["messages"]      # the resume sends something new
+    assert r.memory.plan and r.status == "suspended"
 
 
 def test_model_failure_is_recorded_and_a_resume_continues_with_turns_and_tokens(fake_model, new_run, tmp_path):
@@ -123,7 +126,7 @@ def test_model_failure_is_recorded_and_a_resume_continues_with_turns_and_tokens(
     again, _, warnings = loop.reopen(str(tmp_path), r.run_id, lambda snap: ts, lambda snap: None)
     assert warnings == [] and again.turn == 1 and again.memory.used_tokens == used and again.memory.plan
     loop.run(again, ask, ts)
-    assert again.status == "done" and again.turn == 2 and again.memory.used_tokens > used
+    assert again.status == "suspended" and again.turn > 1 and again.memory.used_tokens > used
 
 
 def test_bad_arguments_go_back_to_the_model_and_the_fix_runs(fake_model, new_run):
@@ -134,7 +137,7 @@ def test_bad_arguments_go_back_to_the_model_and_the_fix_runs(fake_model, new_run
     loop.run(r, ask, ts)
     results = tool_results(r)
     assert results[1]["blocked_by"] == "arguments" and "格式不对" in results[1]["error"]
-    assert results[2]["condition"] == "rain" and r.status == "done"
+    assert results[2]["condition"] == "rain" and r.status == "suspended"
 
 
 def test_content_with_tool_calls_is_kept(fake_model, new_run):
@@ -173,4 +176,4 @@ def test_every_request_the_model_saw_was_paired(fake_model, new_run, rounds):
                           ("search_hotels", dict(HOTELS, nights=i + 1))) for i in range(rounds)]
     ask, endpoint = fake_model(script + [text("好")])
     loop.run(r, ask, ts)
-    assert r.status == "done" and len(endpoint.requests) == rounds + 2   # the endpoint 400s on any unpaired request
+    assert r.status == "suspended" and len(endpoint.requests) == rounds + 2   # the endpoint 400s on any unpaired request

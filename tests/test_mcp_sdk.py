@@ -91,7 +91,7 @@ def test_an_mcp_run_against_an_sdk_server(tmp_path):
     result = run_cli("--mcp", "--run-id", "s1", "--mcp-server", f"{sys.executable} {SDK_SERVER}", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     snap = read_audit(tmp_path / "audit", "s1")
-    assert (snap["status"], snap["mode"]) == ("suspended", "mcp")
-    assert snap["memory"]["proposal"]["room_type"] == "Suite"
+    assert (snap["status"], snap["reason"], snap["mode"]) == ("suspended", "awaiting_confirmation", "mcp")
+    assert "Suite" in snap["memory"]["offer"] and snap["memory"]["weather"]
     contents = " ".join(m["content"] for m in snap["messages"] if m["role"] == "tool")
     assert "population" not in contents and "humidity" not in contents and '"condition": "rain"' in contents

@@ -1,42 +1,13 @@
-"""Memory as a fold over the messages; compaction on a copy."""
+"""Memory as a fold over the messages: tool results, answers, user replies, loop nudges."""
 import copy
 import json
 
 from conftest import PLAN
-from memory import Memory, compact, cut, rebuild
+import config
+from memory import Memory, cut, rebuild
 from toolset import ToolSet
 
 TS = ToolSet("r", None)
-
-
-def history(rounds, size=3000):
-    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "goal"}]
-    for i in range(rounds):
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}a", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}},
-            {"id": f"c{i}b", "type": "function", "function": {"name": "search_hotels", "arguments": "{}"}}]})
-        messages.append({"role": "tool", "tool_call_id": f"c{i}a", "content": json.dumps({"x": "a" * size})})
-        messages.append({"role": "tool", "tool_call_id": f"c{i}b", "content": "short"})
-    return messages
-
-
-def test_compact_summarises_old_rounds_keeps_ids_and_leaves_the_original_alone():
-    messages = history(6)
-    before = copy.deepcopy(messages)
-    out = compact(messages, recent_rounds=2)
-    assert messages == before
-    assert [m.get("tool_call_id") for m in out] == [m.get("tool_call_id") for m in messages]
-    assert [m["role"] for m in out] == [m["role"] for m in messages]
-    old, recent = out[3]["content"], out[-2]["content"]
-    assert old.startswith("〔已压缩") and len(old) < 200
-    assert len(recent) == len(messages[-2]["content"])          # recent rounds stay whole (under the cut)
-    assert sum(len(m.get("content") or "") for m in out) < 0.4 * sum(len(m.get("content") or "") for m in messages)
-
-
-def test_compact_cuts_recent_long_results_head_and_tail():
-    messages = history(1, size=50_000)
-    content = compact(messages)[3]["content"]
-    assert len(content) < 5_000 and "中间省略" in content and content.endswith('"}')
 
 
 def test_cut_keeps_head_and_tail():
@@ -94,3 +65,100 @@ def test_render_shows_plan_hotels_and_confirmation_state():
     live, _ = _live_run()
     text = live.render()
     assert "计划第 3 步" in text and "XA-001" in text and "用户已确认" in text
+
+
+def _offered(text="建议预订 古城墙酒店（XA-001）Suite，10月1日入住两晚，共 ¥1760。请回复「确认」。"):
+    """A run that looked up weather and hotels and proposed in words."""
+    m = Memory()
+    m.absorb_user("帮我订 2026-10-01 西安的酒店，住两晚。")
+    for call, content in _reads():
+        m.absorb(call, content)
+    m.absorb_answer(text)
+    return m
+
+
+def _reads():
+    raw = [{"id": "w", "function": {"name": "get_weather", "arguments": '{"city": "西安", "date": "2026-10-01"}'}},
+           {"id": "h", "function": {"name": "search_hotels", "arguments": '{"city": "西安", "check_in": "2026-10-01"}'}}]
+    hotels = {"hotels": [{"hotel_id": "XA-001", "name": "古城墙酒店", "prices": {"Suite": 880, "Standard": 420}},
+                         {"hotel_id": "XA-003", "name": "曲江国际酒店", "prices": {"Suite": 960}}]}
+    return zip(TS.prepare(raw), [json.dumps({"date": "2026-10-01", "condition": "rain"}), json.dumps(hotels, ensure_ascii=False)])
+
+
+def _book(**change):
+    args = dict({"hotel_id": "XA-001", "room_type": "Suite", "check_in": "2026-10-01", "nights": 2}, **change)
+    return TS.prepare([{"id": "b", "function": {"name": "book_hotel", "arguments": json.dumps(args)}}])[0]
+
+
+def test_an_answer_after_progress_is_a_proposal_in_words_and_waits_whatever_its_punctuation():
+    for text in ("建议预订古城墙酒店 Suite 两晚，请确认？", "建议预订 XA-001 Suite 两晚。如需预订，请回复「确认」。"):
+        m = _offered(text)
+        assert m.offer == text and m.verdict() == ("suspended", "awaiting_confirmation")
+        m.absorb_user("确认")
+        assert m.confirmed
+
+
+def test_the_confirmed_words_authorise_only_the_booking_they_state():
+    m = _offered()
+    m.absorb_user("确认")
+    assert m.unshown(_book()) == []
+    assert m.unshown(_book(room_type="Standard")) == ["room_type"]
+    assert m.unshown(_book(hotel_id="XA-003")) == ["hotel_id"]
+    assert m.unshown(_book(nights=3)) == ["nights"]
+    assert m.unshown(_book(check_in="2026-10-02")) == ["check_in"]
+
+
+def test_a_hotel_named_by_its_name_and_the_dates_and_nights_from_the_users_own_words():
+    m = _offered("建议订古城墙酒店的套房，共 ¥1760，可以吗")        # no id, no date, no nights in the text
+    m.absorb_user("确认")
+    assert m.unshown(_book()) == []
+
+
+def test_words_that_name_two_hotels_or_two_rooms_authorise_neither():
+    m = _offered("古城墙酒店 Suite ¥880/晚，曲江国际酒店 Suite ¥960/晚，订哪家？")
+    m.absorb_user("确认")
+    assert m.unshown(_book()) == ["hotel_id"]
+    m = _offered("古城墙酒店：Standard ¥420，Suite ¥880。下雨，建议 Suite。确认吗？")
+    m.absorb_user("确认")
+    assert m.unshown(_book()) == ["room_type"]
+
+
+def test_a_text_after_a_confirmation_does_not_replace_what_the_user_confirmed():
+    m = _offered()
+    m.absorb_user("确认")
+    m.absorb_answer("好的，曲江国际酒店 Suite 更好。")
+    assert m.verdict() == ("suspended", "confirmed_no_write") and m.unshown(_book()) == []
+
+
+def test_a_decline_ends_the_need_to_write_a_change_request_does_not():
+    m = _offered()
+    m.absorb_user("换成 Standard")
+    assert not m.declined and m.offer is None
+    m.absorb_answer("好的，古城墙酒店 Standard 两晚 ¥840，确认吗？")
+    assert m.verdict() == ("suspended", "awaiting_confirmation")
+    m.absorb_user("不订了")
+    m.absorb_answer("好的，不订了。")
+    assert m.declined and m.verdict() == ("done", "final_answer")
+
+
+def test_an_answer_with_no_progress_is_nudged_once_and_a_nudge_is_not_a_user_reply():
+    m = Memory()
+    m.absorb_user("goal")
+    m.absorb_answer("好的，请等待我确认。")
+    assert m.offer is None and m.verdict() == ("nudge", "idle")
+    m.absorb_nudge(config.NUDGES["idle"])
+    assert m.said == ["goal"] and m.verdict() == ("suspended", "awaiting_reply")
+    assert m.verdict(["set_plan"]) == ("nudge", "written_call")
+
+
+def test_rebuild_reads_answers_and_loop_messages():
+    m, messages = _live_run()
+    messages += [{"role": "assistant", "content": "好的"},
+                 {"role": "user", "name": "loop", "content": config.NUDGES["written_call"]}]
+    rebuilt = rebuild(messages, TS.prepare)
+    assert rebuilt.nudged == {"written_call"} and rebuilt.said == ["goal", "确认"] and rebuilt.confirmed
+
+
+def test_an_answer_that_names_nothing_found_is_no_proposal():
+    m = _offered("抱歉，search_hotels 一直失败，无法继续。")
+    assert m.offer is None and m.verdict() == ("suspended", "awaiting_reply")

@@ -1,16 +1,20 @@
-"""The offline model reads what compaction left: a search result shortened in an old round is
-read back from the memory block of the system message, as the compaction note says."""
+"""The offline model reads what compaction left: a compacted search result still carries its
+hotels; a result shrunk to a stub is read back from the memory block of the system message."""
 import json
 
+import context
 import offline
 from conftest import GOAL
-from memory import Memory, compact
+from memory import Memory
+from toolset import ToolSet
 
-HOTELS = {"hotels": [{"hotel_id": "XA-001", "name": "古城墙酒店", "prices": {"Standard": 420, "Suite": 880}},
+HOTELS = {"hotels": [{"hotel_id": "XA-001", "name": "古城墙酒店", "prices": {"Standard": 420, "Suite": 880},
+                      "description": "城墙脚下。" * 40},
                      {"hotel_id": "XA-002", "name": "大雁塔假日酒店", "prices": {"Standard": 380}}]}
+NAMES = ("set_plan", "mark_step", "get_weather", "search_hotels", "book_hotel")
 
 
-def test_a_compacted_hotel_search_is_read_from_the_memory_block():
+def conversation():
     memory = Memory(GOAL)
     memory.hotels = {h["hotel_id"]: {"name": h["name"], "prices": h["prices"]} for h in HOTELS["hotels"]}
     plan = {"plan": [{"index": 1, "title": "天气", "tool": "get_weather", "after": []}]}
@@ -23,10 +27,21 @@ def test_a_compacted_hotel_search_is_read_from_the_memory_block():
         messages.append({"role": "assistant", "content": None, "tool_calls": [
             {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]})
         messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": json.dumps(result, ensure_ascii=False)})
-    sent = compact(messages)
-    assert "已压缩" in sent[5]["content"]                       # the search result really was shortened
-    reply = offline.respond({"messages": sent, "tools": [{"function": {"name": n}} for n in
-                                                         ("set_plan", "mark_step", "get_weather", "search_hotels", "book_hotel")]})
-    booking = json.loads(reply["tool_calls"][-1]["function"]["arguments"])
-    assert reply["tool_calls"][-1]["function"]["name"] == "book_hotel"
-    assert (booking["hotel_id"], booking["room_type"]) == ("XA-001", "Suite")
+    return messages
+
+
+def proposal(sent):
+    reply = offline.respond({"messages": sent, "tools": [{"function": {"name": n}} for n in NAMES]})
+    return reply["content"]
+
+
+def test_a_compacted_hotel_search_still_has_its_hotels():
+    sent = context.compact(conversation(), ToolSet("r", None).kind)
+    assert "_compacted" in sent[5]["content"] and "XA-001" in sent[5]["content"]
+    assert "XA-001" in proposal(sent) and "Suite" in proposal(sent)
+
+
+def test_a_search_shrunk_to_a_stub_is_read_from_the_memory_block():
+    sent = context.compact(conversation(), ToolSet("r", None).kind, room=500)
+    assert "XA-001" not in sent[5]["content"]
+    assert "XA-001" in proposal(sent) and "Suite" in proposal(sent)

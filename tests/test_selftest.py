@@ -37,7 +37,7 @@ def test_selftest_fails_when_guards_let_everything_through(monkeypatch):
 
 
 def test_selftest_fails_when_compaction_edits_the_history(monkeypatch):
-    def in_place(messages):
+    def in_place(messages, kind_of=None, room=None):
         for message in messages:
             if message.get("role") == "tool":
                 message["content"] = "〔已压缩〕"
