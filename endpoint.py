@@ -17,9 +17,10 @@ import time
 class Endpoint:
     """A loopback chat-completions server; `respond(request) -> dict` decides each reply.
 
-    The dict is an assistant message ({"content", "tool_calls"}), or {"_http": {...}} for a
-    fault: status, headers, body, delay (seconds before answering), drop (close the socket),
-    dribble (seconds between single bytes of an answer that never ends).
+    The dict is an assistant message ({"content", "tool_calls"}, optionally "finish_reason" and
+    "usage"), or {"_http": {...}} for a fault: status, headers, body, raw (bytes sent as the
+    body, as is), delay (seconds before answering), drop (close the socket), dribble (seconds
+    between single bytes of an answer that never ends).
     """
 
     def __init__(self, respond, model="offline"):
@@ -45,8 +46,9 @@ class Endpoint:
         if fault and fault.get("dribble"):
             return 200, {}, fault["dribble"], 0, None
         if fault:
-            return (fault.get("status", 200), fault.get("headers", {}), fault.get("body", {}),
-                    fault.get("delay", 0), fault.get("drop", False))
+            body = fault["raw"] if "raw" in fault else fault.get("body", {})
+            return (fault.get("status", 200), fault.get("headers", {}), body, fault.get("delay", 0),
+                    fault.get("drop", False))
         return 200, {}, self._completion(request, reply), 0, False
 
     def _completion(self, request, reply):
@@ -56,7 +58,8 @@ class Endpoint:
         body = {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
                 "model": request.get("model", self.model),
                 "choices": [{"index": 0, "message": message,
-                             "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop"}]}
+                             "finish_reason": reply.get("finish_reason") or ("tool_calls" if reply.get("tool_calls")
+                                                                             else "stop")}]}
         if isinstance(reply.get("usage"), dict):
             body["usage"] = reply["usage"]
         elif reply.get("usage", True):
@@ -103,7 +106,7 @@ def _handler(endpoint):
             self.close_connection = True
 
         def _send(self, status, headers, body):
-            data = json.dumps(body, ensure_ascii=False).encode()
+            data = body if isinstance(body, bytes) else json.dumps(body, ensure_ascii=False).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
