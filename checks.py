@@ -327,7 +327,7 @@ class Transcript:
 
     def _asks(self):
         """{user message pos: the assistant answer without tool calls it replies to}. What that answer asks
-        is read with every assistant text since the user's previous message: the user saw them all."""
+        is read with every such answer since the user's previous message: the user saw them all."""
         asks, last, seen = {}, None, []
         for pos, message in enumerate(self.messages):
             if not self.speaks(pos):
@@ -339,7 +339,7 @@ class Transcript:
                     asks[pos] = {"pos": last, "turn": prev["turn"], "text": text,
                                  "booking": self.about_booking(last, text)}
                 seen = []
-            elif message["role"] == "assistant" and message["text"].strip():
+            elif message["role"] == "assistant" and not message["calls"] and message["text"].strip():
                 seen.append(message["text"].strip())
             last = pos
         return asks

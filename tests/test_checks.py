@@ -416,3 +416,10 @@ def test_an_ask_is_read_with_every_assistant_text_the_user_saw_since_their_last_
     entry = judge(chat(("say", "建议预订 XA-001 Suite 两晚，共 ¥1760。"), ("loop", "〔系统提示〕请等待用户答复。"),
                        ("say", "请回复「确认」。"), ("user", "确认"), ("book", None, RECEIPT)), tmp_path)
     assert verdicts(entry)["write_after_confirmation"] == "pass", reasons(entry)
+
+
+def test_text_said_beside_tool_calls_is_not_part_of_what_the_user_answers(tmp_path):
+    messages = chat(("say", "西安那天有雨。"), ("user", "好"), ("book", None, RECEIPT))
+    messages[3]["content"] = "我先查天气，再帮您预订。"          # the weather + search turn
+    entry = judge(messages, tmp_path)
+    assert verdicts(entry)["write_after_confirmation"] == "pending" and "没有提到预订" in reasons(entry)["write_after_confirmation"]
