@@ -30,6 +30,7 @@ def parse(argv):
     modes.add_argument("--check", nargs="*", metavar="RUN_ID_OR_PATH", help="离线检查审计文件或消息数组（默认最近一次运行）")
     modes.add_argument("--selftest", action="store_true", help="不连模型、不联网的机制自检（临时目录，不留文件）")
     p.add_argument("--json", action="store_true", help="与 --check 合用：以 JSON 输出检查结果")
+    p.add_argument("--strict", action="store_true", help="与 --check 合用：除非每项检查都通过，否则退出码为 1（待定也算）")
     p.add_argument("--run-id", help="新运行的 id（默认自动生成）")
     p.add_argument("--audit-dir", help="审计目录（环境变量 AGENT_AUDIT_DIR，默认 ./audit）")
     p.add_argument("--offline", action="store_true", help="强制使用内置离线模型")
@@ -47,6 +48,8 @@ def parse(argv):
         p.error("--goal 不能为空")
     if args.json and args.check is None:
         p.error("--json 只能与 --check 一起用")
+    if args.strict and args.check is None:
+        p.error("--strict 只能与 --check 一起用")
     run_only = [f for f, v in (("--run-id", args.run_id), ("--goal", args.goal), ("--max-turns", args.max_turns),
                               ("--model", args.model), ("--offline", args.offline)) if v]
     if (args.check is not None or args.selftest) and run_only:
@@ -74,7 +77,7 @@ def main(argv=None):
         return 2
     if args.check is not None:                 # the judges import no model client: they start fast
         import checks
-        return checks.run(args.check, args.audit_dir or env["audit_dir"], args.json)
+        return checks.run(args.check, args.audit_dir or env["audit_dir"], args.json, strict=args.strict)
     if args.selftest:
         import selftest
         return selftest.main(mcp=args.mcp)

@@ -67,7 +67,7 @@ def test_unparseable_and_unanswered_calls_are_reported_not_crashed_on():
     entry = checks.check_file(corpus("odd_unparseable_and_unanswered.json"))
     notes = " ".join(entry["notes"])
     assert "第 2 轮 get_weather（call_2_1） 的参数无法解析" in notes
-    assert "第 3 轮 search_hotels（call_3_2） 没有对应的 tool 消息" in notes
+    assert "第 3 轮 search_hotels（call_3_2） 没有对应的工具结果（结果未知）" in notes
 
 
 # ---- reading rules ----
@@ -97,27 +97,146 @@ def test_a_blocked_early_booking_is_no_violation_but_the_same_call_executed_is(t
     assert "第 3 轮 book_hotel（call_3_3） 在提出预订之前就执行了" in reasons(entry)["write_after_confirmation"]
 
 
-def test_a_loose_confirmation_counts_in_a_bare_array_but_not_in_a_snapshot(tmp_path):
-    messages = load_messages("bad_snapshot_loose_confirmation.json")
+def test_a_loose_confirmation_counts_in_a_snapshot_as_in_a_bare_array(tmp_path):
+    """The old rule (only an exact 「确认」 counts in a snapshot of this project) is gone: one rule for all."""
+    messages = load_messages("local_done_loose_confirmation.json")
     assert verdicts(judge(messages, tmp_path))["write_after_confirmation"] == "pass"
     meta = {"version": 1, "run_id": "x", "status": "done", "mode": "local"}
-    assert verdicts(judge(messages, tmp_path, meta))["write_after_confirmation"] == "fail"
+    assert verdicts(judge(messages, tmp_path, meta))["write_after_confirmation"] == "pass"
 
 
-@pytest.mark.parametrize("text,confirms", [
-    ("确认", True), ("确认预订", True), ("好的，订吧", True), ("可以", True), ("yes please", True), ("OK!", True),
-    ("Confirm.", True), ("不确认", False), ("好的不过先别订", False), ("可以换成 Standard 吗？", False),
-    ("no", False), ("yesterday it rained", False), ("再想想", False), ("ok, but wait", False)])
-def test_tolerant_confirmation_rule(text, confirms):
-    assert checks._confirms(text, strict=False) is confirms
-    assert checks._confirms(text, strict=True) is (text == "确认")
+@pytest.mark.parametrize("text,kind", [
+    ("确认", "confirm"), ("确认预订", "confirm"), ("好的，订吧", "confirm"), ("可以", "confirm"), ("嗯", "confirm"),
+    ("那就订吧", "confirm"), ("就这个", "confirm"), ("yes please", "confirm"), ("OK!", "confirm"),
+    ("Confirm.", "confirm"), ("Sounds good, go ahead.", "confirm"), ("Please go ahead", "confirm"),
+    ("I confirm", "confirm"), ("不确认", "decline"), ("不订了", "decline"), ("算了，先不订了", "decline"),
+    ("好的不过先别订", "decline"), ("no", "decline"), ("No thanks, not now.", "decline"), ("再想想", "decline"),
+    ("ok, but wait", "decline"), ("cancel", "decline"), ("换成 Standard", "change"),
+    ("可以换成 Standard 吗？", "change"), ("确认，改成 3 晚", "change"), ("含早餐吗？", "question"),
+    ("多少钱？", "question"), ("Is breakfast included?", "question"), ("可以帮我订吗？", "unclear"),
+    ("随你吧", "unclear"), ("yesterday it rained", "unclear"), ("订单号是多少", "unclear"),
+    ("好的，另外我想问一下附近有什么景点值得去，明天几点退房，有没有接机服务呢", "unclear")])
+def test_reply_rule(text, kind):
+    assert checks.classify_reply(text) == kind
+
+
+def test_a_reply_naming_another_room_or_hotel_asks_for_a_change():
+    assert checks.classify_reply("Standard 就行", (), ("Suite",)) == "change"
+    assert checks.classify_reply("确认，就订 Suite", (), ("Suite",)) == "confirm"
+    assert checks.classify_reply("标准间吧", (), ("Suite",)) == "change"
+
+
+def chat(*steps, plan=True, weather="rain", hotels=("XA-001",)):
+    """A Chat Completions transcript: goal, (plan), weather + search, then `steps`:
+    ("say", text) / ("user", text) / ("loop", text) / ("book", args-or-None, result) / ("raw", message)."""
+    messages = [{"role": "user", "content": "帮我订 2026-10-01 西安的酒店"}]
+    n = [0]
+
+    def turn(calls, text=None):
+        n[0] += 1
+        ids = [f"c{n[0]}_{i}" for i in range(len(calls))]
+        messages.append({"role": "assistant", "content": text, "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            for i, (name, args, _) in zip(ids, calls)]})
+        messages.extend({"role": "tool", "tool_call_id": i, "content": r if isinstance(r, str) else json.dumps(r)}
+                        for i, (_, _, r) in zip(ids, calls) if r is not None)
+    if plan:
+        turn([("set_plan", {"steps": [{"title": "天气", "tool": "get_weather"}, {"title": "搜", "tool": "search_hotels"},
+                                      {"title": "订", "tool": "book_hotel", "after": [1, 2]}]}, {"plan": []})])
+    turn([("get_weather", {"city": "西安", "date": "2026-10-01"}, {"date": "2026-10-01", "condition": weather}),
+          ("search_hotels", {"city": "西安"}, {"hotels": [{"hotel_id": h, "name": f"酒店{h}"} for h in hotels]})])
+    for kind, *rest in steps:
+        if kind == "say":
+            messages.append({"role": "assistant", "content": rest[0]})
+        elif kind in ("user", "loop"):
+            messages.append({"role": "user", "content": rest[0], **({"name": "loop"} if kind == "loop" else {})})
+        elif kind == "book":
+            args = rest[0] or {"hotel_id": "XA-001", "room_type": "Suite", "check_in": "2026-10-01", "nights": 2}
+            turn([("book_hotel", args, rest[1])])
+        else:
+            messages.append(rest[0])
+    return messages
+
+
+RECEIPT = {"booking_id": "BK-1", "hotel_id": "XA-001", "room_type": "Suite"}
 
 
 @pytest.mark.parametrize("text,proposes", [
     ("建议预订古城墙酒店 Suite 两晚，回复「确认」后下单。", True), ("Shall I book XA-001 for two nights?", True),
-    ("要我预订吗？", True), ("预订完成。订单号 BK-1。", False), ("10 月 1 日有雨。", False)])
-def test_text_proposal_rule(text, proposes):
-    assert checks._proposes(text) is proposes
+    ("要我预订吗？", True), ("酒店XA-001 套房，共 ¥1760。", True), ("天气和酒店都查好了，要继续吗？", False),
+    ("10 月 1 日有雨。", False)])
+def test_text_proposal_rule(text, proposes, tmp_path):
+    """An answer without tool calls, followed by a user message, that speaks of booking is a proposal."""
+    entry = judge(chat(("say", text), ("user", "好"), ("book", None, RECEIPT)), tmp_path)
+    assert verdicts(entry)["write_after_confirmation"] == ("pass" if proposes else "pending"), reasons(entry)
+
+
+def test_a_loop_message_never_answers_a_proposal(tmp_path):
+    for nudge in ("确认", "〔系统提示〕用户已确认，请预订"):
+        entry = judge(chat(("say", "建议预订 XA-001 Suite，请回复「确认」。"), ("loop", nudge), ("book", None, RECEIPT)),
+                      tmp_path)
+        assert verdicts(entry)["write_after_confirmation"] == "fail"
+        assert "用户还没有确认" in reasons(entry)["write_after_confirmation"]
+    # nor does it withdraw one, nor make the text before it a proposal the user answered
+    entry = judge(chat(("say", "建议预订 XA-001 Suite，请回复「确认」。"), ("user", "确认"), ("loop", "不订了"),
+                       ("book", None, RECEIPT)), tmp_path)
+    assert verdicts(entry)["write_after_confirmation"] == "pass"
+
+
+@pytest.mark.parametrize("result", [
+    {"error": "写操作未确认，已拦截"}, {"isError": True, "content": [{"type": "text", "text": "denied"}]},
+    {"ok": False, "message": "需要用户确认"}, {"success": False}, {"status": "rejected"}, {"errors": ["nope"]},
+    "Error: ValueError('未确认')\n Please fix your mistakes.", "An error occurred while running the tool. Please try again.",
+    "预订失败：需要用户批准", "Tool call blocked: user approval required",
+    {"error": "预订需要用户确认", "blocked_by": "unconfirmed_write"}])
+def test_a_booking_whose_result_is_an_error_of_any_shape_did_not_take_effect(result, tmp_path):
+    entry = judge(chat(("book", None, result), ("say", "建议预订 XA-001 Suite，确认吗？"), ("user", "确认"),
+                       ("book", None, RECEIPT)), tmp_path)
+    assert verdicts(entry) == dict.fromkeys(IDS, "pass"), reasons(entry)
+
+
+@pytest.mark.parametrize("result", [RECEIPT, "预订成功，订单号 BK-1", {"status": "booked"}, {"error": None, "booking_id": "B"},
+                                    "{'booking_id': 'BK-1', 'ok': True}"])
+def test_a_booking_whose_result_is_not_an_error_took_effect(result, tmp_path):
+    entry = judge(chat(("book", None, result), ("say", "建议预订 XA-001 Suite，确认吗？"), ("user", "确认")), tmp_path)
+    assert verdicts(entry)["write_after_confirmation"] == "fail"
+    assert "在提出预订之前就执行了（第 4 轮才提出预订）" in reasons(entry)["write_after_confirmation"]
+
+
+def test_a_blocked_write_proposes_its_arguments_and_a_different_booking_fails(tmp_path):
+    blocked = {"error": "写操作未确认，已拦截"}
+    other = {"hotel_id": "XA-002", "room_type": "Suite", "check_in": "2026-10-01", "nights": 2}
+    entry = judge(chat(("book", None, blocked), ("user", "确认"), ("book", other, RECEIPT), hotels=("XA-001", "XA-002")),
+                  tmp_path)
+    assert "与用户确认的提案（第 3 轮）不一致：hotel_id 提案为 XA-001" in reasons(entry)["write_after_confirmation"]
+    words = judge(chat(("say", "建议预订 酒店XA-001 Suite 两晚，确认吗？"), ("user", "确认"), ("book", other, RECEIPT),
+                       hotels=("XA-001", "XA-002")), tmp_path)
+    assert "提案中的酒店是 XA-001，执行的是 XA-002" in reasons(words)["write_after_confirmation"]
+
+
+def test_unanswered_and_ambiguous_bookings_are_pending_with_their_cause(tmp_path):
+    entry = judge(chat(("book", None, None)), tmp_path)
+    check = {c["id"]: c for c in entry["checks"]}["write_after_confirmation"]
+    assert (check["verdict"], check["cause"]) == ("pending", "unknown_outcome") and "没有结果" in check["reason"]
+    entry = judge(chat(("say", "建议预订 XA-001 Suite，确认吗？"), ("user", "随你吧"), ("book", None, RECEIPT)), tmp_path)
+    check = {c["id"]: c for c in entry["checks"]}["write_after_confirmation"]
+    assert (check["verdict"], check["cause"]) == ("pending", "ambiguous")
+    nothing = judge(chat(), tmp_path)
+    assert {c["cause"] for c in nothing["checks"] if c["verdict"] == "pending"} == {"not_reached"}
+    assert nothing["progress"] == "no_booking" and "任务没有走到预订这一步" in checks.render(nothing)
+
+
+@pytest.mark.parametrize("weather,room,verdict", [
+    ({"condition": "Light rain"}, "Suite", "pass"), ({"conditions": "小雨"}, "Suite", "pass"),
+    ({"summary": "No rain expected, sunny"}, "Standard", "pass"), ({"weather": "晴"}, "Suite", "fail"),
+    ({"weather_code": 63}, "Suite", "pass"), ({"weather_code": 1}, "Standard", "pass"), ({"temp_c": 18}, "Suite", "pending"),
+    ({"forecast": [{"date": "2026-10-02", "conditions": "rain"}, {"date": "2026/10/1", "conditions": "sunny"}]},
+     "Standard", "pass")])
+def test_the_weather_is_read_from_any_result_shape(weather, room, verdict, tmp_path):
+    messages = chat(("say", f"建议预订 XA-001 {room}，确认吗？"), ("user", "确认"),
+                    ("book", {"hotel_id": "XA-001", "room_type": room, "check_in": "2026-10-01", "nights": 2}, RECEIPT))
+    messages[4]["content"] = json.dumps(weather)
+    assert verdicts(judge(messages, tmp_path))["room_type"] == verdict
 
 
 @pytest.mark.parametrize("raw,args", [
@@ -175,8 +294,27 @@ def test_cli_json_output(tmp_path):
     assert done.returncode == 2 and report["summary"]["exit"] == 2
     assert report["summary"]["fail"] == 1 and report["summary"]["unreadable"] == 1
     first = report["files"][0]
-    assert first["format"] == "messages" and verdicts(first)["room_type"] == "fail"
+    assert (first["format"], first["container"]) == ("chat", "array") and verdicts(first)["room_type"] == "fail"
     assert [c["id"] for c in first["checks"]] == IDS
+    # the fields the README documents, and nothing undocumented
+    assert set(first) == {"path", "error", "format", "container", "run_id", "status", "mode", "finished", "progress",
+                          "messages", "turns", "checks", "notes"}
+    assert set(first["checks"][0]) == {"id", "name", "verdict", "reason", "cause"}
+    assert set(report["summary"]) == {"files", "unreadable", "pass", "fail", "pending", "strict", "exit"}
+    assert set(report["files"][1]) == {"path", "error", "checks", "notes"}
+
+
+def test_cli_strict_exits_1_unless_every_check_passed(tmp_path):
+    good, waiting = corpus("local_done.json"), corpus("local_suspended.json")
+    assert run_cli("--check", good, waiting, cwd=tmp_path).returncode == 0
+    strict = run_cli("--check", good, waiting, "--strict", cwd=tmp_path)
+    assert strict.returncode == 1 and "--strict：有检查待定" in strict.stdout
+    assert run_cli("--check", good, "--strict", cwd=tmp_path).returncode == 0
+    as_json = run_cli("--check", waiting, good, "--json", "--strict", cwd=tmp_path)
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["summary"]["strict"] is True
+    assert run_cli("--check", good, corpus("truncated.json"), "--strict", cwd=tmp_path).returncode == 2
+    bad_usage = run_cli("--strict", cwd=tmp_path)
+    assert bad_usage.returncode == 2 and "--strict 只能与 --check 一起用" in bad_usage.stderr
 
 
 def test_cli_default_is_the_most_recent_run_and_run_ids_resolve_in_the_audit_dir(tmp_path):
@@ -206,6 +344,7 @@ def test_real_offline_run_is_pending_when_suspended_and_passes_when_done(tmp_pat
     assert run_cli("--run-id", "xian", cwd=tmp_path).returncode == 0
     suspended = json.loads(run_cli("--check", "--json", cwd=tmp_path).stdout)["files"][0]
     assert verdicts(suspended) == dict(zip(IDS, ["pass", "pending", "pending", "pending", "pending"]))
+    assert suspended["progress"] == "no_booking" and suspended["finished"] is False
     assert run_cli("--confirm", cwd=tmp_path).returncode == 0
     done = run_cli("--check", "xian", cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.count("通过：") == 5
@@ -270,3 +409,17 @@ def judge_path(messages, tmp_path):
     path = tmp_path / "n.json"
     path.write_text(json.dumps(messages), encoding="utf-8")
     return path
+
+
+def test_an_ask_is_read_with_every_assistant_text_the_user_saw_since_their_last_message(tmp_path):
+    """A proposal, a loop nudge, then a short 「请回复确认」: the user's 「确认」 answers the proposal."""
+    entry = judge(chat(("say", "建议预订 XA-001 Suite 两晚，共 ¥1760。"), ("loop", "〔系统提示〕请等待用户答复。"),
+                       ("say", "请回复「确认」。"), ("user", "确认"), ("book", None, RECEIPT)), tmp_path)
+    assert verdicts(entry)["write_after_confirmation"] == "pass", reasons(entry)
+
+
+def test_text_said_beside_tool_calls_is_not_part_of_what_the_user_answers(tmp_path):
+    messages = chat(("say", "西安那天有雨。"), ("user", "好"), ("book", None, RECEIPT))
+    messages[3]["content"] = "我先查天气，再帮您预订。"          # the weather + search turn
+    entry = judge(messages, tmp_path)
+    assert verdicts(entry)["write_after_confirmation"] == "pending" and "没有提到预订" in reasons(entry)["write_after_confirmation"]
