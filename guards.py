@@ -3,7 +3,7 @@
 Invariants: guards see only the calls and memory, never a result; they mutate nothing (the
 proposal a blocked write becomes is carried in its result and enters memory through absorb);
 every decision is a named Decision, and every blocked call gets an Outcome, hence a tool
-message. Checks, in order: arguments, calls per turn, budget, spin, plan first, plan order,
+message. Checks, in order: repeated (blocked before), arguments, calls per turn, budget, spin, plan first, plan order,
 provenance, unconfirmed write. Calls earlier in the same turn count as they will have happened: a
 set_plan or mark_step allowed before a call is taken into account for it, and so is a call
 blocked before it. A spin is a call that already ran SPIN_REPEATS times since the last user
@@ -63,8 +63,8 @@ class _Turn:
 
     def decide(self, call, budget):
         self.seen += 1
-        for check in (self.arguments, self.too_many, self.budget, self.spin, self.plan_first, self.plan_order,
-                      self.provenance, self.unconfirmed_write):
+        for check in (self.repeated, self.arguments, self.too_many, self.budget, self.spin, self.plan_first,
+                      self.plan_order, self.provenance, self.unconfirmed_write):
             decision = check(call, budget)
             if not decision.allowed:
                 return decision
@@ -88,7 +88,12 @@ class _Turn:
         last = self.recent[-3:]
         if len(last) == 3 and last[0] == last[2] != sig == last[1]:
             return Decision("spin", False, "两个调用来回交替（A-B-A-B 打转），请换做法或直接回答")
-        if self.blocked.get(sig):
+        return ALLOW
+
+    def repeated(self, call, budget):
+        """A call blocked before, sent again unchanged with nothing new since: a spin, whatever
+        blocked it (checked first, so that bad arguments sent again are counted too)."""
+        if self.blocked.get(call.signature):
             return Decision("spin", False, "这个调用刚被拦截过，之后没有任何新情况，原样再发也会被拦截（打转）；"
                             "请按之前的错误提示修改参数，或换个做法")
         return ALLOW

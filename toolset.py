@@ -107,11 +107,12 @@ def validate(schema, value, path="arguments"):
 
 
 def normalise(schema, value):
-    """`value` with its formatted strings (those with a pattern or an enum: dates, ids, choices)
-    in their ASCII form, so that full-width ２０２６-１０-０１ is 2026-10-01 from here on."""
+    """`value` with every string that is ASCII in its compatibility form (dates, ids, choices,
+    numbers written full-width: ２０２６-１０-０１, ＸＡ-００１) in that ASCII form from here on."""
     kind = schema.get("type")
-    if kind == "string" and isinstance(value, str) and ("pattern" in schema or "enum" in schema):
-        return unicodedata.normalize("NFKC", value).strip()
+    if kind == "string" and isinstance(value, str) and not value.isascii():
+        plain = unicodedata.normalize("NFKC", value)
+        return plain.strip() if plain.isascii() else value
     if kind == "object" and isinstance(value, dict):
         props = schema.get("properties", {})
         return {k: normalise(props[k], v) if k in props else v for k, v in value.items()}

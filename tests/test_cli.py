@@ -60,7 +60,7 @@ def test_reply_resumes_with_user_text_and_never_confirms(suspended):
     refused = run_cli("--reply", "确认", run_id, cwd=cwd)
     assert refused.returncode == 2 and "--confirm" in refused.stderr
     done = run_cli("--reply", "不订了", run_id, cwd=cwd)
-    assert done.returncode == 0 and "不预订" in done.stdout
+    assert done.returncode == 0 and "没有预订" in done.stdout
     data = read_audit(cwd / "audit", run_id)
     assert data["status"] == "done" and data["memory"]["confirmed"] is False and bookings(cwd) == 0
 

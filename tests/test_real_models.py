@@ -1,0 +1,140 @@
+"""The main job with models that behave like real ones (tests/policies.py), through the CLI in
+real processes, the real `openai` client and the loopback endpoint: suspend, one 「确认」, exactly
+one booking, the audit file loadable and paired, and `--check --strict` passes.
+
+Assertions are on states, bookings and audit contents, never on a model's wording or on how
+many turns it took.
+"""
+import os
+
+import pytest
+
+import audit
+import policies
+from conftest import read_audit, run_agent
+from endpoint import Endpoint
+import tools
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def cli(tmp_path):
+    """cli(policy) -> run(*args): `python agent.py ARGS` against an endpoint answered by `policy`."""
+    made = []
+
+    def make(policy):
+        endpoint = Endpoint(policy)
+        made.append(endpoint)
+        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": endpoint.url, "AGENT_MODEL_RETRIES": "0",
+               "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+        return lambda *args: run_agent(*args, cwd=tmp_path, env=env)
+    yield make
+    for endpoint in made:
+        endpoint.close()
+
+
+def state(tmp_path, run_id="r"):
+    data = read_audit(tmp_path / "audit", run_id)
+    audit.load(audit.path_for(str(tmp_path / "audit"), run_id))        # loadable: structure and pairing
+    return data["status"], data["reason"], data
+
+
+def bookings(tmp_path):
+    path = tmp_path / "audit" / "bookings.db"
+    return tools.BookingStore(path).count() if os.path.exists(path) else 0
+
+
+def checked(run):
+    out = run("--check", "r", "--strict")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("policy", [policies.words_question, policies.words_statement, policies.eager,
+                                    policies.CutOff()])
+def test_one_confirmation_books_once(cli, tmp_path, policy):
+    run = cli(policy)
+    first = run("--run-id", "r")
+    assert first.returncode == 0, first.stderr
+    status, reason, _ = state(tmp_path)
+    assert (status, reason, bookings(tmp_path)) == ("suspended", "awaiting_confirmation", 0)
+    assert "--confirm r" in first.stdout
+    done = run("--confirm", "r")
+    assert done.returncode == 0, done.stderr
+    status, reason, data = state(tmp_path)
+    assert (status, bookings(tmp_path)) == ("done", 1)
+    booking = data["memory"]["booking"]
+    assert (booking["hotel_id"], booking["room_type"], booking["check_in"], booking["nights"]) == \
+        ("XA-001", "Suite", "2026-10-01", 2)
+    checked(run)
+    again = run("--confirm", "r")
+    assert again.returncode == 2 and bookings(tmp_path) == 1
+
+
+def test_a_cut_off_reply_is_asked_for_again_never_taken_as_the_answer(cli, tmp_path):
+    run = cli(policies.CutOff())
+    assert run("--run-id", "r").returncode == 0
+    _, _, data = state(tmp_path)
+    assert any("length: asked again" in note for t in data["trace"] for note in t["notes"])
+    assert data["memory"]["offer"] and len(data["answer"]) > 12
+
+
+def test_a_booking_other_than_the_one_confirmed_needs_a_second_confirmation(cli, tmp_path):
+    run = cli(policies.books_different)
+    assert run("--run-id", "r").returncode == 0
+    out = run("--confirm", "r")
+    assert out.returncode == 0, out.stderr
+    status, reason, data = state(tmp_path)
+    assert (status, reason, bookings(tmp_path)) == ("suspended", "awaiting_confirmation", 0)
+    proposal = data["memory"]["proposal"]
+    assert proposal["hotel_id"] == "XA-003" and "需要再次确认" in out.stdout and "XA-003" in out.stdout
+    assert run("--confirm", "r").returncode == 0
+    status, _, data = state(tmp_path)
+    assert (status, bookings(tmp_path), data["memory"]["booking"]["hotel_id"]) == ("done", 1, "XA-003")
+    checked(run)
+
+
+def test_text_instead_of_the_booking_after_a_confirmation_keeps_the_run_waiting(cli, tmp_path):
+    run = cli(policies.text_after_confirm)
+    assert run("--run-id", "r").returncode == 0
+    out = run("--confirm", "r")
+    status, reason, _ = state(tmp_path)
+    assert (status, reason, bookings(tmp_path)) == ("suspended", "confirmed_no_write", 0)
+    assert "没有下单" in out.stdout and "--confirm r" in out.stdout
+    assert run("--confirm", "r").returncode == 0
+    assert state(tmp_path)[0] == "done" and bookings(tmp_path) == 1
+    checked(run)
+
+
+def test_tool_calls_written_as_text_are_not_run_and_the_model_is_told_once(cli, tmp_path):
+    run = cli(policies.text_calls)
+    assert run("--run-id", "r").returncode == 0
+    status, reason, data = state(tmp_path)
+    assert (status, reason) == ("suspended", "awaiting_confirmation") and data["memory"]["plan"]
+    loop_messages = [m for m in data["messages"] if m["role"] == "user" and m.get("name") == "loop"]
+    assert len(loop_messages) == 1 and data["memory"]["confirmed"] is False
+    assert run("--confirm", "r").returncode == 0
+    status, _, data = state(tmp_path)
+    assert (status, bookings(tmp_path)) == ("done", 1)
+    assert sum(1 for m in data["messages"] if m.get("name") == "loop") == 2
+    checked(run)
+
+
+def test_a_model_that_does_nothing_for_the_task_never_ends_done(cli, tmp_path):
+    run = cli(policies.small_model)
+    out = run("--run-id", "r")
+    assert out.returncode == 0, out.stderr
+    status, reason, data = state(tmp_path)
+    assert (status, reason, bookings(tmp_path)) == ("suspended", "awaiting_reply", 0)
+    assert "完成" not in out.stdout and "等待你答复" in out.stdout
+    assert any(m.get("name") == "loop" for m in data["messages"]) and not data["memory"]["confirmed"]
+    check = run("--check", "r", "--strict")
+    assert check.returncode == 1                           # nothing to judge is not a pass
+
+
+def test_the_same_blocked_call_again_and_again_is_stopped_as_a_spin(cli, tmp_path):
+    run = cli(policies.repeats_blocked)
+    out = run("--run-id", "r")
+    status, reason, data = state(tmp_path)
+    assert (out.returncode, status, reason) == (1, "stopped", "spin")
+    assert data["turn"] < 12
