@@ -287,7 +287,7 @@ def _proposal_lines(r):
         return ("你已确认，但模型没有下单，而是答复了文字（见上方模型答复）。可以再次确认让它下单，或用 --reply 说明。\n"
                 "   确认过的方案：" + " ".join(memory.offer.split())[:300] if memory.offer else "你已确认，但模型没有下单。")
     if p is None:
-        return "提案（模型的原话，见上方模型答复）：" + " ".join((memory.offer or "").split())[:300]
+        return "提案：见上方模型答复。确认后，模型下的单必须是这段话写明的酒店和房型（日期、晚数也要对得上），否则不会执行"
     line = (f"提案：{p.get('hotel_name') or p.get('hotel_id')}（{p.get('hotel_id')}） · {p.get('room_type')} · "
             f"{p.get('check_in')} 入住 {p.get('nights')} 晚 · 每晚 ¥{p.get('price_per_night')} · 共 ¥{p.get('total')}")
     return line + (f"\n   需要再次确认：{p['why']}" if p.get("why") else "")

@@ -216,7 +216,11 @@ def _reply(response, messages, seconds, names=()):
     if raw is None:
         raise ModelError("bad_response", "模型服务的回复里没有 message")
     calls, notes, seen = [], [], set()
-    for i, tc in enumerate(getattr(raw, "tool_calls", None) or []):
+    raw_calls = getattr(raw, "tool_calls", None) or []
+    if not isinstance(raw_calls, list):
+        notes.append(f"tool_calls came as {type(raw_calls).__name__}, not a list; ignored")
+        raw_calls = []
+    for i, tc in enumerate(raw_calls):
         function = getattr(tc, "function", None)
         call_id = getattr(tc, "id", None)
         if not call_id or not isinstance(call_id, str) or call_id in seen:

@@ -134,3 +134,19 @@ def test_a_blocked_plan_sent_again_unchanged_counts_toward_the_spin_stop(fake_mo
     results = [json.loads(m["content"]) for m in r.messages if m["role"] == "tool"]
     assert (r.status, r.reason) == ("stopped", "spin") and results[0]["blocked_by"] == "arguments"
     assert "arguments.steps[0] 不允许字段 arguments（只能有 title, tool, after）" in results[0]["error"]
+
+
+def test_plan_errors_name_the_field_to_fix():
+    import tools
+    with pytest.raises(tools.ToolError) as info:
+        tools.set_plan([{"title": "查天气", "tool": "get_weather", "after": [1]}, {"title": "订", "after": [1, 2]}],
+                       {"get_weather"})
+    assert "arguments.steps[0].after=[1]" in str(info.value) and "请删掉它的 after" in str(info.value)
+    assert "arguments.steps[1].after=[1, 2]" in str(info.value) and "只能写 1 到 1" in str(info.value)
+    assert "例：" in tools.SCHEMAS["set_plan"]["description"]
+
+
+def test_tool_calls_that_are_not_a_list_are_ignored_not_raised(fake_model):
+    ask, _ = fake_model([{"content": "好", "tool_calls": "oops"}])
+    reply = ask([{"role": "user", "content": "u"}], [])
+    assert reply.tool_calls == [] and reply.text == "好"

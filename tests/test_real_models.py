@@ -71,6 +71,13 @@ def test_one_confirmation_books_once(cli, tmp_path, policy):
     assert again.returncode == 2 and bookings(tmp_path) == 1
 
 
+def test_a_model_that_proposes_in_words_finishes_in_four_model_calls(cli, tmp_path):
+    run = cli(policies.words_question)
+    assert run("--run-id", "r").returncode == 0 and run("--confirm", "r").returncode == 0
+    status, _, data = state(tmp_path)
+    assert status == "done" and len(data["trace"]) <= 4       # plan + reads, proposal, booking, final answer
+
+
 def test_a_cut_off_reply_is_asked_for_again_never_taken_as_the_answer(cli, tmp_path):
     run = cli(policies.CutOff())
     assert run("--run-id", "r").returncode == 0
