@@ -214,7 +214,7 @@ def _go(r, toolset, args, env):
     finally:
         closer()
         toolset.close()
-    summary(r, time.perf_counter() - started)
+    summary(r, time.perf_counter() - started, toolset)
     return EXIT[r.status]
 
 
@@ -258,29 +258,19 @@ def report(kind, run, reply=None, calls=(), outcomes=None, text=""):
     for call in calls:
         outcome = outcomes[call.id]
         where = f"拦截[{outcome.guard}]" if outcome.status == "blocked" else f"{outcome.seconds:.3f}s"
-        print(f"   {MARK.get(outcome.status, '?')} {call.name} {call.arguments[:160]} → {_gist(call.name, outcome.result)}"
+        print(f"   {MARK.get(outcome.status, '?')} {call.name} {call.arguments[:160]} → {_gist(call, outcome.result)}"
               f"（{where}）")
 
 
-def _gist(name, result):
+def _gist(call, result):
+    """One line of a result: what its tool's declaration says, or the start of its JSON."""
     if "error" in result:
         return "错误：" + str(result["error"])[:120]
-    if name == "set_plan":
-        return f"计划 {len(result.get('plan', []))} 步"
-    if name == "mark_step":
-        return f"第 {result.get('index')} 步 {result.get('status')}"
-    if name == "get_weather":
-        return f"{result.get('condition')}，最高 {result.get('high')}°"
-    if name == "search_location":
-        return f"{result.get('name')}（{result.get('latitude')}, {result.get('longitude')}）"
-    if name == "search_hotels":
-        return f"{len(result.get('hotels', []))} 家酒店：" + "、".join(h.get("name", "?") for h in result.get("hotels", []))
-    if name == "book_hotel":
-        return f"已预订 {result.get('booking_id')} 共 ¥{result.get('total')}" + ("（幂等重放）" if result.get("replayed") else "")
-    return json.dumps(result, ensure_ascii=False)[:120]
+    gist = call.tool.gist if call.tool else None
+    return gist(result) if gist else json.dumps(result, ensure_ascii=False)[:120]
 
 
-def _proposal_lines(r):
+def _proposal_lines(r, toolset):
     """What the user is asked to confirm, and why a second confirmation when there is one."""
     memory, p = r.memory, r.memory.proposal
     if r.reason == "confirmed_no_write":
@@ -288,25 +278,28 @@ def _proposal_lines(r):
                 "   确认过的方案：" + " ".join(memory.offer.split())[:300] if memory.offer else "你已确认，但模型没有下单。")
     if p is None:
         return "提案：见上方模型答复。确认后，模型下的单必须是这段话写明的酒店和房型（日期、晚数也要对得上），否则不会执行"
-    line = (f"提案：{p.get('hotel_name') or p.get('hotel_id')}（{p.get('hotel_id')}） · {p.get('room_type')} · "
-            f"{p.get('check_in')} 入住 {p.get('nights')} 晚 · 每晚 ¥{p.get('price_per_night')} · 共 ¥{p.get('total')}")
+    line = f"提案（{p.get('tool')}）：{_shown(toolset, p.get('tool'), p)}"
     return line + (f"\n   需要再次确认：{p['why']}" if p.get("why") else "")
 
 
-def summary(r, seconds):
+def _shown(toolset, name, values):
+    tool = toolset.tool(name) if name else None
+    shown = {k: v for k, v in values.items() if k not in ("tool", "why")}
+    return tool.gist(shown) if tool and tool.gist else json.dumps(shown, ensure_ascii=False)
+
+
+def summary(r, seconds, toolset):
     """How the run ended, and what the user can do next."""
     where = f"审计文件：{r.path}"
     head = f"运行 {r.run_id} · {r.turn} 轮 · {r.memory.used_tokens} tokens · 本次用时 {seconds:.2f}s"
     if r.status == "suspended" and r.reason in ("awaiting_confirmation", "confirmed_no_write"):
-        print(f"\n⏸ 已挂起，等待你确认。{head}\n   {_proposal_lines(r)}\n   确认预订：python agent.py --confirm {r.run_id}\n"
+        print(f"\n⏸ 已挂起，等待你确认。{head}\n   {_proposal_lines(r, toolset)}\n   确认预订：python agent.py --confirm {r.run_id}\n"
               f"   不订或修改：python agent.py --reply \"不订了\" {r.run_id}\n   {where}")
     elif r.status == "suspended":
         print(f"\n⏸ 已挂起，等待你答复。{head}\n   答复：python agent.py --reply \"...\" {r.run_id}\n   {where}")
     elif r.status == "done":
-        b = r.memory.booking
-        made = (f"已预订：{b.get('hotel_name') or b.get('hotel_id')}（{b.get('hotel_id')}） · {b.get('room_type')} · "
-                f"{b.get('check_in')} 入住 {b.get('nights')} 晚 · 共 ¥{b.get('total')} · 订单号 {b.get('booking_id')}"
-                if b else "没有预订")
+        made = "；".join(f"已完成 {w['tool']}：{_shown(toolset, w['tool'], w['receipt'])}" for w in r.memory.writes) \
+            or "没有执行任何写操作"
         print(f"\n✔ 完成。{head}\n   {made}\n   {where}")
     elif r.status == "stopped":
         print(f"\n■ 已停止（{r.reason}）：{r.detail}\n   {head}\n   {where}")

@@ -3,6 +3,7 @@
 Invariants: imports no project module; holds no logic beyond reading the environment
 (`settings()` reads it at call time, never at import, so tests and many runs stay isolated).
 """
+import dataclasses
 import os
 import re
 import signal
@@ -35,22 +36,18 @@ RECENT_ROUNDS = 2               # tool rounds that compaction leaves whole
 OLD_PROSE_CHARS = 300           # old assistant text is cut head-and-tail to this
 CHARS_PER_TOKEN = 3             # rough estimate when a server reports no usage
 
-READ_TOOLS = frozenset({"get_weather", "search_hotels", "search_location"})
-STATE_TOOLS = frozenset({"set_plan", "mark_step"})
-WRITE_TOOLS = frozenset({"book_hotel"})
-BUSINESS_TOOLS = READ_TOOLS | WRITE_TOOLS
-# a write may run only after these tools have succeeded in the run
-WRITE_PREREQUISITES = {"book_hotel": ("get_weather", "search_hotels")}
-
 # MCP mode: the allow-list, the one place it lives. Only these server tools reach the model (they
-# replace local tools of the same name), each only if its input schema takes these arguments; a
-# result keeps only its `fields` (JSON scalars), whatever else the server sends, and is a tool
-# error when a `required` field is missing.
+# replace local tools of the same name, where that one stood), each only if its input schema
+# takes these arguments; a result keeps only its `fields` (JSON scalars), whatever else the
+# server sends, and is a tool error when a `required` field is missing. `sources`: where the
+# arguments must come from (args, tool, fields, near: equal to 4 decimals), as a local tool
+# declares it.
 MCP_TOOLS = {
     "search_location": {"arguments": ("city",), "fields": ("name", "latitude", "longitude", "timezone", "country"),
                         "required": ("latitude", "longitude")},
     "get_weather": {"arguments": ("latitude", "longitude", "date"), "fields": ("date", "condition", "high", "low"),
-                    "required": ("date", "condition")},
+                    "required": ("date", "condition"),
+                    "sources": [(("latitude", "longitude"), "search_location", ("latitude", "longitude"), True)]},
 }
 MCP_TIMEOUT = 8.0               # seconds per MCP request; under TOOL_TIMEOUT, so the MCP error is what the model sees
 MCP_RESTARTS = 3                # server restarts allowed in one process before calls fail fast
@@ -79,6 +76,60 @@ NUDGES = {
 }
 # a user reply that declines the task's write (a change request is not a decline)
 DECLINE = re.compile(r"不订|不要订|不预订|别订|不用了|不需要|取消|算了|放弃|\bno\b|\bcancel|don'?t book|never ?mind", re.I)
+
+
+@dataclasses.dataclass
+class Policy:
+    """A run's limits, as one object, so that one loop serves tenants with different limits. The
+    audit file records the policy a run started with; a resume keeps it unless given another."""
+    max_turns: int = MAX_TURNS                  # model calls over the run's life, resumes included
+    token_budget: int = TOKEN_BUDGET            # tokens over the run's life
+    deadline: float | None = None               # seconds the run may work (time in the loop, resumes
+                                                # added up); past it the run stops at the next turn
+    result_max_chars: int = TOOL_RESULT_MAX_CHARS   # a tool result longer than this is cut
+    compact_budget: int = COMPACT_BUDGET        # estimated tokens: a bigger request is compacted first
+    final_prompt: str = FINAL_PROMPT            # the convergence instruction at max turns
+    tools: list | None = None                   # declared tools this run may see (planning tools always); None: all
+
+    RULES = {"max_turns": (int, 1, 1000), "token_budget": (int, 1, 10**9), "deadline": ((int, float), 0.001, 10**7),
+             "result_max_chars": (int, 200, 10**7), "compact_budget": (int, 100, 10**8), "final_prompt": (str, 1, 2000),
+             "tools": (list, 0, 100)}
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data, base=None):
+        """`base` (default: the defaults) with the fields `data` gives; ValueError saying what is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError("策略应是一个 JSON 对象")
+        unknown = [k for k in data if k not in cls.RULES]
+        if unknown:
+            raise ValueError(f"策略里没有字段 {', '.join(map(str, unknown))}；可用：{', '.join(cls.RULES)}")
+        for key, value in data.items():
+            kind, low, high = cls.RULES[key]
+            if value is None and key in ("deadline", "tools"):
+                continue
+            size = len(value) if isinstance(value, (str, list)) else value
+            if isinstance(value, bool) or not isinstance(value, kind) or not low <= size <= high:
+                raise ValueError(f"策略字段 {key} 不合法：{json_text(value)}（应为 {low} 到 {high} 之间的"
+                                 f"{'长度' if kind in (str, list) else '数'}）")
+            if key == "tools" and not all(isinstance(v, str) for v in value):
+                raise ValueError("策略字段 tools 应是工具名的列表")
+        return dataclasses.replace(base or cls(), **data)
+
+
+def json_text(value):
+    return repr(value)[:80]
+
+
+def policy(env=None):
+    """The default policy, with what the environment sets (AGENT_TOKEN_BUDGET, AGENT_MAX_TURNS,
+    AGENT_DEADLINE)."""
+    env = os.environ if env is None else env
+    given = {"token_budget": env.get("AGENT_TOKEN_BUDGET"), "max_turns": env.get("AGENT_MAX_TURNS"),
+             "deadline": env.get("AGENT_DEADLINE")}
+    return Policy.from_dict({k: float(v) if k == "deadline" else int(v) for k, v in given.items() if v})
 
 
 def settings(env=None):

@@ -14,7 +14,7 @@ results shrink further, to stubs of their top-level facts.
 import json
 
 import config
-from memory import cut
+from calls import chars, cut  # noqa: F401  (chars: re-exported for the benchmarks)
 
 SHORT = 80          # a string longer than this is prose: dropped from a compacted result
 LIST_MAX = 20       # items of a list a compacted result keeps
@@ -40,10 +40,11 @@ class Window:
         return cls(start, room if isinstance(room, int) and not isinstance(room, bool) else None,
                    data.get("turn") if isinstance(data.get("turn"), int) else 0)
 
-    def request(self, messages, kind_of):
-        """The messages to send now (a new list; the record is not touched)."""
+    def request(self, messages, tool_of):
+        """The messages to send now (a new list; the record is not touched). `tool_of(name)`: the
+        declaration of a tool (calls.Tool) or None."""
         if self._old is None:           # computed once per epoch: the same bytes every turn
-            self._old = compact(messages[1:self.start], kind_of, self.room)
+            self._old = compact(messages[1:self.start], tool_of, self.room)
         return [messages[0], *self._old, *map(recent, messages[self.start:])]
 
 
@@ -61,13 +62,15 @@ def recent(message):
     return message
 
 
-def compact(messages, kind_of, room=None):
-    """`messages` (a slice of the record) compacted: data results to their short fields, old prose
-    cut; then, oldest first, results to stubs until the whole fits `room` characters."""
+def compact(messages, tool_of, room=None):
+    """`messages` (a slice of the record) compacted: data results to their short fields (and the
+    fields their tool declares `keep`), old prose cut; then, oldest first, results to stubs until
+    the whole fits `room` characters."""
     names = {c.get("id"): (c.get("function") or {}).get("name") for m in messages if m.get("role") == "assistant"
              for c in m.get("tool_calls") or ()}
-    keep = _kept(messages, names, kind_of)
-    out = [_compacted(m, keep) for m in messages]
+    tools = {i: tool_of(n) for i, n in names.items() if n}
+    keep = _kept(messages, tools)
+    out = [_compacted(m, keep, tools.get(m.get("tool_call_id"))) for m in messages]
     if room is None:
         return out
     total = chars(out)
@@ -82,29 +85,17 @@ def compact(messages, kind_of, room=None):
     return out
 
 
-def chars(messages):
-    """Characters of content and tool calls: what a request carries, schemas aside."""
-    total = 0
-    for m in messages:
-        content = m.get("content")
-        total += len(content) if isinstance(content, str) else 0
-        for c in m.get("tool_calls") or ():
-            total += len(c["function"]["arguments"]) + len(c["function"]["name"])
-    return total
-
-
-def _kept(messages, names, kind_of):
+def _kept(messages, tools):
     """Tool messages never compacted: successful write receipts, the latest result of each state tool."""
     keep, latest = set(), {}
     for m in messages:
-        if m.get("role") != "tool" or _failed(m.get("content")):
+        tool = tools.get(m.get("tool_call_id"))
+        if m.get("role") != "tool" or tool is None or _failed(m.get("content")):
             continue
-        name = names.get(m.get("tool_call_id"))
-        kind = kind_of(name) if name else "read"
-        if kind == "write":
+        if tool.kind == "write":
             keep.add(m.get("tool_call_id"))
-        elif kind == "state":
-            latest[name] = m.get("tool_call_id")
+        elif tool.kind == "state":
+            latest[tool.name] = m.get("tool_call_id")
     return keep | set(latest.values())
 
 
@@ -113,12 +104,12 @@ def _failed(content):
     return value is None or "error" in value
 
 
-def _compacted(message, keep):
+def _compacted(message, keep, tool):
     role, content = message.get("role"), message.get("content")
     if not isinstance(content, str):
         return message
     if role == "tool" and message.get("tool_call_id") not in keep:
-        short = _shrunk(content)
+        short = _shrunk(content, tool.keep if tool else ())
     elif role == "assistant":
         short = cut(content, config.OLD_PROSE_CHARS)
     else:
@@ -126,13 +117,15 @@ def _compacted(message, keep):
     return message if short is content else dict(message, content=short)
 
 
-def _shrunk(content):
-    """A data result without its prose: a JSON object of its short fields plus a note of what went."""
+def _shrunk(content, whole=()):
+    """A data result without its prose: a JSON object of its short fields (and the `whole` ones)
+    plus a note of what went."""
     value = _object(content)
     if value is None:
         return cut(content, config.OLD_PROSE_CHARS)
     dropped = {}
-    kept = _short_fields(value, "", dropped, 0)
+    kept = _short_fields({k: v for k, v in value.items() if k not in whole}, "", dropped, 0)
+    kept.update({k: value[k] for k in whole if k in value})
     if not dropped:
         return content
     parts = sorted(dropped.items(), key=lambda kv: -kv[1])

@@ -1,44 +1,71 @@
 """Run the allowed calls of a turn, then flatten every outcome into tool messages.
 
 Invariants: read-only calls run concurrently; calls that change run state and writes run one
-at a time in request order, each seeing the effect of those before it (through absorb on a
-scratch copy: the run's own memory changes only in the loop). Every call has a timeout and
-runs in a daemon thread, so abandoned work can never keep the process alive at exit; the
-threads are reused (a new one starts only when none is idle, so a hung tool keeps its own
-thread and never delays another call). A write
-whose outcome is unknown at its timeout is reconciled through its idempotency key, never
-retried blind. Flattening yields exactly one tool message per call, in request order.
+at a time in request order, each seeing the effect of those before it (memory's own fold on a
+fork: the run's own memory changes only in the loop). A tool declared inline (pure and
+bounded) runs in the loop's thread: no hop, no timeout. Every other call has a timeout and runs
+in a daemon thread, so abandoned work can never keep the process alive at exit; the threads
+are reused (a new one starts only when none is idle, so a hung tool keeps its own thread and
+never delays another call). An `async def` tool runs on the executor's own event loop (one
+daemon thread), concurrently with the other async reads; at its timeout it is cancelled. A
+write whose outcome is unknown at its timeout is reconciled through its idempotency key, never
+retried blind. Every outcome is settled once (fitted to the result limit, encoded): what
+memory absorbs is what the tool message says. Flattening yields exactly one tool message per
+call, in request order.
 """
-import copy
-import json
+import asyncio
 import os
 import queue
 import threading
 import time
 
 import config
-from memory import cut
-from toolset import Outcome
-from tools import ToolError
+from calls import Outcome, ToolError, settled
 
 
-def execute(memory, calls, toolset, timeout=None):
+def execute(memory, calls, toolset, timeout=None, limit=None):
     """Run `calls` (already screened); returns {call id: Outcome}. Each call gets `timeout`
-    seconds, by default the tool set's own (`toolset.timeout`)."""
-    timeout = toolset.timeout if timeout is None else timeout
-    reads = [c for c in calls if toolset.kind(c.name) == "read"]
-    serial = [c for c in calls if toolset.kind(c.name) != "read"]
-    jobs = {c.id: _Job(toolset.run, c, memory) for c in reads}       # all reads start now, together
-    outcomes, view = {}, memory
-    for i, call in enumerate(serial):
-        outcome = _outcome(_Job(toolset.run, call, view), call, toolset, timeout)
-        outcomes[call.id] = outcome
-        if toolset.kind(call.name) == "state" and i + 1 < len(serial):
-            view = copy.deepcopy(view) if view is memory else view
-            view.absorb(call, json.dumps(outcome.result, ensure_ascii=False))
+    seconds, by default its tool's (`toolset.timeout_for`); results are fitted to `limit` chars."""
+    limit = limit or config.TOOL_RESULT_MAX_CHARS
+    reads = [c for c in calls if c.kind == "read"]
+    serial = [c for c in calls if c.kind != "read"]
+    waiting = {c.id: _start(toolset, c, memory) for c in reads if not toolset.inline(c)}   # start together
+    outcomes, view = {}, memory.fork() if len(serial) > 1 else memory
     for call in reads:
-        outcomes[call.id] = _outcome(jobs[call.id], call, toolset, timeout, concurrent=len(reads) > 1)
-    return outcomes
+        if call.id not in waiting:
+            outcomes[call.id] = _inline(toolset, call, memory, limit)
+    for call in serial:
+        outcome = _inline(toolset, call, view, limit) if toolset.inline(call) else \
+            _outcome(_start(toolset, call, view), call, toolset, _timeout(toolset, call, timeout), limit)
+        outcomes[call.id] = outcome
+        if call.kind == "state" and view is not memory:
+            view.absorb(call, outcome.result)
+    for call in reads:
+        if call.id in waiting:
+            outcomes[call.id] = _outcome(waiting[call.id], call, toolset, _timeout(toolset, call, timeout), limit,
+                                         concurrent=len(waiting) > 1)
+    return {c.id: outcomes[c.id] for c in calls}
+
+
+def _timeout(toolset, call, given):
+    return toolset.timeout_for(call) if given is None else given
+
+
+def _start(toolset, call, view):
+    return _Async(toolset, call, view) if toolset.is_async(call) else _Job(toolset.run, call, view)
+
+
+def _inline(toolset, call, view, limit):
+    """A pure, bounded tool run here and now."""
+    started = time.perf_counter()
+    try:
+        value, exc = toolset.run(call, view), None
+    except Exception as error:      # any failure of a tool is data for the model
+        value, exc = None, error
+    outcome = _settle(value, exc, limit)
+    outcome.seconds = time.perf_counter() - started
+    config.fault("after_tool")
+    return outcome
 
 
 class _Job:
@@ -61,6 +88,50 @@ class _Job:
 
     def wait(self, timeout):
         return self.done.wait(max(0.0, self.started + timeout - time.perf_counter()))
+
+
+class _Async:
+    """One async tool call, on the executor's event loop; cancelled at its timeout."""
+
+    def __init__(self, toolset, call, view):
+        self.call, self.started = call, time.perf_counter()
+        self.value, self.exc, self.seconds = None, None, 0.0
+        self.future = asyncio.run_coroutine_threadsafe(toolset.run(call, view), _loop())
+        self.future.add_done_callback(self._finished)
+
+    def _finished(self, future):
+        self.seconds = time.perf_counter() - self.started
+        if future.cancelled():
+            self.exc = TimeoutError("cancelled")
+        elif future.exception() is not None:
+            self.exc = future.exception()
+        else:
+            self.value = future.result()
+
+    def wait(self, timeout):
+        try:
+            self.future.result(max(0.0, self.started + timeout - time.perf_counter()))
+        except BaseException:       # its failure is read from self.exc; a timeout is told by done()
+            pass
+        if not self.future.done():
+            self.future.cancel()    # the coroutine is cancelled at its next await
+            return False
+        self._finished(self.future)
+        return True
+
+
+_LOOP = {}
+
+
+def _loop():
+    """The executor's event loop, on a daemon thread started at first use (again after a fork)."""
+    loop = _LOOP.get(os.getpid())
+    if loop is None:
+        loop = asyncio.new_event_loop()
+        threading.Thread(target=loop.run_forever, daemon=True, name="tool-async").start()
+        _LOOP.clear()
+        _LOOP[os.getpid()] = loop
+    return loop
 
 
 class _Workers:
@@ -106,23 +177,34 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_WORKERS.reset)
 
 
-def _outcome(job, call, toolset, timeout, concurrent=False):
+def _outcome(job, call, toolset, timeout, limit, concurrent=False):
     if not job.wait(timeout):
         outcome = _timed_out(call, toolset, timeout)
+        outcome.result, outcome.content = settled(outcome.result, limit)
         outcome.seconds = time.perf_counter() - job.started
-    elif job.exc is not None:
-        message = str(job.exc) if isinstance(job.exc, ToolError) else f"工具内部错误：{type(job.exc).__name__}: {job.exc}"
-        outcome = Outcome({"error": message}, status="error", seconds=job.seconds)
     else:
-        value = job.value if isinstance(job.value, dict) else {"value": job.value}
-        outcome = Outcome(value, status="error" if "error" in value else "ok", seconds=job.seconds)
+        outcome = _settle(job.value, job.exc, limit)
+        outcome.seconds = job.seconds
     outcome.concurrent = concurrent
     config.fault("after_tool")
     return outcome
 
 
+def _settle(value, exc, limit):
+    """What a tool returned or raised, as the Outcome the record will hold."""
+    if exc is not None:
+        message = str(exc) if isinstance(exc, ToolError) else f"工具内部错误：{type(exc).__name__}: {exc}"
+        result, status = {"error": message}, "error"
+    else:
+        result = value if isinstance(value, dict) else {"value": value}
+        status = "error" if "error" in result else "ok"
+    outcome = Outcome({}, status=status)
+    outcome.result, outcome.content = settled(result, limit)
+    return outcome
+
+
 def _timed_out(call, toolset, timeout):
-    if toolset.kind(call.name) != "write":
+    if call.kind != "write":
         return Outcome({"error": f"{call.name} 超过 {timeout:g} 秒没有返回，已放弃；可以稍后重试或换个做法"},
                        status="timeout")
     try:
@@ -135,13 +217,14 @@ def _timed_out(call, toolset, timeout):
                     "可以用完全相同的参数重试，系统保证不会重复预订", "outcome": "unknown"}, status="unknown")
 
 
-def tool_messages(pending, outcomes):
-    """Exactly one tool message per call, in request order; long results cut head-and-tail."""
+def tool_messages(pending, outcomes, limit=None):
+    """Exactly one tool message per call, in request order, each its settled outcome's text."""
     messages = []
     for call in pending:
         if call.id not in outcomes:
             raise RuntimeError(f"no outcome for tool call {call.id}: executor and guards lost a call")
-        content = json.dumps(outcomes[call.id].result, ensure_ascii=False)
-        messages.append({"role": "tool", "tool_call_id": call.id,
-                         "content": cut(content, config.TOOL_RESULT_MAX_CHARS)})
+        outcome = outcomes[call.id]
+        if not outcome.content:              # blocked by a guard: settled here
+            outcome.result, outcome.content = settled(outcome.result, limit or config.TOOL_RESULT_MAX_CHARS)
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
     return messages

@@ -18,6 +18,7 @@ import time
 import audit
 import config
 import context
+from calls import chars
 from executor import execute, tool_messages
 from guards import screen
 from memory import Memory, rebuild
@@ -37,27 +38,32 @@ class Run:
     status: str = "running"
     reason: str = ""
     turn: int = 0
-    max_turns: int = config.MAX_TURNS
-    budget: int = config.TOKEN_BUDGET
+    policy: config.Policy = dataclasses.field(default_factory=config.Policy)
     created: str = ""
     answer: str = ""
     detail: str = ""
     fsync: bool = True
     window: context.Window = dataclasses.field(default_factory=context.Window)
-    compact_budget: int = config.COMPACT_BUDGET
+    elapsed: float = 0.0          # seconds the run has worked in the loop, resumes added up
+    since: float | None = None    # when the current stretch of work began (time.monotonic)
     encoded: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)   # audit.encode's cache
+
+    # the policy's limits, as the loop reads them
+    max_turns = property(lambda r: r.policy.max_turns, lambda r, v: setattr(r.policy, "max_turns", v))
+    budget = property(lambda r: r.policy.token_budget, lambda r, v: setattr(r.policy, "token_budget", v))
+    compact_budget = property(lambda r: r.policy.compact_budget, lambda r, v: setattr(r.policy, "compact_budget", v))
 
 
 def run(r, ask, toolset, report=lambda kind, **data: None):
     """Drive run `r` until it is done, suspended, stopped or fails; returns `r`."""
-    memory, messages = r.memory, r.messages
+    memory, messages, r.since = r.memory, r.messages, time.monotonic()
     tools_chars = len(json.dumps(r.tools, ensure_ascii=False))           # the schemas are sent every turn
     while r.turn < r.max_turns:
         outgoing = compact(r, toolset, tools_chars)                       # compact a copy, before asking
-        sent = (context.chars(outgoing), context.chars(messages))         # what is sent, the full history
-        need = estimate_tokens(sent[0] + tools_chars)
-        if memory.used_tokens + need > r.budget:
-            return finish(r, "stopped", "budget", f"下一次请求约需 {need} tokens，会超出预算 {r.budget}")
+        sent = (chars(outgoing), chars(messages))                         # what is sent, the full history
+        stop = _over_limit(r, estimate_tokens(sent[0] + tools_chars))     # budget and deadline, before paying
+        if stop:
+            return finish(r, "stopped", *stop)
         config.fault("before_ask")
         try:
             reply = ask(outgoing, r.tools)
@@ -71,11 +77,11 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
                 return r
             continue
         pending = toolset.prepare(reply.tool_calls)                        # parse + validate arguments
-        allowed, blocked = screen(pending, memory, r.budget)               # guards, before anything runs
-        outcomes = {**execute(memory, allowed, toolset), **blocked}        # run, then flatten in request order
-        tool_msgs = tool_messages(pending, outcomes)
+        allowed, blocked = screen(pending, memory, r.budget, toolset.preview)  # guards, before anything runs
+        outcomes = {**execute(memory, allowed, toolset, limit=r.policy.result_max_chars), **blocked}
+        tool_msgs = tool_messages(pending, outcomes, r.policy.result_max_chars)    # flatten in request order
         messages.extend([reply.message, *tool_msgs])                       # one step: never half a turn
-        memory.absorb_turn(pending, [m["content"] for m in tool_msgs])
+        memory.absorb_turn(pending, [outcomes[c.id].result for c in pending])
         r.trace.append(_record(r, reply, sent, pending, outcomes))
         save(r)                                                            # audit after flatten
         report("turn", run=r, reply=reply, calls=pending, outcomes=outcomes)
@@ -88,17 +94,17 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
 def compact(r, toolset, tools_chars):
     """This turn's request. Over the compaction budget, a new epoch starts first: the history
     before the recent rounds is compacted and the memory block rewritten, together."""
-    outgoing = r.window.request(r.messages, toolset.kind)
-    if estimate_tokens(context.chars(outgoing) + tools_chars) <= r.compact_budget:
+    outgoing = r.window.request(r.messages, toolset.tool)
+    if estimate_tokens(chars(outgoing) + tools_chars) <= r.compact_budget:
         return outgoing
     start = context.boundary(r.messages)
     if start is None or start <= r.window.start:
         return outgoing                                                   # nothing older left to compact
     r.messages[0] = system_message(r.memory, r.turn)
-    since = context.chars([r.messages[0], *map(context.recent, r.messages[start:])])
+    since = chars([r.messages[0], *map(context.recent, r.messages[start:])])
     room = int(r.compact_budget * config.COMPACT_TARGET * config.CHARS_PER_TOKEN) - tools_chars - since
     r.window = context.Window(start, max(0, room), r.turn)
-    return r.window.request(r.messages, toolset.kind)
+    return r.window.request(r.messages, toolset.tool)
 
 
 def system_message(memory, turn):
@@ -142,7 +148,7 @@ def last_answer(r, ask, toolset, report):
     The instruction is added to this request's system message only (templates that accept a
     system message only first take it; a resume never stacks it)."""
     outgoing = compact(r, toolset, len(json.dumps(r.tools, ensure_ascii=False)))
-    outgoing[0] = dict(outgoing[0], content=outgoing[0]["content"] + "\n\n" + config.FINAL_PROMPT)
+    outgoing[0] = dict(outgoing[0], content=outgoing[0]["content"] + "\n\n" + r.policy.final_prompt)
     try:
         reply = ask(outgoing, r.tools, final=True)
     except ModelError as exc:
@@ -153,17 +159,32 @@ def last_answer(r, ask, toolset, report):
     if reply.tool_calls:
         reply.notes.append(f"dropped {len(reply.tool_calls)} tool call(s) from the tool-free final answer")
     r.messages.append(message)
-    r.trace.append(_record(r, reply, (context.chars(outgoing), context.chars(r.messages)), [], {}))
+    r.trace.append(_record(r, reply, (chars(outgoing), chars(r.messages)), [], {}))
     r.answer = message["content"]
     report("answer", run=r, reply=reply)
     return finish(r, "stopped", "max_turns", f"达到最大轮数 {r.max_turns}")
 
 
 def finish(r, status, reason, detail=""):
-    """Every way out of the loop: set status and reason, write the audit file."""
+    """Every way out of the loop: set status and reason, stop the clock, write the audit file."""
     r.status, r.reason, r.detail = status, reason, detail
+    stop_clock(r)
     save(r)
     return r
+
+
+def _over_limit(r, need):
+    """Why the next request must not be sent: the token budget, or the policy's deadline."""
+    if r.memory.used_tokens + need > r.budget:
+        return "budget", f"下一次请求约需 {need} tokens，会超出预算 {r.budget}"
+    deadline = r.policy.deadline
+    if deadline is not None and _worked(r) >= deadline:
+        return "deadline", f"运行已工作 {_worked(r):.1f} 秒，达到时限 {deadline:g} 秒；放宽时限后可以 --resume 继续"
+    return None
+
+
+def _worked(r):
+    return r.elapsed + (time.monotonic() - r.since if r.since is not None else 0.0)
 
 
 def _stop_reason(r):
@@ -188,8 +209,8 @@ def snapshot(r):
     return {"version": config.AUDIT_VERSION, "run_id": r.run_id, "status": r.status, "reason": r.reason,
             "detail": r.detail, "turn": r.turn, "mode": r.mode, "model": r.model,
             "created": r.created, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "limits": {"max_turns": r.max_turns, "budget": r.budget, "compact_budget": r.compact_budget},
-            "epoch": r.window.to_dict(), "answer": r.answer,
+            "limits": {"max_turns": r.max_turns, "budget": r.budget}, "policy": r.policy.to_dict(),
+            "elapsed": round(_worked(r), 3), "epoch": r.window.to_dict(), "answer": r.answer,
             "messages": r.messages, "memory": r.memory.to_dict(), "tools": r.tools, "trace": r.trace}
 
 
@@ -197,16 +218,23 @@ def save(r):
     audit.write(r.path, snapshot(r), fsync=r.fsync, cache=r.encoded)
 
 
-def begin(audit_dir, run_id, goal, toolset, model, max_turns=None, budget=None, fsync=True):
-    """A new run: its first snapshot is on disk before the model is asked anything."""
+def stop_clock(r):
+    """The current stretch of work ends (the run waits, or the process leaves the loop)."""
+    r.elapsed, r.since = _worked(r), None
+
+
+def begin(audit_dir, run_id, goal, toolset, model, max_turns=None, budget=None, fsync=True, policy=None):
+    """A new run under `policy` (default: config.policy(); `max_turns`, `budget` override it): its
+    first snapshot is on disk before the model is asked anything."""
     path = audit.path_for(audit_dir, run_id)
     if os.path.exists(path):
         raise audit.AuditError(f"运行 {run_id} 已经存在（{path}）；换一个 --run-id，或用 --resume/--confirm 继续它")
-    memory = Memory()
+    memory = Memory().declare(toolset.tools.values())
     memory.absorb_user(goal)
+    policy = dataclasses.replace(policy or config.policy())
+    policy.max_turns, policy.token_budget = max_turns or policy.max_turns, budget or policy.token_budget
     r = Run(run_id, path, toolset.mode, model, [{"role": "system", "content": ""}, {"role": "user", "content": goal}],
-            memory, toolset.schemas, max_turns=max_turns or config.MAX_TURNS, budget=budget or config.TOKEN_BUDGET,
-            created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), fsync=fsync)
+            memory, toolset.schemas, policy=policy, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), fsync=fsync)
     r.messages[0] = system_message(memory, 0)
     save(r)
     return r
@@ -224,24 +252,32 @@ def reopen(audit_dir, run_id, toolset_for, accept):
         raise audit.AuditError(f"审计文件 {path} 记录的运行 id 是 {snap['run_id']!r}，与文件名不符")
     accept(snap)
     toolset = toolset_for(snap)
-    memory = rebuild(snap["messages"], toolset.prepare)
+    memory = rebuild(snap["messages"], toolset.prepare, toolset.tools.values())
     memory.used_tokens = sum(t.get("tokens", 0) for t in snap["trace"] if isinstance(t, dict))
     warnings = _disagreements(snap["memory"], memory)
-    limits = snap.get("limits") or {}
     r = Run(snap["run_id"], path, snap["mode"], snap.get("model", ""), snap["messages"], memory, snap["tools"],
             trace=snap["trace"], status=snap["status"], reason=snap.get("reason", ""), turn=snap["turn"],
-            max_turns=limits.get("max_turns", config.MAX_TURNS), budget=limits.get("budget", config.TOKEN_BUDGET),
-            created=snap.get("created", ""), answer=snap.get("answer", ""),
+            policy=_recorded_policy(snap), created=snap.get("created", ""), answer=snap.get("answer", ""),
             window=context.Window.from_dict(snap.get("epoch"), snap["messages"]),
-            compact_budget=limits.get("compact_budget", config.COMPACT_BUDGET))
+            elapsed=float(snap.get("elapsed") or 0.0))
     return r, toolset, warnings
+
+
+def _recorded_policy(snap):
+    """The policy an audit file records (older files: their limits)."""
+    limits = snap.get("limits") or {}
+    recorded = snap.get("policy") or {"max_turns": limits.get("max_turns", config.MAX_TURNS),
+                                      "token_budget": limits.get("budget", config.TOKEN_BUDGET)}
+    try:
+        return config.Policy.from_dict(recorded)
+    except ValueError as exc:
+        raise audit.AuditError(f"审计文件记录的策略不合法：{exc}") from None
 
 
 def _disagreements(stored, rebuilt):
     """Fields where the stored memory says something the messages do not."""
     fresh = rebuilt.to_dict()
-    return [key for key in ("confirmed", "proposal", "offer", "hotel_ids", "plan", "booking", "used_tokens")
-            if stored.get(key) != fresh.get(key)]
+    return [key for key in fresh if key not in ("used_tokens", "spins") and stored.get(key) != fresh[key]]
 
 
 def add_user(r, text):

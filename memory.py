@@ -18,26 +18,25 @@ import re
 import unicodedata
 
 import config
+from calls import cut  # noqa: F401  (re-exported: executor and context cut with it)
 
 
 class Memory:
     def __init__(self, goal=""):
         self.goal = goal
         self.said = []            # the user's own messages, the goal first
-        self.plan = []            # [{"index", "title", "tool", "after"}] as set_plan returned it
-        self.marks = {}           # step index -> {"status", "note"} from mark_step
+        self.facts = {}           # namespace -> the facts tools' absorb hooks keep ("plan": steps, marks)
+        self.results = {}         # tool -> its successful results, in order (a tuple: shared safely by forks)
+        self.hooks = {}           # namespace -> the render hook of the tool that wrote it
         self.done_tools = set()   # tools that succeeded in this run
         self.progress = 0         # successful read and write calls: the task moved
-        self.weather = {}         # date -> forecast
-        self.locations = []       # search_location results (MCP mode)
-        self.hotels = {}          # hotel_id -> {"name", "prices"} from successful searches
         self.names = {}           # any id a read result gave -> the name beside it
         self.proposal = None      # arguments of a blocked write awaiting the user's confirmation
         self.offer = None         # a proposal in words (the model's answer) awaiting the user
         self.confirmed = False    # the user confirmed the proposal or offer, and it is not used up yet
         self.unwritten = False    # after that confirmation the model answered instead of writing
         self.declined = False     # the user's last reply declined the write
-        self.booking = None       # the receipt of the booking made
+        self.writes = []          # [{"tool", "args" (its effect), "receipt"}] of the writes made
         self.runs = {}            # call signature -> times it ran since the last user message
         self.recent = []          # signatures of the last calls that ran, newest last
         self.blocked = {}         # call signature -> times blocked since anything new happened
@@ -45,18 +44,49 @@ class Memory:
         self.spins = 0            # calls blocked as spins
         self.used_tokens = 0
 
+    def declare(self, tools):
+        """Start the facts of these tools' namespaces with their declared initial facts."""
+        for tool in tools:
+            if tool.initial:
+                self.facts.setdefault(tool.namespace, {k: _copy(v) for k, v in tool.initial.items()})
+        return self
+
+    def fork(self):
+        """A copy to fold a turn's calls into ahead of the run (guards, executor): what absorb may
+        change in place is copied, what it only replaces or extends is shared."""
+        other = Memory.__new__(Memory)
+        other.__dict__ = dict(self.__dict__)
+        other.facts = {ns: dict(f) for ns, f in self.facts.items()}
+        other.results, other.hooks, other.names = dict(self.results), dict(self.hooks), dict(self.names)
+        other.said, other.writes, other.recent = list(self.said), list(self.writes), list(self.recent)
+        other.runs, other.blocked, other.done_tools = dict(self.runs), dict(self.blocked), set(self.done_tools)
+        other.nudged = set(self.nudged)
+        return other
+
+    def fact(self, key, default=None):
+        """A fact some tool's absorb keeps under `key` (the first namespace that has it)."""
+        return next((f[key] for f in self.facts.values() if key in f), default)
+
+    @property
+    def plan(self):
+        """[{"index", "title", "tool", "after"}] as set_plan returned it."""
+        return self.facts.get("plan", {}).get("steps", [])
+
+    @property
+    def marks(self):
+        return self.facts.get("plan", {}).get("marks", {})
+
     # ---- the fold ----
-    def absorb_turn(self, calls, contents):
+    def absorb_turn(self, calls, results):
         """Take one tool round into memory: the blocked calls first, then those that ran, so a call
         blocked beside a call that brought news is not "blocked with nothing new since"."""
-        pairs = list(zip(calls, contents))
-        blocked = [(c, m) for c, m in pairs if _was_blocked(m)]
-        for call, content in blocked + [p for p in pairs if p not in blocked]:
-            self.absorb(call, content)
+        pairs = list(zip(calls, results))
+        blocked = [(c, r) for c, r in pairs if "blocked_by" in r]
+        for call, result in blocked + [p for p in pairs if p not in blocked]:
+            self.absorb(call, result)
 
-    def absorb(self, call, content):
-        """Take one tool message (its call and its content) into memory."""
-        result = _as_object(content)
+    def absorb(self, call, result):
+        """Take one call's result (the JSON object its tool message holds) into memory."""
         if "blocked_by" in result:
             self._absorb_blocked(call, result)
             return
@@ -65,12 +95,22 @@ class Memory:
             return
         self.done_tools.add(call.name)
         self.blocked = {}
+        self.results[call.name] = (*self.results.get(call.name, ()), result)
         if call.kind in ("read", "write"):
             self.progress += 1
             _names(result, self.names)
-        handler = getattr(self, "_took_" + call.name, None)
-        if handler:
-            handler(call.args or {}, result)
+        if call.kind == "write":
+            self.writes.append({"tool": call.name, "args": _effect(call), "receipt": result})
+            self.proposal, self.offer, self.confirmed, self.unwritten = None, None, False, False
+        tool = call.tool
+        if tool is not None and tool.absorb is not None:
+            tool.absorb(self.facts.setdefault(tool.namespace, {}), call.args or {}, result)
+            if tool.render is not None:
+                self.hooks[tool.namespace] = tool.render
+
+    def ran(self, call):
+        """A call that will have run by the time the next call runs, its outcome not known yet."""
+        count_run(self.runs, self.recent, call.signature)
 
     def _absorb_blocked(self, call, result):
         self.blocked[call.signature] = self.blocked.get(call.signature, 0) + 1
@@ -86,7 +126,7 @@ class Memory:
         what they saw when they said 「确认」)."""
         if self.confirmed:
             self.unwritten = True
-        elif self.booking is None and self.proposal is None and not self.declined and self.progress:
+        elif not self.writes and self.proposal is None and not self.declined and self.progress:
             plain = _plain(text)
             named = not self.names or any(_names_in(plain, i, n) for i, n in self.names.items())
             self.offer = text if named else None
@@ -101,7 +141,7 @@ class Memory:
             self.goal = text
             return
         self.unwritten = False
-        if text == config.CONFIRM_TEXT and (self.proposal is not None or self.offer) and self.booking is None:
+        if text == config.CONFIRM_TEXT and (self.proposal is not None or self.offer) and not self.writes:
             self.confirmed, self.declined = True, False
         else:
             self.proposal, self.offer, self.confirmed = None, None, False
@@ -114,7 +154,7 @@ class Memory:
     def verdict(self, written_calls=()):
         """After a model answer: ("done" | "suspended", reason), or ("nudge", kind) when the loop
         should tell the model once what is wrong and ask again."""
-        if self.booking is not None or self.declined:
+        if self.writes or self.declined:
             return "done", "final_answer"
         if written_calls and "written_call" not in self.nudged:
             return "nudge", "written_call"
@@ -126,41 +166,35 @@ class Memory:
             return "nudge", "idle"
         return "suspended", "awaiting_reply"
 
-    def _took_set_plan(self, args, result):
-        self.plan, self.marks = list(result.get("plan", [])), {}
-
-    def _took_mark_step(self, args, result):
-        self.marks[result.get("index")] = {"status": result.get("status"), "note": result.get("note", "")}
-
-    def _took_get_weather(self, args, result):
-        self.weather[str(result.get("date", args.get("date")))] = result
-
-    def _took_search_location(self, args, result):
-        self.locations.append(result)
-
-    def _took_search_hotels(self, args, result):
-        for hotel in result.get("hotels", []):
-            if isinstance(hotel, dict) and isinstance(hotel.get("hotel_id"), str):
-                self.hotels[hotel["hotel_id"]] = {"name": hotel.get("name"), "prices": hotel.get("prices", {})}
-
-    def _took_book_hotel(self, args, result):
-        self.booking, self.proposal, self.offer, self.confirmed, self.unwritten = result, None, None, False, False
-
     # ---- what the guards ask ----
     def step_status(self, index):
-        """'done', 'failed' or 'pending' for a 1-based plan step."""
-        step, mark = self.plan[index - 1], self.marks.get(index, {})
+        """'done', 'failed' or 'pending' for a 1-based plan step: the one definition."""
+        step, mark = self.plan[index - 1], self.marks.get(str(index), {})
         if mark.get("status") == "failed":
             return "failed"
         if mark.get("status") == "done" or step.get("tool") in self.done_tools:
             return "done"
         return "pending"
 
-    def booking_for(self, proposal):
-        keys = ("hotel_id", "room_type", "check_in", "nights")
-        if self.booking and all(self.booking.get(k) == proposal.get(k) for k in keys):
-            return self.booking
-        return None
+    def written(self, call):
+        """The receipt of a write already made with this call's effect, or None."""
+        effect = _effect(call)
+        return next((w["receipt"] for w in self.writes if w["tool"] == call.name and w["args"] == effect), None)
+
+    def sourced(self, source, args):
+        """Whether `args` (values of source.args) match the fields of one record at source.path in a
+        successful result of source.tool."""
+        for result in self.results.get(source.tool, ()):
+            for record in _records(result, source.path):
+                values = [record.get(f) for f in source.fields] if isinstance(record, dict) else []
+                if len(values) == len(args) and all(_same(a, v, source.near) for a, v in zip(args, values)):
+                    return True
+        return False
+
+    def sourced_values(self, source):
+        """What a source offers (its first field), for a message saying what may be used."""
+        return sorted({str(r.get(source.fields[0])) for result in self.results.get(source.tool, ())
+                       for r in _records(result, source.path) if isinstance(r, dict) and source.fields[0] in r})
 
     def unshown(self, call):
         """The arguments of a write that the confirmed proposal in words did not state: its id
@@ -169,13 +203,14 @@ class Memory:
         user's own messages. Empty when the write is what the user was shown."""
         offer, said = _plain(self.offer or ""), [_plain(t) for t in self.said]
         missing = []
-        for arg, how in call.effect:
+        aliases = call.tool.aliases if call.tool else {}
+        for arg, how in call.tool.effect if call.tool else ():
             value = call.args.get(arg)
             if how == "id":
                 ids = set(self.names) | {value}
                 shown = {i for i in ids if _names_in(offer, i, self.names.get(i))} == {value}
             elif how == "choice":
-                shown = {c for c in set(call.aliases) | {value} if _names_in(offer, c, *call.aliases.get(c, ()))} == {value}
+                shown = {c for c in set(aliases) | {value} if _names_in(offer, c, *aliases.get(c, ()))} == {value}
             elif how == "date":
                 shown = any(value in _dates(t, value[:4]) for t in [offer, *said])
             else:
@@ -184,6 +219,7 @@ class Memory:
                 missing.append(arg)
         return missing
 
+
     # ---- projections ----
     def render(self, turn=0):
         """The memory block of the system message, as of `turn`."""
@@ -191,25 +227,23 @@ class Memory:
         lines += [f"计划第 {s['index']} 步：{s['title']}" + (f"（工具 {s['tool']}）" if s.get("tool") else "")
                   + (f"，依赖 {s['after']}" if s.get("after") else "") + f" —— {self.step_status(s['index'])}"
                   for s in self.plan] or ["计划：尚未制定，请先调用 set_plan"]
-        lines += [f"天气 {d}：{w.get('condition')}，最高 {w.get('high')}°" for d, w in self.weather.items()]
-        lines += [f"坐标：{p.get('name')} ({p.get('latitude')}, {p.get('longitude')})" for p in self.locations]
-        lines += [f"酒店 {hid} {h['name']}：" + "，".join(f"{k} ¥{v}/晚" for k, v in h["prices"].items())
-                  for hid, h in self.hotels.items()]
+        for namespace, render in self.hooks.items():
+            lines += render(self.facts.get(namespace, {}))
         if self.proposal is not None:
-            state = "用户已确认，可以按这些参数预订" if self.confirmed else "等待用户确认，未确认前不能预订"
-            lines.append(f"待确认的预订：{json.dumps(self.proposal, ensure_ascii=False)}（{state}）")
+            state = "用户已确认，可以按这些参数执行" if self.confirmed else "等待用户确认，未确认前不能执行"
+            lines.append(f"待确认的写操作：{json.dumps(self.proposal, ensure_ascii=False)}（{state}）")
         elif self.offer:
-            state = "用户已确认，请按这个方案预订" if self.confirmed else "等待用户确认，未确认前不能预订"
+            state = "用户已确认，请按这个方案执行" if self.confirmed else "等待用户确认，未确认前不能执行"
             lines.append(f"向用户提出的方案：{cut(self.offer, 400)}（{state}）")
-        if self.booking:
-            lines.append(f"已预订：{json.dumps(self.booking, ensure_ascii=False)}")
+        lines += [f"已完成 {w['tool']}：{json.dumps(w['receipt'], ensure_ascii=False)}" for w in self.writes]
         return "\n".join(lines)
 
     def to_dict(self):
-        return {"goal": self.goal, "plan": [dict(s, status=self.step_status(s["index"])) for s in self.plan],
-                "weather": self.weather, "locations": self.locations, "hotel_ids": sorted(self.hotels),
-                "hotels": self.hotels, "proposal": self.proposal, "offer": self.offer, "confirmed": self.confirmed,
-                "declined": self.declined, "booking": self.booking, "spins": self.spins, "used_tokens": self.used_tokens}
+        facts = {k: v for ns, f in self.facts.items() if ns != "plan" for k, v in f.items()}
+        return {"goal": self.goal, **facts,
+                "plan": [dict(s, status=self.step_status(s["index"])) for s in self.plan],
+                "proposal": self.proposal, "offer": self.offer, "confirmed": self.confirmed,
+                "declined": self.declined, "writes": self.writes, "spins": self.spins, "used_tokens": self.used_tokens}
 
 
 def count_run(runs, recent, signature):
@@ -233,6 +267,37 @@ def _names(value, names, depth=0):
                 names[item] = name
             elif isinstance(item, (dict, list)):
                 _names(item, names, depth + 1)
+
+
+def _copy(value):
+    return json.loads(json.dumps(value))
+
+
+def _effect(call):
+    """The arguments that define a write's effect, as a dict (all of them when none are declared)."""
+    keys = [k for k, _ in call.tool.effect] if call.tool and call.tool.effect else sorted(call.args or {})
+    return {k: (call.args or {}).get(k) for k in keys}
+
+
+def _records(value, path):
+    """The values at a dotted path ("items[]", "" for the value itself); `[]` steps into a list."""
+    found = [value]
+    for part in [p for p in path.split(".") if p]:
+        name, into = (part[:-2], True) if part.endswith("[]") else (part, False)
+        if name:
+            found = [v.get(name) for v in found if isinstance(v, dict)]
+        if into:
+            found = [item for v in found if isinstance(v, list) for item in v]
+    return found
+
+
+def _same(a, b, near):
+    if not near:
+        return a == b and a is not None
+    try:
+        return round(float(a), 4) == round(float(b), 4)
+    except (TypeError, ValueError):
+        return False
 
 
 def _plain(text):
@@ -281,10 +346,6 @@ def _counts(text):
     return found
 
 
-def _was_blocked(content):
-    return "blocked_by" in _as_object(content)
-
-
 def _as_object(content):
     try:
         value = json.loads(content)
@@ -293,12 +354,13 @@ def _as_object(content):
     return value if isinstance(value, dict) else {"value": value}
 
 
-def rebuild(messages, prepare):
+def rebuild(messages, prepare, declared=()):
     """Memory as the messages record it: the same fold the live run performed.
 
-    `prepare` turns an assistant message's raw tool calls into Calls (the tool set's).
+    `prepare` turns an assistant message's raw tool calls into Calls (the tool set's); `declared`:
+    the tool set's declarations (for their initial facts).
     """
-    memory, calls, round_ = Memory(), {}, []
+    memory, calls, round_ = Memory().declare(declared), {}, []
     for message in [*messages, {}]:
         role = message.get("role")
         if round_ and role != "tool":
@@ -313,13 +375,5 @@ def rebuild(messages, prepare):
         elif role == "assistant":
             memory.absorb_answer((message.get("content") or "").strip())
         elif role == "tool" and message.get("tool_call_id") in calls:
-            round_.append((calls[message["tool_call_id"]], message.get("content")))
+            round_.append((calls[message["tool_call_id"]], _as_object(message.get("content"))))
     return memory
-
-
-def cut(text, limit):
-    """Head and tail of a long text, with a note of how much was dropped."""
-    if len(text) <= limit:
-        return text
-    head, tail = limit * 2 // 3, limit // 3
-    return f"{text[:head]}\n…〔中间省略 {len(text) - head - tail} 字符〕…\n{text[-tail:]}"

@@ -206,7 +206,7 @@ def compaction(box, say):
     say(f"整次运行最大请求约 {max(t['chars_sent'] for t in r.trace)} 字符，低于压缩预算 {config.COMPACT_BUDGET} tokens：没有压缩")
     messages = r.messages
     before = copy.deepcopy(messages)
-    sent = compact(messages, ts.kind, 400)                 # as if the history had to fit 400 characters
+    sent = compact(messages, ts.tool, 400)                 # as if the history had to fit 400 characters
     expect(messages == before, "compact 不应改动原消息列表")
     ids = [m.get("tool_call_id") for m in messages if m.get("role") == "tool"]
     expect([m.get("tool_call_id") for m in sent if m.get("role") == "tool"] == ids and len(sent) == len(messages),
@@ -262,10 +262,11 @@ def provenance(box, say):
                               calls(("book_hotel", dict(SUITE, hotel_id="BJ-001"))),
                               says("抱歉，这家酒店不在搜索结果里。")])
     outcome = _outcome(turns, 3, "c1")
-    expect("BJ-001" in tools.HOTEL_INDEX and "BJ-001" not in r.memory.hotels, "BJ-001 应是真实酒店但不在本次结果里")
+    found = r.memory.facts["search_hotels"]["hotel_ids"]
+    expect("BJ-001" in tools.HOTEL_INDEX and "BJ-001" not in found, "BJ-001 应是真实酒店但不在本次结果里")
     expect(outcome.status == "blocked" and outcome.guard == "provenance", f"应被 provenance 拦截，实际 {outcome.guard}")
     expect(box.store.count() == 0 and r.memory.proposal is None, "不应有预订，也不应变成提案")
-    say(f"book_hotel hotel_id=BJ-001：酒店系统里确有此店，但不在本次搜索结果 {sorted(r.memory.hotels)} 中")
+    say(f"book_hotel hotel_id=BJ-001：酒店系统里确有此店，但不在本次搜索结果 {found} 中")
     say(f"执行前被护栏 provenance 拦截；没有变成提案；预订库 {box.store.count()} 行")
 
 
@@ -376,15 +377,15 @@ def _mcp_run(box, remote, place):
     expect(r.status == "suspended" and r.memory.proposal is not None, f"MCP 运行应在提案处挂起：{r.status} {r.detail}")
     loop.add_user(r, config.CONFIRM_TEXT)
     box.drive(r, ts, [calls(("book_hotel", SUITE)), says(FINAL)])
-    expect(r.status == "done" and r.memory.booking, f"MCP 运行确认后应完成预订：{r.status} {r.detail}")
-    return r.memory.booking
+    expect(r.status == "done" and r.memory.fact("booking"), f"MCP 运行确认后应完成预订：{r.status} {r.detail}")
+    return r.memory.fact("booking")
 
 
 def _local_booking(box):
     r, ts, _ = box.until_proposal("local")
     loop.add_user(r, config.CONFIRM_TEXT)
     box.drive(r, ts, [calls(("book_hotel", SUITE)), says(FINAL)])
-    return r.memory.booking or {}
+    return r.memory.fact("booking") or {}
 
 
 SCENARIOS = [("同一批三个调用：两个读 + 一个未确认的 book_hotel", batch_of_three),

@@ -1,10 +1,13 @@
-"""Local tools: pure functions of their arguments and of the state passed in, plus the demo
-hotel system's booking store.
+"""The Xi'an task's tools, each declared once (`declarations(store)`): pure functions of their
+arguments and of the state passed in, plus the demo hotel system's booking store.
 
-Invariants: no tool reads or writes run memory; whatever a tool needs (the plan, the store,
-an idempotency key) is an argument. A tool returns a JSON object or raises ToolError with a
-message the model can act on. The booking store enforces idempotency itself: one row per
-idempotency key (SQLite UNIQUE), whatever process or thread asks.
+Invariants: no tool reads or writes run memory; whatever a tool needs (the store, an
+idempotency key) is an argument. A tool returns a JSON object or raises ToolError with a
+message the model can act on. Everything the loop needs to know of a tool (kind, timeout,
+prerequisites, where its arguments must come from, what a write's effect is, how its result
+enters memory and shows on screen) is in its declaration here, and only here. The booking store
+enforces idempotency itself: one row per idempotency key (SQLite UNIQUE), whatever process or
+thread asks.
 """
 import contextlib
 import datetime
@@ -12,10 +15,8 @@ import sqlite3
 import time
 
 import config
-
-
-class ToolError(Exception):
-    """A failure the model can act on (bad value, unknown city, sold out...)."""
+import plan
+from calls import Source, Tool, ToolError  # noqa: F401  (ToolError: what these tools raise)
 
 
 CITIES = {"西安": "西安", "xi'an": "西安", "xian": "西安", "xi’an": "西安",
@@ -45,35 +46,10 @@ HOTELS = {
 HOTEL_INDEX = {h["hotel_id"]: h for hotels in HOTELS.values() for h in hotels}
 ROOM_TYPES = ["Standard", "Deluxe", "Suite"]
 DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-# A write runs only with the user's confirmation of what it will do. These are the arguments that
-# define a write's effect (the proposal shown to the user, the booking the idempotency key
-# stands for), each with how a proposal in words states it: "id" (the value, or the name of
-# the record it names), "choice" (the value or an alias), "date", "count" (of nights).
-WRITE_EFFECTS = {"book_hotel": (("hotel_id", "id"), ("room_type", "choice"), ("check_in", "date"), ("nights", "count"))}
 ALIASES = {"Standard": ("标准间", "标准房", "标间", "标准双床房", "标准大床房"), "Deluxe": ("豪华间", "豪华房"),
            "Suite": ("套房", "套间")}
 
 SCHEMAS = {
-    "set_plan": {
-        "description": ("制定或替换整个计划。每一步只有三个字段：title（标题），tool（这一步要用的工具名，可省略），"
-                        "after（这一步依赖的、排在它前面的步骤编号，从 1 开始；不依赖别的步骤就不写）。"
-                        "工具参数不写在计划里。例：{\"steps\": [{\"title\": \"查天气\", \"tool\": \"get_weather\"}, "
-                        "{\"title\": \"搜酒店\", \"tool\": \"search_hotels\"}, "
-                        "{\"title\": \"预订\", \"tool\": \"book_hotel\", \"after\": [1, 2]}]}"),
-        "parameters": {"type": "object", "additionalProperties": False, "required": ["steps"],
-                       "properties": {"steps": {"type": "array", "minItems": 1, "maxItems": 12, "items": {
-                           "type": "object", "additionalProperties": False, "required": ["title"],
-                           "properties": {
-                               "title": {"type": "string", "minLength": 1, "maxLength": 200},
-                               "tool": {"type": "string", "maxLength": 64},
-                               "after": {"type": "array", "maxItems": 12,
-                                         "items": {"type": "integer", "minimum": 1, "maximum": 12}}}}}}}},
-    "mark_step": {
-        "description": "记录计划中某一步的状态（done 或 failed），可附说明。",
-        "parameters": {"type": "object", "additionalProperties": False, "required": ["index", "status"],
-                       "properties": {"index": {"type": "integer", "minimum": 1, "maximum": 12},
-                                      "status": {"type": "string", "enum": ["done", "failed"]},
-                                      "note": {"type": "string", "maxLength": 500}}}},
     "get_weather": {
         "description": "查询某城市某天的天气预报。condition 为 rain、clear、cloudy 等。",
         "parameters": {"type": "object", "additionalProperties": False, "required": ["city", "date"],
@@ -94,6 +70,8 @@ SCHEMAS = {
                                       "check_in": {"type": "string", "pattern": DATE},
                                       "nights": {"type": "integer", "minimum": 1, "maximum": 14}}}},
 }
+PLAN_EXAMPLE = ('{"steps": [{"title": "查天气", "tool": "get_weather"}, {"title": "搜酒店", "tool": "search_hotels"}, '
+                '{"title": "预订", "tool": "book_hotel", "after": [1, 2]}]}')
 
 
 def _date(text):
@@ -108,34 +86,6 @@ def _city(name):
     if city is None:
         raise ToolError(f"演示数据里没有城市 {name}；可用：西安、北京、上海")
     return city
-
-
-def set_plan(steps, tool_names):
-    """The plan as given, checked: known tools, dependencies only on earlier steps."""
-    plan, problems = [], []
-    for index, step in enumerate(steps, 1):
-        tool, after = step.get("tool"), sorted(set(step.get("after", [])))
-        field = f"arguments.steps[{index - 1}]"
-        if tool is not None and tool not in tool_names:
-            problems.append(f"{field}.tool={tool!r} 不是可用的工具；可用：{', '.join(sorted(tool_names))}")
-        wrong = [dep for dep in after if dep >= index]
-        if wrong:
-            fix = "第 1 步前面没有步骤，请删掉它的 after" if index == 1 else \
-                f"只能写 1 到 {index - 1}，或删掉 after"
-            problems.append(f"{field}.after={after} 不对：after 写的是第 {index} 步依赖的、排在它前面的步骤编号，"
-                            f"不能是 {wrong}；{fix}")
-        plan.append({"index": index, "title": step["title"], "tool": tool, "after": after})
-    if problems:
-        raise ToolError("；".join(problems))
-    return {"plan": plan}
-
-
-def mark_step(index, status, plan, note=""):
-    if not plan:
-        raise ToolError("还没有计划，请先调用 set_plan")
-    if index > len(plan):
-        raise ToolError(f"计划只有 {len(plan)} 步，没有第 {index} 步")
-    return {"index": index, "title": plan[index - 1]["title"], "status": status, "note": note}
 
 
 def get_weather(city, date):
@@ -168,6 +118,78 @@ def book_hotel(store, idempotency_key, run_id, hotel_id, room_type, check_in, ni
                "hotel_name": hotel["name"], "room_type": room_type, "check_in": check_in,
                "nights": nights, "total": hotel["prices"][room_type] * nights}
     return store.book(idempotency_key, run_id, booking)
+
+
+# ---- how each tool's results enter memory and show on screen ----
+def _weather(facts, args, result):
+    facts["weather"] = dict(facts.get("weather", {}), **{str(result.get("date", args.get("date"))): result})
+
+
+def _hotels(facts, args, result):
+    hotels = dict(facts.get("hotels", {}))
+    for hotel in result.get("hotels", []):
+        if isinstance(hotel, dict) and isinstance(hotel.get("hotel_id"), str):
+            hotels[hotel["hotel_id"]] = {"name": hotel.get("name"), "prices": hotel.get("prices", {})}
+    facts["hotels"], facts["hotel_ids"] = hotels, sorted(hotels)
+
+
+def _booked(facts, args, result):
+    facts["booking"] = result
+
+
+def _located(facts, args, result):
+    facts["locations"] = [*facts.get("locations", []), result]
+
+
+def _price(args, facts):
+    """What the user is shown beside a booking proposal: the hotel's name, price, total."""
+    hotel = facts.get("search_hotels", {}).get("hotels", {}).get(args.get("hotel_id"), {})
+    price = hotel.get("prices", {}).get(args.get("room_type"))
+    total = price * args["nights"] if isinstance(price, (int, float)) and isinstance(args.get("nights"), int) else None
+    return {"hotel_name": hotel.get("name"), "price_per_night": price, "total": total}
+
+
+def _booking(d):
+    """A booking as a person reads it: a proposal (with its price) or a receipt (with its number)."""
+    parts = [f"{d.get('hotel_name') or d.get('hotel_id')}（{d.get('hotel_id')}）", str(d.get("room_type")),
+             f"{d.get('check_in')} 入住 {d.get('nights')} 晚"]
+    parts += [f"每晚 ¥{d['price_per_night']}"] if d.get("price_per_night") is not None else []
+    parts += [f"共 ¥{d.get('total')}"] + ([f"订单号 {d['booking_id']}"] if d.get("booking_id") else [])
+    return " · ".join(parts) + ("（幂等重放）" if d.get("replayed") else "")
+
+
+HOOKS = {   # by tool name: the local tools', and the MCP tools' of the same name (get_weather, search_location)
+    "get_weather": dict(absorb=_weather, gist=lambda r: f"{r.get('condition')}，最高 {r.get('high')}°",
+                        render=lambda f: [f"天气 {d}：{w.get('condition')}，最高 {w.get('high')}°"
+                                          for d, w in f.get("weather", {}).items()]),
+    "search_location": dict(absorb=_located, gist=lambda r: f"{r.get('name')}（{r.get('latitude')}, {r.get('longitude')}）",
+                            render=lambda f: [f"坐标：{p.get('name')} ({p.get('latitude')}, {p.get('longitude')})"
+                                              for p in f.get("locations", [])]),
+    "search_hotels": dict(absorb=_hotels, initial={"hotels": {}, "hotel_ids": []}, gist=lambda r: f"{len(r.get('hotels', []))} 家酒店：" + "、".join(
+                              h.get("name", "?") for h in r.get("hotels", []) if isinstance(h, dict)),
+                          render=lambda f: [f"酒店 {hid} {h['name']}：" + "，".join(f"{k} ¥{v}/晚" for k, v in
+                                                                                    h["prices"].items())
+                                            for hid, h in f.get("hotels", {}).items()]),
+    "book_hotel": dict(absorb=_booked, describe=_price, gist=lambda r: _booking(r)),
+}
+
+
+def declarations(store):
+    """The task's tools: the planning tools, two reads and the one write, over `store`."""
+    def book(idempotency_key, run_id, **args):
+        return book_hotel(store, idempotency_key, run_id, **args)
+    return [
+        *plan.tools(PLAN_EXAMPLE),
+        # the two reads stand for remote services: not inline, so they run together, each with a timeout
+        Tool("get_weather", fn=get_weather, **SCHEMAS["get_weather"], **HOOKS["get_weather"]),
+        Tool("search_hotels", fn=search_hotels, **SCHEMAS["search_hotels"], **HOOKS["search_hotels"]),
+        Tool("book_hotel", fn=book, kind="write", takes=("idempotency_key", "run_id"),
+             requires=("get_weather", "search_hotels"),
+             sources=(Source(("hotel_id",), "search_hotels", ("hotel_id",), "hotels[]"),),
+             effect=(("hotel_id", "id"), ("room_type", "choice"), ("check_in", "date"), ("nights", "count")),
+             aliases=ALIASES, reconcile=lambda key: store.find(key) if store else None,
+             **SCHEMAS["book_hotel"], **HOOKS["book_hotel"]),
+    ]
 
 
 class BookingStore:

@@ -1,59 +1,32 @@
-"""What the model sees and where a call goes: the tool schemas, the argument parsing ladder,
-JSON Schema validation, and routing to the local tools (or, in MCP mode, the MCP client).
+"""What the model sees and where a call goes: the run's tool declarations (local, or from the
+MCP server), the argument parsing ladder, validation, and routing a call to its tool.
 
 Invariants: a call is validated against its schema before any tool runs, and a call that
 fails parsing or validation carries the problem instead of arguments (never a silent `{}`);
-tools get what they need passed in explicitly (plan, store, idempotency key), never memory
-itself; every result handed back is a JSON object.
+tools get what they need passed in explicitly (their declared `takes`: plan, run id,
+idempotency key), never memory itself; every result handed back is a JSON object. The tool set
+knows no tool by name: it reads declarations (calls.Tool). The planning tools are always there.
 MCP mode: only tools on the allow-list (config.MCP_TOOLS) reach the model, replacing local tools
-of the same name; every MCP result is cut to that tool's allowed fields, always, and every MCP
-failure (isError, protocol error, timeout, dead server) is a ToolError. One MCP server session
-per tool set, started when first needed (a new run needs it at once, for the schemas; a resumed
-run reuses the schemas it recorded and starts the server only for its first MCP call).
+of the same name where they stood (and taking over their memory and screen hooks); every MCP
+result is cut to that tool's allowed fields, always, and every MCP failure (isError, protocol
+error, timeout, dead server) is a ToolError. One MCP server session per tool set, started when
+first needed (a new run needs it at once, for the schemas; a resumed run reuses the schemas it
+recorded and starts the server only for its first MCP call).
 """
 import dataclasses
-import functools
 import hashlib
+import inspect
 import json
 import math
 import re
-import unicodedata
 
 import config
 import mcp_tools
-import tools
+import plan
+import tools as local_tools
+from calls import Call, Outcome, Source, Tool, ToolError, normalise, settled, validate  # noqa: F401  (Outcome: re-exported)
 
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
-
-
-@dataclasses.dataclass(frozen=True)
-class Call:
-    """One tool call as the model sent it, with its parsed and validated arguments."""
-    id: str
-    name: str
-    arguments: str                 # raw text, exactly as sent
-    args: dict | None = None       # parsed and schema-valid, or None
-    problem: str | None = None     # why args is None
-    kind: str = "read"             # read | state | write (the tool set's word for this tool)
-    effect: tuple = ()             # a write's (argument, how a proposal states it) pairs
-    aliases: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)   # choice -> other names
-
-    @functools.cached_property
-    def signature(self):
-        """Canonical form (name + key-sorted arguments) used to recognise a repeated call;
-        computed once (the call is frozen), as guards and memory ask for it several times."""
-        body = self.arguments if self.args is None else json.dumps(self.args, sort_keys=True, ensure_ascii=False)
-        return f"{self.name}:{body}"
-
-
-@dataclasses.dataclass
-class Outcome:
-    """What became of one call: its JSON result and how it got there."""
-    result: dict
-    status: str = "ok"             # ok | error | blocked | timeout | unknown
-    guard: str | None = None       # the guard (or check) that stopped it, when blocked
-    seconds: float = 0.0
-    concurrent: bool = False
 
 
 def parse_arguments(text):
@@ -76,90 +49,37 @@ def parse_arguments(text):
         return None, f"arguments 不是合法 JSON（{problem}）：{text[:200]}"
 
 
-TYPES = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float),
-         "boolean": bool}
-
-
-def validate(schema, value, path="arguments"):
-    """Problems of `value` against a JSON Schema subset (type, enum, pattern, ranges, lengths,
-    required, properties, additionalProperties, items). Empty list when valid."""
-    kind = schema.get("type")
-    if kind and (not isinstance(value, TYPES[kind]) or (kind in ("integer", "number") and isinstance(value, bool))):
-        return [f"{path} 应为 {kind}，收到 {json.dumps(value, ensure_ascii=False)[:60]}"]
-    problems = []
-    if "enum" in schema and value not in schema["enum"]:
-        problems.append(f"{path} 只能是 {schema['enum']} 之一")
-    if "pattern" in schema and not re.search(schema["pattern"], value, re.ASCII):
-        problems.append(f"{path} 格式不对（应匹配 {schema['pattern']}，只用半角字符）：{value[:60]}")
-    if "minimum" in schema and value < schema["minimum"] or "maximum" in schema and value > schema["maximum"]:
-        problems.append(f"{path} 应在 {schema.get('minimum')} 到 {schema.get('maximum')} 之间")
-    size = len(value) if isinstance(value, (str, list)) else None
-    for key, ok in (("minLength", lambda n: size >= n), ("maxLength", lambda n: size <= n),
-                    ("minItems", lambda n: size >= n), ("maxItems", lambda n: size <= n)):
-        if key in schema and not ok(schema[key]):
-            problems.append(f"{path} 长度不符合 {key}={schema[key]}")
-    if kind == "object":
-        problems += _validate_object(schema, value, path)
-    if kind == "array" and "items" in schema:
-        for i, item in enumerate(value):
-            problems += validate(schema["items"], item, f"{path}[{i}]")
-    return problems
-
-
-def normalise(schema, value):
-    """`value` with every string that is ASCII in its compatibility form (dates, ids, choices,
-    numbers written full-width: ２０２６-１０-０１, ＸＡ-００１) in that ASCII form from here on."""
-    kind = schema.get("type")
-    if kind == "string" and isinstance(value, str) and not value.isascii():
-        plain = unicodedata.normalize("NFKC", value)
-        return plain.strip() if plain.isascii() else value
-    if kind == "object" and isinstance(value, dict):
-        props = schema.get("properties", {})
-        return {k: normalise(props[k], v) if k in props else v for k, v in value.items()}
-    if kind == "array" and isinstance(value, list) and "items" in schema:
-        return [normalise(schema["items"], v) for v in value]
-    return value
-
-
-def _validate_object(schema, value, path):
-    props = schema.get("properties", {})
-    problems = [f"{path} 缺少必填字段 {k}" for k in schema.get("required", []) if k not in value]
-    for key, item in value.items():
-        if key in props:
-            problems += validate(props[key], item, f"{path}.{key}")
-        elif schema.get("additionalProperties") is False:
-            problems.append(f"{path} 不允许字段 {key}（只能有 {', '.join(props) or '无字段'}）")
-    return problems
-
-
 def idempotency_key(run_id, call):
-    """Covers the run and every argument that defines the booking's effect."""
-    body = json.dumps({"run": run_id, "tool": call.name, "args": call.args}, sort_keys=True, ensure_ascii=False)
+    """Covers the run and every argument that defines the write's effect (its declared effect)."""
+    keys = [k for k, _ in call.tool.effect] if call.tool and call.tool.effect else sorted(call.args)
+    body = json.dumps({"run": run_id, "tool": call.name, "args": {k: call.args.get(k) for k in keys}},
+                      sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(body.encode()).hexdigest()
 
 
 class ToolSet:
-    """The tools of one run: schemas for the model, preparation and routing of calls."""
+    """The tools of one run: declarations, schemas for the model, preparation and routing of calls."""
 
-    timeout = config.TOOL_TIMEOUT     # seconds the executor gives each call of this tool set
+    timeout = config.TOOL_TIMEOUT     # seconds the executor gives a call whose tool declares none
 
-    def __init__(self, run_id, store, mode="local", mcp_command=None, schemas=None):
-        """`schemas`: the tool list a resumed run recorded (MCP mode takes its MCP tools from it
-        instead of asking the server); `mcp_command`: argv of the MCP server (default: ours)."""
+    def __init__(self, run_id, store=None, mode="local", mcp_command=None, schemas=None, tools=None, visible=None):
+        """`tools`: the declarations (default: the Xi'an task's, over `store`); `schemas`: the tool
+        list a resumed run recorded (MCP mode takes its MCP tools from it instead of asking the
+        server); `mcp_command`: argv of the MCP server (default: ours); `visible`: the names this
+        run may see (the planning tools always), filtered before the schemas are built."""
         self.run_id, self.store, self.mode = run_id, store, mode
+        declared = list(tools) if tools is not None else local_tools.declarations(store)
+        if not any(t.name == "set_plan" for t in declared):
+            declared = plan.tools('{"steps": [{"title": "第一步", "tool": "某个工具"}]}') + declared
         self.mcp, remote = None, {}
         if mode == "mcp":
             self.mcp = mcp_tools.Client(mcp_command, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS)
             remote = _recorded(schemas) if schemas is not None else self._listed()
         self.remote = set(remote)
-        specs = {}
-        for name, spec in tools.SCHEMAS.items():
-            if name == "get_weather":              # the MCP tools stand where the local weather tool stood
-                specs.update(remote)
-            if mode == "local" or name not in config.MCP_TOOLS:
-                specs.setdefault(name, spec)
-        self.params = {name: spec["parameters"] for name, spec in specs.items()}
-        self.schemas = [{"type": "function", "function": {"name": name, **spec}} for name, spec in specs.items()]
+        self.tools = _placed(declared, {name: self._mcp_tool(name, spec, declared) for name, spec in remote.items()})
+        if visible is not None:
+            self.tools = {n: t for n, t in self.tools.items() if n in visible or t.namespace == plan.NAMESPACE}
+        self.schemas = [t.spec() for t in self.tools.values()]
 
     def _listed(self):
         """The allow-listed tools of the MCP server, as OpenAI function specs (one tools/list)."""
@@ -170,11 +90,34 @@ class ToolSet:
             self.mcp.close()
             raise
 
+    def _mcp_tool(self, name, spec, declared):
+        """An MCP tool's declaration: the server's schema, the allow-list's rules, and the memory and
+        screen hooks of the local tool it replaces (or the task's hooks for that name)."""
+        local = next((t for t in declared if t.name == name), None)
+        hooks = {k: getattr(local, k) for k in ("absorb", "render", "gist", "facts")} if local else \
+            local_tools.HOOKS.get(name, {})
+        rule = config.MCP_TOOLS[name]
+        sources = tuple(Source(tuple(a), t, tuple(f), near=n) for a, t, f, n in rule.get("sources", ()))
+        return Tool(name, spec["description"], spec["parameters"], fn=None, sources=sources, **hooks)
+
+    def tool(self, name):
+        """The declaration of the tool of this name, or None."""
+        return self.tools.get(name)
+
     def kind(self, name):
         """'read' (may run concurrently), 'state' (changes the run) or 'write' (changes the world)."""
-        if name in config.WRITE_TOOLS:
-            return "write"
-        return "state" if name in config.STATE_TOOLS else "read"
+        tool = self.tools.get(name)
+        return tool.kind if tool else "read"
+
+    def timeout_for(self, call):
+        return call.tool.timeout if call.tool and call.tool.timeout else self.timeout
+
+    def inline(self, call):
+        """Whether the call runs in the loop's thread: its tool is pure and bounded."""
+        return bool(call.tool and call.tool.inline and not self.is_async(call))
+
+    def is_async(self, call):
+        return bool(call.tool and call.tool.fn and inspect.iscoroutinefunction(call.tool.fn))
 
     def prepare(self, raw_calls):
         """Raw tool calls → Calls, each with valid arguments or the problem that stops it."""
@@ -183,47 +126,67 @@ class ToolSet:
     def _prepare(self, raw):
         function = raw.get("function") or {}
         name = function.get("name", "")
-        call = Call(id=raw.get("id", ""), name=name, arguments=function.get("arguments", ""), kind=self.kind(name),
-                    effect=tools.WRITE_EFFECTS.get(name, ()), aliases=tools.ALIASES)
-        if call.name not in self.params:
-            return dataclasses.replace(call, problem=f"没有名为 {call.name!r} 的工具；可用：{', '.join(self.params)}")
+        call = Call(id=raw.get("id", ""), name=name, arguments=function.get("arguments", ""), tool=self.tools.get(name))
+        if call.tool is None:
+            return dataclasses.replace(call, problem=f"没有名为 {call.name!r} 的工具；可用：{', '.join(self.tools)}")
         value, problem = parse_arguments(call.arguments)
         if problem is None:
-            value = normalise(self.params[call.name], value)
-            problems = validate(self.params[call.name], value)
+            value = normalise(call.tool.parameters, value)
+            problems = validate(call.tool.parameters, value)
             problem = "；".join(problems) if problems else None
         return dataclasses.replace(call, args=value if problem is None else None, problem=problem)
 
     def run(self, call, memory):
-        """Execute a prepared, allowed call; returns its JSON result (raises ToolError)."""
-        args = call.args
-        if call.name == "set_plan":
-            return tools.set_plan(args["steps"], set(self.params))
-        if call.name == "mark_step":
-            return tools.mark_step(plan=memory.plan, **args)
-        if call.name == "book_hotel":
-            return tools.book_hotel(self.store, idempotency_key(self.run_id, call), self.run_id, **args)
+        """Execute a prepared, allowed call: its result (raises ToolError); for an async tool, the
+        coroutine that computes it."""
         if call.name in self.remote:
             return self._remote(call)
-        return getattr(tools, call.name)(**args)
+        context = {"run_id": self.run_id, "plan": memory.plan, "tool_names": set(self.tools)}
+        if "idempotency_key" in call.tool.takes:
+            context["idempotency_key"] = idempotency_key(self.run_id, call)
+        return call.tool.fn(**call.args, **{k: context[k] for k in call.tool.takes})
+
+    def preview(self, call, view):
+        """The result a state call will have, for the guards' view of the turn: its tool is pure, so
+        it is simply run on the view (None when it is not inline, so cannot be run ahead)."""
+        if not self.inline(call):
+            return None
+        try:
+            return settled(self.run(call, view), config.TOOL_RESULT_MAX_CHARS)[0]
+        except ToolError as exc:
+            return {"error": str(exc)}
 
     def _remote(self, call):
         try:
             payload = self.mcp.call_tool(call.name, call.args)
         except mcp_tools.ToolFailed as exc:
-            raise tools.ToolError(f"{call.name} 失败：{' '.join(exc.message.split())[:300]}") from None
+            raise ToolError(f"{call.name} 失败：{' '.join(exc.message.split())[:300]}") from None
         except mcp_tools.MCPError as exc:
-            raise tools.ToolError(f"MCP 调用 {call.name} 失败：{exc.message[:300]}；可以稍后重试") from None
+            raise ToolError(f"MCP 调用 {call.name} 失败：{exc.message[:300]}；可以稍后重试") from None
         return trim(call.name, payload)
 
     def reconcile(self, call):
-        """After a write's outcome went unknown: the booking its key stored, or None."""
-        return self.store.find(idempotency_key(self.run_id, call))
+        """After a write's outcome went unknown: the receipt its idempotency key stored, or None."""
+        if call.tool is None or call.tool.reconcile is None:
+            return None
+        return call.tool.reconcile(idempotency_key(self.run_id, call))
 
     def close(self):
         """Release what the tool set holds: the MCP server session, if any."""
         if self.mcp is not None:
             self.mcp.close()
+
+
+def _placed(declared, remote):
+    """Declarations by name, in order; the MCP tools stand where the first local tool they replace stood."""
+    placed, waiting = {}, dict(remote)
+    for tool in declared:
+        if tool.name in remote:
+            placed.update(waiting)
+            waiting = {}
+        placed.setdefault(tool.name, tool)
+    placed.update(waiting)
+    return placed
 
 
 def allowed_specs(offered, where="MCP 服务"):
@@ -300,7 +263,7 @@ def trim(name, payload):
     kept = {key: _scalar(payload[key]) for key in rule["fields"] if _scalar(payload.get(key)) is not None}
     missing = [key for key in rule["required"] if key not in kept]
     if missing:
-        raise tools.ToolError(f"{name} 的结果缺少字段 {', '.join(missing)}（MCP 服务返回的内容不可用）")
+        raise ToolError(f"{name} 的结果缺少字段 {', '.join(missing)}（MCP 服务返回的内容不可用）")
     return kept
 
 

@@ -90,7 +90,7 @@ class Harness:
     def check(self, state, expected_turns=workload.TURNS):
         r, ts, ask = state
         finished = r.status == "done" or expected_turns != workload.TURNS and r.reason == "confirmed_no_write"
-        if not finished or r.memory.booking is None and expected_turns == workload.TURNS:
+        if not finished or r.memory.fact("booking") is None and expected_turns == workload.TURNS:
             raise RuntimeError(f"run {r.run_id} ended {r.status}/{r.reason}: {r.detail}")
         last = [t["status"] for rec in r.trace[-expected_turns:] for t in rec["tools"]]
         if any(s != "ok" for s in last):

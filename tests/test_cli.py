@@ -47,7 +47,7 @@ def test_confirm_in_a_new_process_books_once_and_a_second_confirm_is_refused(sus
     cwd, run_id, _ = suspended
     done = run_cli("--confirm", cwd=cwd)
     assert done.returncode == 0, done.stderr
-    assert "已预订：古城墙酒店（XA-001） · Suite · 2026-10-01 入住 2 晚 · 共 ¥1760" in done.stdout
+    assert "已完成 book_hotel：古城墙酒店（XA-001） · Suite · 2026-10-01 入住 2 晚 · 共 ¥1760" in done.stdout
     data = read_audit(cwd / "audit", run_id)
     assert data["status"] == "done" and paired(data) and bookings(cwd) == 1
     again = run_cli("--confirm", run_id, cwd=cwd)
@@ -60,7 +60,7 @@ def test_reply_resumes_with_user_text_and_never_confirms(suspended):
     refused = run_cli("--reply", "确认", run_id, cwd=cwd)
     assert refused.returncode == 2 and "--confirm" in refused.stderr
     done = run_cli("--reply", "不订了", run_id, cwd=cwd)
-    assert done.returncode == 0 and "没有预订" in done.stdout
+    assert done.returncode == 0 and "没有执行任何写操作" in done.stdout
     data = read_audit(cwd / "audit", run_id)
     assert data["status"] == "done" and data["memory"]["confirmed"] is False and bookings(cwd) == 0
 

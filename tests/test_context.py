@@ -30,7 +30,7 @@ def history(rounds):
 def test_compacted_results_stay_json_with_their_facts_and_a_note_receipts_and_plan_whole():
     messages = history(4)
     before = copy.deepcopy(messages)
-    out = context.compact(messages, TS.kind)
+    out = context.compact(messages, TS.tool)
     assert messages == before
     assert [m.get("tool_call_id") for m in out] == [m.get("tool_call_id") for m in messages]
     search = json.loads(out[5]["content"])
@@ -43,7 +43,7 @@ def test_compacted_results_stay_json_with_their_facts_and_a_note_receipts_and_pl
 
 def test_over_its_room_the_oldest_results_become_stubs_never_the_receipt():
     messages = history(10)
-    roomy, tight = context.compact(messages, TS.kind), context.compact(messages, TS.kind, room=6000)
+    roomy, tight = context.compact(messages, TS.tool), context.compact(messages, TS.tool, room=6000)
     assert context.chars(tight) <= 6000 < context.chars(roomy)
     assert "已压缩" in tight[5]["content"] and json.loads(tight[5]["content"])["check_in"] == "2026-10-01"
     assert tight[-1]["content"] == messages[-1]["content"]
@@ -87,4 +87,4 @@ def test_a_long_run_compacts_in_epochs_and_stays_small(fake_model, new_run, tmp_
     epochs = sum(1 for a, b in zip(sent, sent[1:]) if not b.startswith(a[:-1]))
     assert 1 <= epochs <= len(sent) // 5          # between epochs a request extends the last one byte for byte
     again, _, _ = loop.reopen(str(tmp_path), r.run_id, lambda snap: ts, lambda snap: None)
-    assert again.window.request(again.messages, ts.kind) == r.window.request(r.messages, ts.kind)   # resume: same bytes
+    assert again.window.request(again.messages, ts.tool) == r.window.request(r.messages, ts.tool)   # resume: same bytes

@@ -170,7 +170,7 @@ def test_fifty_runs_in_one_process_stay_isolated(tmp_path):
         endpoint.close()
     assert [r.status for r in done] == ["done"] * 50
     assert bookings(str(tmp_path)) == 50 and all(bookings(str(tmp_path), i) == 1 for i in ids)
-    assert len({r.memory.booking["booking_id"] for r in done}) == 50       # one booking per run, none shared
+    assert len({r.memory.fact("booking")["booking_id"] for r in done}) == 50       # one booking per run, none shared
     for r in done:
         assert audit.load(r.path)["run_id"] == r.run_id and r.memory.used_tokens == sum(t["tokens"] for t in r.trace)
 

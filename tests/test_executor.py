@@ -55,7 +55,7 @@ def test_two_plan_updates_in_one_turn_both_stick():
     assert all(o.status == "ok" for o in outcomes.values()), outcomes
     assert memory.plan == []                       # the run's memory changes only through absorb
     for call, message in zip(pending, tool_messages(pending, outcomes)):
-        memory.absorb(call, message["content"])
+        memory.absorb(call, json.loads(message["content"]))
     assert [memory.step_status(i) for i in (1, 2, 3)] == ["done", "pending", "failed"]
 
 
@@ -98,13 +98,16 @@ def test_a_write_that_never_lands_reports_an_unknown_outcome(tmp_path):
     assert "不会重复预订" in outcome.result["error"]
 
 
-def test_tools_run_in_daemon_threads():
+def test_tools_run_in_daemon_threads_and_inline_ones_in_the_loops_thread():
     ts = SlowTools(0.0)
     seen = []
     original = ts.run
-    ts.run = lambda call, memory: (seen.append(threading.current_thread().daemon), original(call, memory))[1]
-    execute(Memory(), calls(ts, ("get_weather", {"city": "西安", "date": "2026-10-01"}), ("set_plan", {"steps": PLAN})), ts)
-    assert seen == [True, True]
+    ts.run = lambda call, memory: (seen.append((call.name, threading.current_thread().daemon)), original(call, memory))[1]
+    pending = calls(ts, ("get_weather", {"city": "西安", "date": "2026-10-01"}), ("set_plan", {"steps": PLAN}),
+                    ("book_hotel", BOOK))
+    execute(Memory(), pending, ts)
+    assert sorted(seen) == [("book_hotel", True), ("get_weather", True), ("set_plan", False)]
+    assert [ts.inline(c) for c in pending] == [False, True, False]      # set_plan is declared pure and bounded
 
 
 def test_a_crashing_tool_becomes_an_error_message():
@@ -120,10 +123,11 @@ def test_long_results_are_cut_head_and_tail():
     from toolset import Outcome
     ts = ToolSet("r", None)
     pending = calls(ts, ("get_weather", {"city": "西安", "date": "2026-10-01"}))
-    huge = Outcome({"blob": "头" + "x" * 5_000_000 + "尾"})
+    huge = Outcome({"blob": "头" + "x" * 5_000_000 + "尾", "id": "A-1"})
     content = tool_messages(pending, {"c1": huge})[0]["content"]
-    assert len(content) < 20_000 and content.startswith('{"blob": "头') and content.endswith('尾"}')
-    assert "中间省略" in content
+    result = json.loads(content)                     # still a JSON object, with its short fields whole
+    assert len(content) <= 16_000 and result["id"] == "A-1" and "_cut" in result
+    assert result["blob"].startswith("头") and result["blob"].endswith("尾") and "中间省略" in result["blob"]
 
 
 def test_the_tool_sets_own_timeout_applies_when_none_is_given():

@@ -20,12 +20,12 @@ def call(name, args, call_id="c1"):
 
 
 def took(memory, name, args, result):
-    memory.absorb(call(name, args), json.dumps(result, ensure_ascii=False))
+    memory.absorb(call(name, args), json.loads(json.dumps(result, ensure_ascii=False)))
 
 
 def ready(plan=True, weather=True, hotels=True):
     """Memory of a run that planned, checked the weather and searched hotels."""
-    m = Memory()
+    m = Memory().declare(TS.tools.values())
     m.absorb_user("goal")
     if plan:
         took(m, "set_plan", {"steps": PLAN}, TS.run(call("set_plan", {"steps": PLAN}), m))
@@ -37,7 +37,7 @@ def ready(plan=True, weather=True, hotels=True):
 
 
 def decide(memory, *calls):
-    allowed, blocked = screen(list(calls), memory)
+    allowed, blocked = screen(list(calls), memory, preview=TS.preview)
     return [c.id for c in allowed], {k: (o.guard, o.result) for k, o in blocked.items()}
 
 
@@ -97,7 +97,7 @@ def test_unconfirmed_write_is_blocked_and_becomes_the_proposal():
 def _proposed():
     m = ready()
     _, blocked = decide(m, call("book_hotel", BOOK, "b1"))
-    m.absorb(call("book_hotel", BOOK, "b1"), json.dumps(blocked["b1"][1], ensure_ascii=False))
+    m.absorb(call("book_hotel", BOOK, "b1"), blocked["b1"][1])
     return m
 
 
@@ -168,7 +168,7 @@ def test_a_blocked_call_sent_again_with_nothing_new_is_a_spin_but_not_after_a_us
         _, blocked = decide(m, call("book_hotel", BOOK))
         guards.append(blocked["c1"][0] if blocked else None)
         if blocked:
-            m.absorb(call("book_hotel", BOOK), json.dumps(blocked["c1"][1], ensure_ascii=False))
+            m.absorb(call("book_hotel", BOOK), blocked["c1"][1])
     assert guards == ["unconfirmed_write", "spin", None] and m.spins == 1
     assert m.runs.get(call("book_hotel", BOOK).signature) is None       # blocked calls never ran
 
@@ -179,8 +179,7 @@ def test_a_blocked_call_beside_a_call_that_brought_news_may_be_sent_again():
     book, weather = call("book_hotel", BOOK, "b"), call("get_weather", WEATHER, "w")
     allowed, blocked = decide(m, weather, book)
     assert blocked["b"][0] == "plan_order"
-    m.absorb_turn([weather, book], [json.dumps({"date": "2026-10-01", "condition": "rain"}),
-                                    json.dumps(blocked["b"][1], ensure_ascii=False)])
+    m.absorb_turn([weather, book], [{"date": "2026-10-01", "condition": "rain"}, blocked["b"][1]])
     _, blocked = decide(m, call("book_hotel", BOOK))
     assert blocked["c1"][0] == "unconfirmed_write"
 

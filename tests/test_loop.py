@@ -33,7 +33,7 @@ def test_scripted_run_suspends_then_books_once_after_confirmation(fake_model, ne
     loop.add_user(r, "确认")
     loop.run(r, ask, ts, paired_after_every_turn)
     assert (r.status, r.reason, r.turn) == ("done", "final_answer", 6)
-    assert store.count() == 1 and r.memory.booking["total"] == 1760
+    assert store.count() == 1 and r.memory.fact("booking")["total"] == 1760
     assert [t["turn"] for t in r.trace] == [1, 2, 3, 4, 5, 6]
     assert r.trace[1]["tools"][0]["concurrent"] and r.trace[2]["tools"][0]["guard"] == "unconfirmed_write"
 
@@ -64,7 +64,7 @@ def test_same_booking_twice_in_one_batch_after_confirmation_is_one_row(fake_mode
     loop.add_user(r, "确认")
     loop.run(r, ask, ts)
     first, second = tool_results(r)[-2:]
-    assert store.count() == 1 and first["booking_id"] and "一次确认只授权一次预订" in second["error"]
+    assert store.count() == 1 and first["booking_id"] and "一次确认只授权一次" in second["error"]
 
 
 def test_spinning_is_blocked_and_then_stops_the_run(fake_model, new_run):

@@ -44,7 +44,7 @@ def prepared(ts, name, args):
 def test_mcp_mode_swaps_local_weather_for_the_servers_tools(mcp_toolset, tmp_path):
     ts = mcp_toolset()
     assert names(ts.schemas) == NAMES and ts.remote == {"search_location", "get_weather"}
-    weather = ts.params["get_weather"]
+    weather = ts.tool("get_weather").parameters
     assert set(weather["required"]) == {"latitude", "longitude", "date"} and "city" not in weather["properties"]
     local = toolset.ToolSet("l1", tools.BookingStore(tmp_path / "local.db"))
     assert names(local.schemas) == ["set_plan", "mark_step", "get_weather", "search_hotels", "book_hotel"]
@@ -57,9 +57,9 @@ def test_mcp_mode_swaps_local_weather_for_the_servers_tools(mcp_toolset, tmp_pat
 
 def test_only_allow_listed_tools_reach_the_model_and_odd_schemas_are_tamed(mcp_toolset):
     ts = mcp_toolset(fake_command("many-tools"))
-    assert names(ts.schemas) == NAMES and "delete_everything" not in ts.params
-    assert ts.params["book_hotel"] == tools.SCHEMAS["book_hotel"]["parameters"]     # the server cannot replace it
-    weather = ts.params["get_weather"]
+    assert names(ts.schemas) == NAMES and ts.tool("delete_everything") is None
+    assert ts.tool("book_hotel").parameters == tools.SCHEMAS["book_hotel"]["parameters"]     # the server cannot replace it
+    weather = ts.tool("get_weather").parameters
     assert weather["required"] == ["latitude", "longitude", "date"]
     assert weather["properties"]["latitude"] == {} and weather["properties"]["longitude"] == {"type": "number"}
     assert weather["properties"]["date"]["maxLength"] == 10 and "extra" not in weather["properties"]
@@ -141,7 +141,7 @@ def test_through_the_fake_endpoint_coordinates_must_come_from_search_location(mc
     assert results["w1"]["blocked_by"] == "provenance" and "search_location" in results["w1"]["error"]
     assert results["w2"] == {"date": "2026-10-01", "condition": "rain", "high": 19, "low": 14}
     assert results["b1"]["proposal"]["room_type"] == "Suite"
-    assert r.memory.locations == [{"name": "西安", **XIAN, "timezone": "Asia/Shanghai", "country": "中国"}]
+    assert r.memory.fact("locations") == [{"name": "西安", **XIAN, "timezone": "Asia/Shanghai", "country": "中国"}]
     assert read_audit(tmp_path, "m1")["mode"] == "mcp"
 
 

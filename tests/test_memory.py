@@ -28,7 +28,7 @@ def _live_run():
         for call, (_, _, result) in zip(TS.prepare(raw), items):
             content = json.dumps(result, ensure_ascii=False)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-            m.absorb(call, content)
+            m.absorb(call, json.loads(content))
 
     turn(("set_plan", {"steps": PLAN}, {"plan": [dict(s, index=i, after=s.get("after", [])) for i, s in enumerate(PLAN, 1)]}))
     turn(("get_weather", {"city": "西安", "date": "2026-10-01"}, {"date": "2026-10-01", "condition": "rain"}),
@@ -72,7 +72,7 @@ def _offered(text="建议预订 古城墙酒店（XA-001）Suite，10月1日入�
     m = Memory()
     m.absorb_user("帮我订 2026-10-01 西安的酒店，住两晚。")
     for call, content in _reads():
-        m.absorb(call, content)
+        m.absorb(call, json.loads(content))
     m.absorb_answer(text)
     return m
 

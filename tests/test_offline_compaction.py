@@ -16,7 +16,8 @@ NAMES = ("set_plan", "mark_step", "get_weather", "search_hotels", "book_hotel")
 
 def conversation():
     memory = Memory(GOAL)
-    memory.hotels = {h["hotel_id"]: {"name": h["name"], "prices": h["prices"]} for h in HOTELS["hotels"]}
+    search = ToolSet("r", None).prepare([{"id": "s", "function": {"name": "search_hotels", "arguments": "{}"}}])[0]
+    memory.absorb(search, HOTELS)                     # what the memory block says of the search
     plan = {"plan": [{"index": 1, "title": "天气", "tool": "get_weather", "after": []}]}
     rounds = [("set_plan", {"steps": [{"title": "天气", "tool": "get_weather"}]}, plan),
               ("search_hotels", {"city": "西安", "check_in": "2026-10-01", "nights": 2}, HOTELS),
@@ -36,12 +37,12 @@ def proposal(sent):
 
 
 def test_a_compacted_hotel_search_still_has_its_hotels():
-    sent = context.compact(conversation(), ToolSet("r", None).kind)
+    sent = context.compact(conversation(), ToolSet("r", None).tool)
     assert "_compacted" in sent[5]["content"] and "XA-001" in sent[5]["content"]
     assert "XA-001" in proposal(sent) and "Suite" in proposal(sent)
 
 
 def test_a_search_shrunk_to_a_stub_is_read_from_the_memory_block():
-    sent = context.compact(conversation(), ToolSet("r", None).kind, room=500)
+    sent = context.compact(conversation(), ToolSet("r", None).tool, room=500)
     assert "XA-001" not in sent[5]["content"]
     assert "XA-001" in proposal(sent) and "Suite" in proposal(sent)

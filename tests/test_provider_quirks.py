@@ -105,7 +105,7 @@ def test_full_width_digits_are_ascii_after_validation(fake_model, new_run):
                                                     "check_in": "２０２６-１０-０１", "nights": 2})),
                          text("请确认。")])
     loop.run(r, ask, ts)
-    assert r.memory.weather["2026-10-01"]["condition"] == "rain"
+    assert r.memory.fact("weather")["2026-10-01"]["condition"] == "rain"
     assert r.memory.proposal == dict(r.memory.proposal, hotel_id="XA-001", room_type="Suite", check_in="2026-10-01")
 
 
@@ -137,13 +137,14 @@ def test_a_blocked_plan_sent_again_unchanged_counts_toward_the_spin_stop(fake_mo
 
 
 def test_plan_errors_name_the_field_to_fix():
+    import plan
     import tools
     with pytest.raises(tools.ToolError) as info:
-        tools.set_plan([{"title": "查天气", "tool": "get_weather", "after": [1]}, {"title": "订", "after": [1, 2]}],
+        plan.set_plan([{"title": "查天气", "tool": "get_weather", "after": [1]}, {"title": "订", "after": [1, 2]}],
                        {"get_weather"})
     assert "arguments.steps[0].after=[1]" in str(info.value) and "请删掉它的 after" in str(info.value)
     assert "arguments.steps[1].after=[1, 2]" in str(info.value) and "只能写 1 到 1" in str(info.value)
-    assert "例：" in tools.SCHEMAS["set_plan"]["description"]
+    assert "例：" in tools.declarations(None)[0].description
 
 
 def test_tool_calls_that_are_not_a_list_are_ignored_not_raised(fake_model):
