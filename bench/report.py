@@ -5,11 +5,16 @@ import datetime
 TARGET_CONCURRENCY = 1.15
 TARGET_WRITE_MS = 5.0
 TARGET_CONTEXT = 0.20
+TARGET_PREFIX = 0.95
+TARGET_BILLED = 1 / 3
 
 
 def render(results, label):
     systems = results["systems"]
-    parts = [_header(results), _overhead(systems, label, results["settings"]), _concurrency(systems, label),
+    parts = [_header(results)]
+    if "cache" in results:
+        parts.append(_cache(results["cache"]))
+    parts += [_overhead(systems, label, results["settings"]), _concurrency(systems, label),
              _many(systems, label)]
     if "history" in results:
         parts += [_scaling(results["history"]), _context(results["history"])]
@@ -138,6 +143,63 @@ def _context(h):
             + ("met" if last < TARGET_CONTEXT else "NOT met")
             + f"; pairing intact (fake endpoint's API rules, every tool call answered in order, all "
             f"{c['messages_sent']} of {c['messages_full']} messages kept): {'yes' if c['pairing_ok'] else 'NO: ' + str(c['problem'])}.")
+
+
+def _pct(x):
+    return "-" if x is None else f"{x * 100:.1f} %"
+
+
+def _cache(c):
+    if "error" in c:
+        return f"### 0. Requests a provider can cache\n\nfailed: {c['error']}"
+    ratio, ratios = c["cached_price"], None
+    head = ["layout", "requests", "input tokens sent", f"billed, cached = {ratio:.0%}", "÷ previous layout",
+            "billed at 25 % / 50 %", "prefix share: min between epochs", "median", "≥ 95 % (between epochs)",
+            "previous request kept whole", "epoch starts"]
+    text = ["### 0. Requests a provider can cache",
+            f"Every request serialised as sent (JSON of the tool schemas, then JSON of the messages). Prefix share = "
+            f"longest common prefix with the previous request ÷ this request's length. Tokens = characters / "
+            f"{c['chars_per_token']} (estimate, no tokenizer); cached = the exact common prefix (providers round it "
+            f"down to their blocks); billed = fresh + cached × {ratio:g}. \"previous layout\" re-creates, over the "
+            "same record, the layout before the epochs (59c875c): memory block re-rendered into messages[0] every "
+            "request, old tool results summarised to ~160 characters, recent ones cut to 4,000. \"append-only\" is "
+            "the first system message then every message as recorded (the ideal prefix, never smaller)."]
+    verdicts = []
+    for run, title in (("xian", "Xi'an run (proposal in words, 「确认」, booking, answer)"),
+                       ("long", f"{c['turns']}-turn run (2 KB search_hotels results, compaction budget "
+                                f"{c['compact_budget']:,} tokens)")):
+        layouts = c[run]
+        old = layouts["previous layout"]["billed_tokens"]
+        rows = []
+        for name, d in layouts.items():
+            rows.append([name, d["turns"], f"{d['input_tokens']:,.0f}", f"{d['billed_tokens']:,.0f}",
+                         f"{d['billed_tokens'] / old:.2f}",
+                         f"{d['billed_at']['0.25']:,.0f} / {d['billed_at']['0.5']:,.0f}",
+                         _pct(d["min_share_between_epochs"]), _pct(d["median_share"]),
+                         f"{d['share_95_between_epochs']} of {d['between_epochs']}",
+                         f"{d['kept_between_epochs']} of {d['between_epochs']}", d["epoch_starts"]])
+        text.append(f"**{title}**\n\n" + _table(head, rows))
+        ours = layouts["ours"]
+        verdicts.append(f"{title.split(' (')[0]}: prefix share between epochs ≥ {TARGET_PREFIX:.0%} in "
+                        f"{ours['share_95_between_epochs']} of {ours['between_epochs']} requests (min "
+                        f"{_pct(ours['min_share_between_epochs'])}), "
+                        + ("met" if ours["share_95_between_epochs"] == ours["between_epochs"] else "NOT met")
+                        + f"; every request between epochs extends the previous one whole: "
+                        + ("yes" if ours["kept_between_epochs"] == ours["between_epochs"] else "NO"))
+    long = c["long"]
+    billed = long["ours"]["billed_tokens"] / long["previous layout"]["billed_tokens"]
+    verdicts.append(f"billed input tokens over the {c['turns']}-turn run ≤ 1/3 of the previous layout: "
+                    f"{billed:.2f}×, " + ("met" if billed <= TARGET_BILLED else "NOT met"))
+    if c.get("sweep"):
+        rows = [[f"{int(b):,}", f"{d['input_tokens']:,.0f}", f"{d['billed_tokens']:,.0f}",
+                 f"{d['billed_tokens'] / long['previous layout']['billed_tokens']:.2f}", d["epoch_starts"],
+                 _pct(d["median_share"])] for b, d in sorted(c["sweep"].items(), key=lambda kv: int(kv[0]))]
+        text.append(f"Our layout on the {c['turns']}-turn run with other compaction budgets (`Run.compact_budget`, "
+                    "a run setting):\n\n" + _table(["compaction budget (tokens)", "input tokens sent",
+                                                      f"billed, cached = {ratio:.0%}", "÷ previous layout",
+                                                      "epoch starts", "median prefix share"], rows))
+    text.append("Targets: " + "; ".join(verdicts) + ".")
+    return "\n\n".join(text)
 
 
 def _startup(s):

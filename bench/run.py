@@ -60,6 +60,12 @@ def special(task, args):
     import startup
     if task == "history":
         result = history.scaling(args.turns, args.history_reps)
+    elif task == "cache":
+        import cache
+        result = cache.measure(args.turns)
+        for run in ("xian", "long"):
+            for layout in result[run].values():
+                layout.pop("per_turn")           # the summary only: per-turn rows are for cache.py's own use
     else:
         result = {"cli": startup.cli(args.reps), "imports": startup.imports(), "first": startup.first_request(args.reps)}
     print(json.dumps(result))
@@ -130,7 +136,7 @@ def collect(args):
             _say(f"{name}: {task} ...")
             entry[task] = spawn(args, name, task)
     if not args.only or "ours" in args.only:
-        for task in ("history", "startup"):
+        for task in ("cache", "history", "startup"):
             _say(f"ours: {task} ...")
             results[task] = spawn(args, "special", task)
     return results

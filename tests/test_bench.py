@@ -51,3 +51,28 @@ def test_history_run_keeps_pairing_and_compacts():
     assert sent < full
     import audit
     assert audit.pairing_problem(run["request"]) is None
+
+
+def test_cache_layouts_of_the_xian_run():
+    import cache
+    result, r = cache.xian_run()
+    assert r.status == "done" and r.memory.booking is not None
+    ours = result["ours"]
+    assert ours["turns"] == 4 and ours["epoch_starts"] == 0
+    assert ours["kept_between_epochs"] == ours["between_epochs"] == 3      # append-only between epochs
+    assert result["previous layout"]["kept_between_epochs"] < 3               # the memory block moved
+
+
+def test_cache_long_run_starts_epochs_and_counts_billed_tokens():
+    import cache
+    result, _ = cache.long_run(12, compact_budget=3000)
+    ours = result["ours"]
+    assert ours["epoch_starts"] >= 1 and ours["kept_between_epochs"] == ours["between_epochs"]
+    assert 0 < ours["billed_tokens"] < ours["input_tokens"]
+
+
+def test_common_prefix():
+    import cache
+    assert cache.common_prefix("abcdef", "abcxyz") == 3
+    assert cache.common_prefix("", "abc") == 0 and cache.common_prefix("abc", "abc") == 3
+    assert cache.common_prefix("ab", "abc") == 2
