@@ -76,3 +76,27 @@ def test_common_prefix():
     assert cache.common_prefix("abcdef", "abcxyz") == 3
     assert cache.common_prefix("", "abc") == 0 and cache.common_prefix("abc", "abc") == 3
     assert cache.common_prefix("ab", "abc") == 2
+
+
+def test_serve_answers_blocks_then_finishes():
+    import json
+    harness = sys_ours.Harness()
+    answers = []
+    commands = [json.dumps({"cmd": "block", "seconds": 0, "max_runs": 3, "warmup_runs": 1}),
+                json.dumps({"cmd": "finish", "peak_runs": 1})]
+    try:
+        tasks.serve(harness, iter(commands), answers.append)
+    finally:
+        harness.close()
+    assert answers[0] == {"ready": True, "model_turns": 6}
+    assert len(answers[1]["samples"]) == 3 and answers[2]["peak_kb"] > 0
+
+
+def test_interleaved_blocks_rotate_and_pool():
+    import argparse
+    import run
+    args = argparse.Namespace(blocks=2, slice=0.0, runs=3, warmup=0, quick=True)
+    out = run.interleaved(args, ["floor", "ours"])
+    assert set(out) == {"floor", "ours"}
+    for name in out:
+        assert len(out[name]["overhead"]["blocks"]) == 2 and out[name]["overhead"]["runs"] == 6
