@@ -16,6 +16,8 @@ def render(results, label):
         parts.append(_cache(results["cache"]))
     parts += [_overhead(systems, label, results["settings"]), _concurrency(systems, label),
              _many(systems, label)]
+    if "profile" in results:
+        parts.append(_profile(results["profile"]))
     if "history" in results:
         parts += [_scaling(results["history"]), _context(results["history"])]
     if "startup" in results:
@@ -141,13 +143,14 @@ def _scaling(h):
         return f"### 3. Scaling with history\n\nfailed: {h['error']}"
     steps = h["steps_us"]
     names = [("write", "audit write, fsync off"), ("write_fsync", "audit write, fsync on"), ("compact", "compaction"),
-             ("render", "memory rendering"), ("turn", "whole turn (loop only)")]
+             ("render", "memory rendering (once per epoch: median of all)"), ("turn", "whole turn (loop only)")]
     rows = [[title] + [_fmt(steps[str(t)][key] / 1000, 3) for t in (10, 100, 200)]
             + [_fmt(steps["200"][key] / steps["10"][key], 1)] for key, title in names]
     write200 = steps["200"]["write"] / 1000
     return (f"### 3. Scaling with history\n\nOne {h['turns']}-turn run, tool results of about {h['tool_result_chars']} "
             f"characters; median over {h['reps']} runs of the 5 turns around each point; ms per turn. History grows "
-            f"20× from turn 10 to 200; the audit file is {h['audit_kb_at_end']:,.0f} KB at the end.\n\n"
+            f"20× from turn 10 to 200; the audit file is {h['audit_kb_at_end']:,.0f} KB at the end. The memory block is "
+            f"rendered only when a compaction epoch starts ({h.get('renders', '?')} times in the run).\n\n"
             + _table(["step (ms)", "turn 10", "turn 100", "turn 200", "200 ÷ 10"], rows)
             + f"\n\nTarget: audit write at turn 200, fsync off < {TARGET_WRITE_MS:g} ms: {write200:.2f} ms, "
             + ("met." if write200 < TARGET_WRITE_MS else "NOT met."))
@@ -224,6 +227,21 @@ def _cache(c):
                                                       "epoch starts", "median prefix share"], rows))
     text.append("Targets: " + "; ".join(verdicts) + ".")
     return "\n\n".join(text)
+
+
+def _profile(p):
+    if "error" in p:
+        return f"### 1b. Where our turn goes\n\nfailed: {p['error']}"
+    steps = _table(["step (cumulative)", "µs per model turn", "share"],
+                   [[s["step"], _fmt(s["cum_us"]), _pct(s["share"])] for s in p["steps"]])
+    funcs = _table(["function (own time)", "µs per model turn", "share", "calls per turn"],
+                   [[f"`{f['function']}`", _fmt(f["own_us"]), _pct(f["share"]), _fmt(f["calls_per_turn"])]
+                    for f in p["functions"][:12]])
+    return (f"### 1b. Where our turn goes\n\ncProfile over {p['runs']} runs of ours (fsync off, audit on disk), "
+            f"{p['model_turns']:,} model turns: {_fmt(p['total_us_per_turn'])} µs per model turn under the profiler "
+            "(it slows Python code more than C: read the shares). It sees the main thread only: the tools, run on the "
+            "executor's worker threads, show as the wait for them. The run setup row overlaps the audit-write row "
+            "(its first write).\n\n" + steps + "\n\n" + funcs)
 
 
 def _startup(s):
