@@ -36,9 +36,11 @@ def versions():
 class BenchToolSet(toolset.ToolSet):
     """The real tool set, counting the calls that reach a tool (and sleeping when asked)."""
 
+    sleeps = True      # off during the preface: the concurrency benchmark's sleeps are for the timed turns
+
     def run(self, call, memory):
         workload.COUNTS.hit(call.name)
-        if call.name in config.BUSINESS_TOOLS:
+        if call.name in config.BUSINESS_TOOLS and self.sleeps:
             workload._pause()
         return super().run(call, memory)
 
@@ -81,11 +83,13 @@ class Harness:
     def start(self, state):
         """A new run suspended on its proposal, then confirmed by the user."""
         ts = BenchToolSet(state["run_id"], workload.STORE)
+        ts.sleeps = False
         r = loop.begin(self.audit_dir, state["run_id"], workload.GOAL, ts, "scripted", fsync=self.fsync)
         loop.run(r, playback(workload.PREFACE_REPLIES), ts)
         if (r.status, r.reason) != ("suspended", "awaiting_confirmation"):
             raise RuntimeError(f"preface ended {r.status}/{r.reason}, not awaiting confirmation")
         loop.add_user(r, config.CONFIRM_TEXT)
+        ts.sleeps = True
         state["run"], state["toolset"] = r, ts
         return r, ts
 
