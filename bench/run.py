@@ -21,28 +21,74 @@ sys.path.insert(0, HERE)
 
 import workload  # noqa: E402  (puts the project root on sys.path)
 
-SYSTEMS = ("floor", "ours", "ours_fsync", "ours_tmpfs", "agents", "pydantic_ai", "langgraph")
-PEERS = ("agents", "pydantic_ai", "langgraph")
+SYSTEMS = ("floor", "ours", "ours_fsync", "ours_tmpfs", "agents", "pydantic_ai", "langgraph",
+           "agents_sqlite", "langgraph_sqlite")
+PEERS = ("agents", "pydantic_ai", "langgraph")                 # in memory: nothing persisted
+DURABLE_PEERS = ("agents_sqlite", "langgraph_sqlite")         # every step persisted to SQLite
+IN_MEMORY_ONLY = ("ours_fsync", "ours_tmpfs") + DURABLE_PEERS  # these take part in the overhead blocks only
 TMPFS = "/dev/shm"          # the same audit writes, with no block device under them
+_MODULES = {"ours_fsync": "sys_ours", "ours_tmpfs": "sys_ours", "agents_sqlite": "sys_agents",
+            "langgraph_sqlite": "sys_langgraph"}
 
 
 def system_module(name):
-    return __import__({"ours_fsync": "sys_ours", "ours_tmpfs": "sys_ours"}.get(name, f"sys_{name}"))
+    return __import__(_MODULES.get(name, f"sys_{name}"))
 
 
 def label(name):
     return {"ours": "ours, fsync off", "ours_fsync": "ours, fsync on (production)",
-            "ours_tmpfs": "ours, fsync off, audit on tmpfs"}.get(name) or \
+            "ours_tmpfs": "ours, fsync off, audit on tmpfs",
+            "agents_sqlite": "OpenAI Agents SDK + SQLiteSession",
+            "langgraph_sqlite": "LangGraph + SqliteSaver (durability=sync)"}.get(name) or \
         system_module(name).LABEL
 
 
-# ---- inside a worker process ----
-def worker(name, task, args):
-    import tasks
-    module = system_module(name)
+NEEDS = {"agents": ("agents",), "agents_sqlite": ("agents",), "pydantic_ai": ("pydantic_ai",),
+         "langgraph": ("langgraph", "langchain_core"),
+         "langgraph_sqlite": ("langgraph", "langchain_core", "langgraph.checkpoint.sqlite")}
+
+
+def available(name):
+    """Whether a system can run, found without importing it: the parent stays small (a worker's
+    max RSS starts from the parent's, which the kernel carries over the exec)."""
+    from importlib.util import find_spec
+    if name == "ours_tmpfs" and not os.path.isdir(TMPFS):
+        return False, f"no {TMPFS} on this machine"
+    for module in NEEDS.get(name, ()):
+        try:
+            found = find_spec(module) is not None
+        except ImportError:
+            found = False
+        if not found:
+            return False, f"not installed ({module}); pip install -r bench/requirements-peers.txt"
+    return True, ""
+
+
+def make_harness(name, task="overhead"):
     reply_for = workload.concurrent_reply if task == "concurrency" else workload.timed_reply
     options = {"folder": TMPFS} if name == "ours_tmpfs" else {}
-    harness = module.Harness(fsync=name == "ours_fsync", reply_for=reply_for, **options)
+    if name in DURABLE_PEERS:
+        options["durable"] = True
+    return system_module(name).Harness(fsync=name == "ours_fsync", reply_for=reply_for, **options)
+
+
+# ---- inside a worker process ----
+def serve(name):
+    """A worker of the interleaved overhead benchmark: answers on the real stdout, everything
+    else printed goes to stderr."""
+    import tasks
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    sys.stdout = sys.stderr
+    harness = make_harness(name)
+    try:
+        tasks.serve(harness, sys.stdin, lambda data: out.write(json.dumps(data) + "\n"))
+    finally:
+        harness.close()
+
+
+def worker(name, task, args):
+    import tasks
+    harness = make_harness(name, task)
     try:
         if task == "overhead":
             result = tasks.overhead(harness, args.runs, args.warmup)
@@ -60,12 +106,98 @@ def special(task, args):
     import startup
     if task == "history":
         result = history.scaling(args.turns, args.history_reps)
+    elif task == "profile":
+        import profile_ours
+        result = profile_ours.profile(300 if args.runs >= 1000 and not args.quick else 100)
+    elif task == "cache":
+        import cache
+        result = cache.measure(args.turns)
+        for run in ("xian", "long"):
+            for layout in result[run].values():
+                layout.pop("per_turn")           # the summary only: per-turn rows are for cache.py's own use
     else:
         result = {"cli": startup.cli(args.reps), "imports": startup.imports(), "first": startup.first_request(args.reps)}
     print(json.dumps(result))
 
 
 # ---- the parent ----
+def interleaved(args, names):
+    """Loop overhead of every system, in blocks interleaved in rotating order: one worker
+    process per system stays alive; block by block each system in turn runs for `--slice`
+    seconds while the others wait. The machine's speed drifts within a run; each block sees
+    all systems within a few seconds of one another, so per-block ratios cancel the drift."""
+    import tempfile
+    procs, errors, ready = {}, {}, {}
+    for name in names:
+        log = tempfile.TemporaryFile(mode="w+")
+        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", name], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1)
+        procs[name] = (p, log)
+    for name, (p, log) in list(procs.items()):
+        reply = _ask(p, log, None)
+        if "error" in reply:
+            errors[name] = reply
+            del procs[name]
+        else:
+            ready[name] = reply
+    live = [n for n in names if n in procs]
+    blocks = {n: [] for n in live}
+    for b in range(args.blocks):
+        _say(f"overhead block {b + 1}/{args.blocks} ...")
+        k = b % len(live) if live else 0
+        for name in live[k:] + live[:k]:
+            if name in errors:
+                continue
+            p, log = procs[name]
+            reply = _ask(p, log, {"cmd": "block", "seconds": args.slice, "max_runs": args.runs,
+                                  "warmup_runs": args.warmup if b == 0 else 0, "warmup_seconds": 3.0})
+            if "error" in reply:
+                errors[name] = reply
+            else:
+                blocks[name].append(reply)
+    out = {}
+    for name in live:
+        p, log = procs[name]
+        if name not in errors:
+            final = _ask(p, log, {"cmd": "finish", "peak_runs": 10 if args.quick else 50})
+            if "error" in final:
+                errors[name] = final
+            else:
+                out[name] = _pool(blocks[name], final, ready[name]["model_turns"])
+        p.stdin.close()
+        p.wait(timeout=60)
+        log.close()
+    out.update({name: {"overhead": e} for name, e in errors.items()})
+    return out
+
+
+def _ask(p, log, command):
+    """Send one command to a serving worker, read its one-line answer (or its error)."""
+    try:
+        if command is not None:
+            p.stdin.write(json.dumps(command) + "\n")
+            p.stdin.flush()
+        line = p.stdout.readline()
+        if line:
+            return json.loads(line)
+    except (BrokenPipeError, ValueError):
+        pass
+    p.wait(timeout=60)
+    log.seek(0)
+    return {"error": (log.read().strip().splitlines() or ["exit %s" % p.returncode])[-1]}
+
+
+def _pool(blocks, final, turns):
+    import statistics
+    import tasks
+    samples = [x for b in blocks for x in b["samples"]]
+    runs = [len(b["samples"]) for b in blocks]
+    cpu = sum(b["cpu_us"] * n for b, n in zip(blocks, runs)) / sum(runs)
+    return {"overhead": dict(tasks._spread(samples), runs=len(samples), cpu_us=cpu, model_turns=turns,
+                             blocks=[statistics.fmean(b["samples"]) for b in blocks], peak_kb=final["peak_kb"],
+                             rss_mb=final["rss_mb"])}
+
+
 def spawn(args, *worker_args):
     """Run one worker; its JSON result, or {"error": ...}."""
     command = [sys.executable, os.path.abspath(__file__), "--worker", *worker_args, "--runs", str(args.runs),
@@ -104,7 +236,8 @@ def machine():
 def versions(names):
     from importlib.metadata import PackageNotFoundError, version
     out = {}
-    for package in ("openai", "json5", "openai-agents", "pydantic-ai-slim", "pydantic", "langgraph", "langchain-core"):
+    for package in ("openai", "json5", "openai-agents", "pydantic-ai-slim", "pydantic", "langgraph", "langchain-core",
+                    "langgraph-checkpoint-sqlite"):
         try:
             out[package] = version(package)
         except PackageNotFoundError:
@@ -116,21 +249,25 @@ def collect(args):
     chosen = [s for s in SYSTEMS if not args.only or s in args.only or (s.startswith("ours_") and "ours" in args.only)]
     results = {"machine": machine(), "versions": versions(chosen), "settings": vars(args).copy(), "systems": {},
                "notes": []}
+    ok_names = []
     for name in chosen:
-        ok, note = system_module(name).available()
-        if name == "ours_tmpfs" and not os.path.isdir(TMPFS):
-            ok, note = False, f"no {TMPFS} on this machine"
-        if not ok:
+        ok, note = available(name)
+        if ok:
+            ok_names.append(name)
+        else:
             results["notes"].append(f"{label(name)} skipped: {note}")
-            continue
-        entry = results["systems"][name] = {}
-        for task in ("overhead", "concurrency", "many"):
-            if name in ("ours_fsync", "ours_tmpfs") and task != "overhead":
+    started = time.perf_counter()
+    results["systems"] = {name: dict(entry) for name, entry in interleaved(args, ok_names).items()}
+    results["overhead_seconds"] = time.perf_counter() - started
+    for name in ok_names:
+        entry = results["systems"].setdefault(name, {})
+        for task in ("concurrency", "many"):
+            if name in IN_MEMORY_ONLY:
                 continue
             _say(f"{name}: {task} ...")
             entry[task] = spawn(args, name, task)
     if not args.only or "ours" in args.only:
-        for task in ("history", "startup"):
+        for task in ("cache", "profile", "history", "startup"):
             _say(f"ours: {task} ...")
             results[task] = spawn(args, "special", task)
     return results
@@ -147,7 +284,10 @@ def main(argv=None):
     p.add_argument("--json", metavar="FILE", help="also write the raw results as JSON")
     p.add_argument("--markdown", metavar="FILE", help="also write the tables as Markdown")
     p.add_argument("--worker", nargs=2, metavar=("SYSTEM", "TASK"), help=argparse.SUPPRESS)
-    p.add_argument("--runs", type=int, default=2000)
+    p.add_argument("--serve", metavar="SYSTEM", help=argparse.SUPPRESS)
+    p.add_argument("--blocks", type=int, default=20, help="interleaved overhead blocks (default 20)")
+    p.add_argument("--slice", type=float, default=0.5, help="seconds each system runs per block (default 0.5)")
+    p.add_argument("--runs", type=int, default=2000, help="at most this many runs per system per block")
     p.add_argument("--warmup", type=int, default=200)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--many", type=int, default=100)
@@ -155,7 +295,9 @@ def main(argv=None):
     p.add_argument("--history-reps", type=int, default=3)
     args = p.parse_args(argv)
     if args.quick:
-        args.runs, args.warmup, args.reps, args.history_reps = 200, 50, 3, 1
+        args.warmup, args.reps, args.history_reps, args.blocks, args.slice = 50, 3, 1, 5, 0.15
+    if args.serve:
+        return serve(args.serve)
     if args.worker:
         name, task = args.worker
         return special(task, args) if name == "special" else worker(name, task, args)

@@ -2,13 +2,23 @@
 and a custom Model subclass (the scripted model) run by Runner.run, with tracing disabled
 (its exporter would post spans over the network). The conversation so far is the run's
 input, as Responses input items; the run must end in the final answer with the three tools run.
+
+Durable (`Harness(durable=True)`): each run gets its own `SQLiteSession` in one SQLite file in a
+temporary folder (WAL, Python's default synchronous=FULL), created inside the timed run, with the
+conversation so far as the run's input: the SDK stores it and every item the run adds.
 """
 import asyncio
+import itertools
 import json
+import os
+import shutil
+import sqlite3
+import tempfile
 
 import workload
 
 NAME, LABEL = "agents", "OpenAI Agents SDK"
+_ids = itertools.count()
 
 
 def available():
@@ -102,36 +112,54 @@ def build(reply_for):
 class Harness:
     concurrent = "asyncio"
 
-    def __init__(self, fsync=False, reply_for=workload.timed_reply):
-        from agents import Runner
-        self.runner = Runner
+    model_turns = workload.TURNS
+
+    def __init__(self, fsync=False, reply_for=workload.timed_reply, durable=False):
+        from agents import Runner, SQLiteSession
+        self.runner, self.session_type = Runner, SQLiteSession
         self.agent = build(reply_for)
         self.history = _to_items(workload.preface_transcript())
+        self.folder = tempfile.mkdtemp(prefix="bench-agents-", dir=os.environ.get("BENCH_TMP")) if durable else None
+        self.db = os.path.join(self.folder, "sessions.db") if durable else None
 
     def close(self):
-        pass
+        if self.folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def prepare(self):
-        return [dict(item) for item in self.history]
+        return {"input": [dict(item) for item in self.history]}
 
     async def go(self, state):
-        result = await self.runner.run(self.agent, state, max_turns=10)
-        state.append(result.final_output)
+        session = self.session_type(f"s{os.getpid()}-{next(_ids)}", self.db) if self.db else None
+        result = await self.runner.run(self.agent, state["input"], max_turns=10, session=session)
+        state["output"], state["session"] = result.final_output, session
 
     def check(self, state, expected_turns=workload.TURNS):
-        if state[-1] != workload.ANSWER:
-            raise RuntimeError(f"agents run ended with {state[-1]!r}")
+        if state.get("output") != workload.ANSWER:
+            raise RuntimeError(f"agents run ended with {state.get('output')!r}")
+        session = state.get("session")
+        if session is not None:                            # the run is in the file: its input and 7 new items
+            session.close()
+            with sqlite3.connect(self.db) as db:
+                stored = db.execute("SELECT COUNT(*) FROM agent_messages WHERE session_id = ?",
+                                    (session.session_id,)).fetchone()[0]
+                db.execute("DELETE FROM agent_messages WHERE session_id = ?", (session.session_id,))
+                db.execute("DELETE FROM agent_sessions WHERE session_id = ?", (session.session_id,))
+            if stored != len(self.history) + 7:            # 3 calls, 3 outputs, the answer
+                raise RuntimeError(f"agents session holds {stored} items, expected {len(self.history) + 7}")
 
 
-def _self_test():
-    h = Harness()
+def _self_test(durable=False):
+    h = Harness(durable=durable)
     before = workload.COUNTS.snapshot()
     s = h.prepare()
     asyncio.run(h.go(s))
     h.check(s)
     workload.COUNTS.expect(before, what="agents")
     print("ok", json.dumps(workload.COUNTS.snapshot()))
+    h.close()
 
 
 if __name__ == "__main__":
     _self_test()
+    _self_test(durable=True)

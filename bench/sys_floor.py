@@ -32,6 +32,7 @@ def agent_loop(ask, tools, messages, max_turns=10):
 
 
 class Harness:
+    model_turns = workload.TURNS
     concurrent = "threads"
 
     def __init__(self, fsync=False, reply_for=workload.timed_reply):

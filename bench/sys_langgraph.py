@@ -3,18 +3,31 @@ node (a custom langchain-core BaseChatModel, the scripted model, bound to the to
 ToolNode, wired with tools_condition, compiled once and run by `graph.invoke(...)` with the
 conversation so far as its messages; the run must end in the final answer with the three
 tools run.
+
+Durable (`Harness(durable=True)`): compiled with a `SqliteSaver` (langgraph-checkpoint-sqlite)
+over one SQLite file in a temporary folder (WAL, Python's default synchronous=FULL); each run is
+its own thread and is invoked with durability="sync", so every step's checkpoint is committed
+before the next step starts.
 """
+import itertools
 import json
+import os
+import shutil
+import sqlite3
+import tempfile
 
 import workload
 
 NAME, LABEL = "langgraph", "LangGraph"
+_ids = itertools.count()
 
 
-def available():
+def available(durable=False):
     try:
         import langchain_core  # noqa: F401
         import langgraph  # noqa: F401
+        if durable:
+            import langgraph.checkpoint.sqlite  # noqa: F401
     except ImportError as exc:
         return False, f"not installed ({exc.name}); pip install -r bench/requirements-peers.txt"
     return True, ""
@@ -50,7 +63,7 @@ def _role(message):
     return {"human": "user", "tool": "tool"}.get(message.type, "other")
 
 
-def build(reply_for):
+def build(reply_for, checkpointer=None):
     from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.messages import AIMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
@@ -109,40 +122,64 @@ def build(reply_for):
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")
-    return graph.compile()
+    return graph.compile(checkpointer=checkpointer)
 
 
 class Harness:
     concurrent = "threads"
 
-    def __init__(self, fsync=False, reply_for=workload.timed_reply):
-        self.graph = build(reply_for)
+    model_turns = workload.TURNS
+
+    def __init__(self, fsync=False, reply_for=workload.timed_reply, durable=False):
+        self.folder, self.saver = None, None
+        if durable:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+            self.folder = tempfile.mkdtemp(prefix="bench-langgraph-", dir=os.environ.get("BENCH_TMP"))
+            self.conn = sqlite3.connect(os.path.join(self.folder, "checkpoints.db"), check_same_thread=False)
+            self.saver = SqliteSaver(self.conn)
+        self.graph = build(reply_for, self.saver)
         self.history = _messages(workload.preface_transcript())
 
     def close(self):
-        pass
+        if self.folder:
+            self.conn.close()
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def prepare(self):
         return {"messages": list(self.history)}
 
     def go(self, state):
-        result = self.graph.invoke({"messages": state["messages"]}, {"recursion_limit": 20})
+        if self.saver is None:
+            result = self.graph.invoke({"messages": state["messages"]}, {"recursion_limit": 20})
+        else:
+            state["thread"] = f"t{os.getpid()}-{next(_ids)}"
+            result = self.graph.invoke({"messages": state["messages"]},
+                                       {"recursion_limit": 20, "configurable": {"thread_id": state["thread"]}},
+                                       durability="sync")
         state["output"] = result["messages"][-1].content
 
     def check(self, state, expected_turns=workload.TURNS):
         if state.get("output") != workload.ANSWER:
             raise RuntimeError(f"LangGraph run ended with {state.get('output')!r}")
+        if self.saver is not None:                     # the run's last checkpoint holds the whole conversation
+            config = {"configurable": {"thread_id": state["thread"]}}
+            saved = self.saver.get_tuple(config)
+            if saved is None or saved.checkpoint["channel_values"]["messages"][-1].content != workload.ANSWER:
+                raise RuntimeError("LangGraph checkpoint does not end with the answer")
+            self.saver.delete_thread(state["thread"])
 
 
-def _self_test():
-    h = Harness()
+def _self_test(durable=False):
+    h = Harness(durable=durable)
     before = workload.COUNTS.snapshot()
     s = h.prepare()
     h.go(s)
     h.check(s)
     workload.COUNTS.expect(before, what="langgraph")
     print("ok", json.dumps(workload.COUNTS.snapshot()))
+    h.close()
 
 
 if __name__ == "__main__":
     _self_test()
+    _self_test(durable=True)

@@ -1,11 +1,13 @@
 """Our loop on the workload: loop.run() with a scripted `ask` (no HTTP), the real tool set,
 guards, executor and audit file (in a temporary folder on disk).
 
-Each run is made ready untimed through the real mechanisms: loop.begin() (first snapshot),
-loop.run() over the preface (set_plan + weather + hotels; book_hotel blocked by the
-unconfirmed-write guard and turned into a proposal; the proposal put to the user: suspended),
-then loop.add_user(r, 「确认」). The timed part is one loop.run() call: the three turns of the
-workload, ending with status done and the booking made by the confirmed book_hotel.
+A run is timed whole, from its setup on, like the peers' runs: the tool set, loop.begin()
+(the first snapshot on disk), loop.run() over the preface (set_plan + weather + hotels;
+book_hotel blocked by the unconfirmed-write guard and turned into a proposal; the proposal put
+to the user: suspended), loop.add_user(r, 「确认」), then loop.run() over the three turns of the
+workload, ending with status done and the booking made by the confirmed book_hotel. That is six
+model turns (three preface, three timed in the peers' sense), and per-turn figures divide by six.
+With fsync on, every one of the run's eight audit writes is fsynced.
 """
 import itertools
 import os
@@ -34,9 +36,11 @@ def versions():
 class BenchToolSet(toolset.ToolSet):
     """The real tool set, counting the calls that reach a tool (and sleeping when asked)."""
 
+    sleeps = True      # off during the preface: the concurrency benchmark's sleeps are for the timed turns
+
     def run(self, call, memory):
         workload.COUNTS.hit(call.name)
-        if call.name in config.BUSINESS_TOOLS:
+        if call.name in config.BUSINESS_TOOLS and self.sleeps:
             workload._pause()
         return super().run(call, memory)
 
@@ -62,6 +66,8 @@ def playback(replies):
 class Harness:
     """Runs of our loop in one temporary audit folder."""
     concurrent = "threads"
+    model_turns = len(workload.PREFACE_REPLIES) + workload.TURNS
+    preface_calls = {"set_plan": 1, "get_weather": 1, "search_hotels": 1}   # the blocked booking never runs
 
     def __init__(self, fsync=False, reply_for=workload.timed_reply, folder=None):
         self.fsync = fsync
@@ -72,23 +78,29 @@ class Harness:
         shutil.rmtree(self.audit_dir, ignore_errors=True)
 
     def prepare(self):
-        """A run suspended on its proposal, then confirmed by the user (untimed)."""
-        run_id = f"b{os.getpid()}-{next(_ids)}"
-        ts = BenchToolSet(run_id, workload.STORE)
-        r = loop.begin(self.audit_dir, run_id, workload.GOAL, ts, "scripted", fsync=False)
+        return {"run_id": f"b{os.getpid()}-{next(_ids)}"}
+
+    def start(self, state):
+        """A new run suspended on its proposal, then confirmed by the user."""
+        ts = BenchToolSet(state["run_id"], workload.STORE)
+        ts.sleeps = False
+        r = loop.begin(self.audit_dir, state["run_id"], workload.GOAL, ts, "scripted", fsync=self.fsync)
         loop.run(r, playback(workload.PREFACE_REPLIES), ts)
         if (r.status, r.reason) != ("suspended", "awaiting_confirmation"):
             raise RuntimeError(f"preface ended {r.status}/{r.reason}, not awaiting confirmation")
         loop.add_user(r, config.CONFIRM_TEXT)
-        r.fsync = self.fsync
-        return r, ts, self.ask
+        ts.sleeps = True
+        state["run"], state["toolset"] = r, ts
+        return r, ts
 
     def go(self, state):
-        r, ts, ask = state
-        loop.run(r, ask, ts)
+        r, ts = self.start(state)
+        loop.run(r, self.ask, ts)
 
     def check(self, state, expected_turns=workload.TURNS):
-        r, ts, ask = state
+        if "run" not in state:
+            raise RuntimeError(f"run {state['run_id']} never started")
+        r = state["run"]
         finished = r.status == "done" or expected_turns != workload.TURNS and r.reason == "confirmed_no_write"
         if not finished or r.memory.fact("booking") is None and expected_turns == workload.TURNS:
             raise RuntimeError(f"run {r.run_id} ended {r.status}/{r.reason}: {r.detail}")
@@ -103,9 +115,9 @@ class Harness:
 
 def preface_messages():
     """The conversation as our loop recorded it after the preface and the 「确认」."""
-    h = Harness()
+    h = Harness(fsync=False)
     try:
-        r, ts, ask = h.prepare()
+        r, ts = h.start(h.prepare())
         return [dict(m) for m in r.messages[1:]]
     finally:
         h.close()
@@ -118,7 +130,7 @@ def turn_timer():
     started = time.perf_counter()
     for s in states:
         h.go(s)
-    per_turn = (time.perf_counter() - started) / len(states) / workload.TURNS
+    per_turn = (time.perf_counter() - started) / len(states) / Harness.model_turns
     for s in states:
         h.check(s)
     h.close()

@@ -1,5 +1,6 @@
 """pydantic-ai on the workload, written its way: an Agent over a FunctionModel (the scripted
-model) with plain-function tools (Agent(tools=[...])), run by `await agent.run(...)` with the
+model, an async function that reports usage: no thread hop per turn, no usage estimate over
+the whole history) with plain-function tools (Agent(tools=[...])), run by `await agent.run(...)` with the
 conversation so far as message_history and the user's 「确认」 as the prompt; the run must end
 in the final answer with the three tools run.
 """
@@ -64,13 +65,15 @@ def build(reply_for):
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.usage import RequestUsage
 
-    def scripted(messages, info):
+    async def scripted(messages, info):
         reply = reply_for(_results_since_user(messages))
+        usage = RequestUsage(input_tokens=50, output_tokens=50)
         if reply.get("tool_calls"):
             return ModelResponse(parts=[ToolCallPart(tool_name=c["function"]["name"], args=c["function"]["arguments"],
-                                                     tool_call_id=c["id"]) for c in reply["tool_calls"]])
-        return ModelResponse(parts=[TextPart(content=reply["content"])])
+                                                     tool_call_id=c["id"]) for c in reply["tool_calls"]], usage=usage)
+        return ModelResponse(parts=[TextPart(content=reply["content"])], usage=usage)
 
     def set_plan(steps: list[dict]) -> dict:
         """制定或替换整个计划。"""
@@ -97,6 +100,7 @@ def build(reply_for):
 
 
 class Harness:
+    model_turns = workload.TURNS
     concurrent = "asyncio"
 
     def __init__(self, fsync=False, reply_for=workload.timed_reply):

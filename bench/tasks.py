@@ -8,6 +8,7 @@ a JSON-able dict.
 import asyncio
 import gc
 import inspect
+import json
 import resource
 import statistics
 import threading
@@ -49,30 +50,81 @@ def _driver(harness):
     return timed_sync, None
 
 
+def _expected(harness, expected):
+    """The tool calls of one timed run: the workload's, plus those of a timed preface (ours)."""
+    extra = getattr(harness, "preface_calls", {})
+    return {name: expected.get(name, 0) + extra.get(name, 0) for name in set(expected) | set(extra)}
+
+
 def _one(harness, timed, expected=workload.EXPECTED, turns=workload.TURNS):
     state = harness.prepare()
     before = workload.COUNTS.snapshot()
     seconds = timed(state)
     harness.check(state, turns)
-    workload.COUNTS.expect(before, expected=expected, what=harness.__class__.__module__)
+    workload.COUNTS.expect(before, expected=_expected(harness, expected), what=harness.__class__.__module__)
     return seconds
 
 
+def model_turns(harness):
+    """Model turns one timed run makes (ours times its preface too)."""
+    return getattr(harness, "model_turns", workload.TURNS)
+
+
 def overhead(harness, runs, warmup):
-    """Seconds per run of the three-turn workload → per-turn mean and p99, and memory."""
+    """Seconds per run of the workload → per-model-turn mean and p99, and memory (one slot)."""
     timed, loop = _driver(harness)
+    turns = model_turns(harness)
     for _ in range(warmup):
         _one(harness, timed)
     CPU["seconds"] = 0.0
     samples = [_one(harness, timed) for _ in range(runs)]
-    cpu_us = CPU["seconds"] / runs / workload.TURNS * 1e6
+    cpu_us = CPU["seconds"] / runs / turns * 1e6
     peak = _peak_bytes(harness, timed, runs=min(50, runs))
-    per_turn = sorted(s / workload.TURNS * 1e6 for s in samples)
+    per_turn = sorted(s / turns * 1e6 for s in samples)
     if loop:
         loop.close()
-    return {"runs": runs, "warmup": warmup, "mean_us": statistics.fmean(per_turn),
-            "p50_us": per_turn[len(per_turn) // 2], "cpu_us": cpu_us, "p99_us": per_turn[min(len(per_turn) - 1, int(len(per_turn) * 0.99))],
-            "peak_kb": peak / 1024, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return dict(_spread(per_turn), runs=runs, warmup=warmup, cpu_us=cpu_us, model_turns=turns,
+                peak_kb=peak / 1024, rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def _spread(per_turn):
+    per_turn = sorted(per_turn)
+    return {"mean_us": statistics.fmean(per_turn), "p50_us": per_turn[len(per_turn) // 2],
+            "p99_us": per_turn[min(len(per_turn) - 1, int(len(per_turn) * 0.99))]}
+
+
+def serve(harness, commands, answer):
+    """The interleaved overhead benchmark, one system's side: the parent sends commands (one
+    JSON object a line) and this worker answers each with one JSON line. While the other systems
+    take their blocks, this process waits on its pipe and uses no CPU.
+
+      {"cmd": "block", "seconds": s, "max_runs": n, "warmup_runs": w, "warmup_seconds": ws}
+          warm-up runs (untimed, first block only), then timed runs until s seconds of wall
+          time have passed (at least 3 runs): per-model-turn µs of each run, and CPU µs
+      {"cmd": "finish", "peak_runs": n}   peak memory of one run, max RSS; then the worker exits
+    """
+    timed, loop = _driver(harness)
+    turns = model_turns(harness)
+    answer({"ready": True, "model_turns": turns})
+    for line in commands:
+        command = json.loads(line)
+        if command["cmd"] == "block":
+            started = time.perf_counter()
+            for i in range(command.get("warmup_runs", 0)):
+                _one(harness, timed)
+                if time.perf_counter() - started > command.get("warmup_seconds", 1e9):
+                    break
+            CPU["seconds"], samples, started = 0.0, [], time.perf_counter()
+            while len(samples) < 3 or (time.perf_counter() - started < command["seconds"]
+                                       and len(samples) < command["max_runs"]):
+                samples.append(_one(harness, timed) / turns * 1e6)
+            answer({"samples": samples, "cpu_us": CPU["seconds"] / len(samples) / turns * 1e6})
+        else:
+            peak = _peak_bytes(harness, timed, runs=command.get("peak_runs", 50))
+            answer({"peak_kb": peak / 1024, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+            break
+    if loop:
+        loop.close()
 
 
 def _peak_bytes(harness, timed, runs):
@@ -157,4 +209,5 @@ def _at_once(harness, states, loop):
 def _check_all(harness, states, before):
     for state in states:
         harness.check(state)
-    workload.COUNTS.expect(before, runs=len(states), what=harness.__class__.__module__)
+    workload.COUNTS.expect(before, runs=len(states), expected=_expected(harness, workload.EXPECTED),
+                           what=harness.__class__.__module__)

@@ -51,3 +51,52 @@ def test_history_run_keeps_pairing_and_compacts():
     assert sent < full
     import audit
     assert audit.pairing_problem(run["request"]) is None
+
+
+def test_cache_layouts_of_the_xian_run():
+    import cache
+    result, r = cache.xian_run()
+    assert r.status == "done" and r.memory.booking is not None
+    ours = result["ours"]
+    assert ours["turns"] == 4 and ours["epoch_starts"] == 0
+    assert ours["kept_between_epochs"] == ours["between_epochs"] == 3      # append-only between epochs
+    assert result["previous layout"]["kept_between_epochs"] < 3               # the memory block moved
+
+
+def test_cache_long_run_starts_epochs_and_counts_billed_tokens():
+    import cache
+    result, _ = cache.long_run(12, compact_budget=3000)
+    ours = result["ours"]
+    assert ours["epoch_starts"] >= 1 and ours["kept_between_epochs"] == ours["between_epochs"]
+    assert 0 < ours["billed_tokens"] < ours["input_tokens"]
+
+
+def test_common_prefix():
+    import cache
+    assert cache.common_prefix("abcdef", "abcxyz") == 3
+    assert cache.common_prefix("", "abc") == 0 and cache.common_prefix("abc", "abc") == 3
+    assert cache.common_prefix("ab", "abc") == 2
+
+
+def test_serve_answers_blocks_then_finishes():
+    import json
+    harness = sys_ours.Harness()
+    answers = []
+    commands = [json.dumps({"cmd": "block", "seconds": 0, "max_runs": 3, "warmup_runs": 1}),
+                json.dumps({"cmd": "finish", "peak_runs": 1})]
+    try:
+        tasks.serve(harness, iter(commands), answers.append)
+    finally:
+        harness.close()
+    assert answers[0] == {"ready": True, "model_turns": 6}
+    assert len(answers[1]["samples"]) == 3 and answers[2]["peak_kb"] > 0
+
+
+def test_interleaved_blocks_rotate_and_pool():
+    import argparse
+    import run
+    args = argparse.Namespace(blocks=2, slice=0.0, runs=3, warmup=0, quick=True)
+    out = run.interleaved(args, ["floor", "ours"])
+    assert set(out) == {"floor", "ours"}
+    for name in out:
+        assert len(out[name]["overhead"]["blocks"]) == 2 and out[name]["overhead"]["runs"] == 6
