@@ -141,6 +141,10 @@ class ToolSet:
         coroutine that computes it."""
         if call.name in self.remote:
             return self._remote(call)
+        return self._invoke(call, memory)
+
+    def _invoke(self, call, memory):
+        """The declared function, with the context it takes."""
         context = {"run_id": self.run_id, "plan": memory.plan, "tool_names": set(self.tools)}
         if "idempotency_key" in call.tool.takes:
             context["idempotency_key"] = idempotency_key(self.run_id, call)
@@ -148,11 +152,12 @@ class ToolSet:
 
     def preview(self, call, view):
         """The result a state call will have, for the guards' view of the turn: its tool is pure, so
-        it is simply run on the view (None when it is not inline, so cannot be run ahead)."""
-        if not self.inline(call):
+        its function is simply called on the view (not through `run`, the executor's way in); None
+        when it is not inline, so cannot be run ahead."""
+        if not self.inline(call) or call.name in self.remote:
             return None
         try:
-            return settled(self.run(call, view), config.TOOL_RESULT_MAX_CHARS)[0]
+            return settled(self._invoke(call, view), config.TOOL_RESULT_MAX_CHARS)[0]
         except ToolError as exc:
             return {"error": str(exc)}
 

@@ -53,15 +53,15 @@ def old_render(mem):
     lines += [f"计划第 {s['index']} 步：{s['title']}" + (f"（工具 {s['tool']}）" if s.get("tool") else "")
               + (f"，依赖 {s['after']}" if s.get("after") else "") + f" —— {mem.step_status(s['index'])}"
               for s in mem.plan] or ["计划：尚未制定，请先调用 set_plan"]
-    lines += [f"天气 {d}：{w.get('condition')}，最高 {w.get('high')}°" for d, w in mem.weather.items()]
-    lines += [f"坐标：{p.get('name')} ({p.get('latitude')}, {p.get('longitude')})" for p in mem.locations]
+    lines += [f"天气 {d}：{w.get('condition')}，最高 {w.get('high')}°" for d, w in mem.fact("weather", {}).items()]
+    lines += [f"坐标：{p.get('name')} ({p.get('latitude')}, {p.get('longitude')})" for p in mem.fact("locations", [])]
     lines += [f"酒店 {hid} {h['name']}：" + "，".join(f"{k} ¥{v}/晚" for k, v in h["prices"].items())
-              for hid, h in mem.hotels.items()]
+              for hid, h in mem.fact("hotels", {}).items()]
     if mem.proposal is not None:
         state = "用户已确认，可以按这些参数预订" if mem.confirmed else "等待用户确认，未确认前不能预订"
         lines.append(f"待确认的预订：{json.dumps(mem.proposal, ensure_ascii=False)}（{state}）")
-    if mem.booking:
-        lines.append(f"已预订：{json.dumps(mem.booking, ensure_ascii=False)}")
+    if mem.fact("booking"):
+        lines.append(f"已预订：{json.dumps(mem.fact('booking'), ensure_ascii=False)}")
     return "\n".join(lines)
 
 
@@ -185,7 +185,7 @@ def xian_run():
             raise RuntimeError(f"Xi'an run: the proposal ended {r.status}/{r.reason}, not awaiting confirmation")
         loop.add_user(r, config.CONFIRM_TEXT)
         loop.run(r, recorder, ts)
-        if r.status != "done" or r.memory.booking is None:
+        if r.status != "done" or r.memory.fact("booking") is None:
             raise RuntimeError(f"Xi'an run ended {r.status}/{r.reason} without a booking: {r.detail}")
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -40,7 +40,7 @@ class BenchToolSet(toolset.ToolSet):
 
     def run(self, call, memory):
         workload.COUNTS.hit(call.name)
-        if call.name in config.BUSINESS_TOOLS and self.sleeps:
+        if call.kind != "state" and self.sleeps:
             workload._pause()
         return super().run(call, memory)
 

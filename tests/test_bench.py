@@ -56,7 +56,7 @@ def test_history_run_keeps_pairing_and_compacts():
 def test_cache_layouts_of_the_xian_run():
     import cache
     result, r = cache.xian_run()
-    assert r.status == "done" and r.memory.booking is not None
+    assert r.status == "done" and r.memory.fact("booking") is not None
     ours = result["ours"]
     assert ours["turns"] == 4 and ours["epoch_starts"] == 0
     assert ours["kept_between_epochs"] == ours["between_epochs"] == 3      # append-only between epochs
