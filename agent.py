@@ -37,6 +37,8 @@ def parse(argv):
     p.add_argument("--model", help="模型名（环境变量 AGENT_MODEL）")
     p.add_argument("--goal", help="任务目标（默认：西安订酒店）")
     p.add_argument("--max-turns", type=int, metavar="N", help=f"整个运行最多的模型轮数（默认 {config.MAX_TURNS}）")
+    p.add_argument("--policy", metavar="FILE", help="运行策略（JSON：max_turns、token_budget、deadline、result_max_chars、"
+                   "compact_budget、final_prompt、tools）；续跑时给出则替换记录的策略")
     p.add_argument("--mcp", action="store_true", help="天气改由 MCP 服务提供（search_location + get_weather）；续跑沿用运行开始时的模式")
     p.add_argument("--mcp-server", metavar="CMD", help="MCP 服务的启动命令（环境变量 AGENT_MCP_SERVER；默认用本 Python 运行 mcp_tools.py）")
     args = p.parse_args(argv)
@@ -51,7 +53,7 @@ def parse(argv):
     if args.strict and args.check is None:
         p.error("--strict 只能与 --check 一起用")
     run_only = [f for f, v in (("--run-id", args.run_id), ("--goal", args.goal), ("--max-turns", args.max_turns),
-                              ("--model", args.model), ("--offline", args.offline)) if v]
+                              ("--model", args.model), ("--offline", args.offline), ("--policy", args.policy)) if v]
     if (args.check is not None or args.selftest) and run_only:
         p.error(f"--check/--selftest 不运行任务，不接受 {' '.join(run_only)}")
     if args.mcp_server is not None and not _split(args.mcp_server):
@@ -98,32 +100,45 @@ def main(argv=None):
 
 def drive(args, env):
     import audit
-    import loop
     _require("openai", "json5")
+    import session
     audit_dir = args.audit_dir or env["audit_dir"]
-    resuming = args.confirm is not None or args.reply is not None or args.resume is not None
-    run_id = _target(args) if resuming else (args.run_id or audit.new_run_id())
-    run_id = (run_id or audit.latest_run_id(audit_dir)) if resuming else run_id
+    how = "confirm" if args.confirm is not None else "reply" if args.reply is not None else \
+        "resume" if args.resume is not None else None
+    run_id = (_target(args) or audit.latest_run_id(audit_dir)) if how else (args.run_id or audit.new_run_id())
     audit.check_run_id(run_id)
-    if not resuming and args.mcp_server and not args.mcp:
+    if not how and args.mcp_server and not args.mcp:
         raise UsageError("--mcp-server 只在 MCP 模式下有用：新运行请同时加 --mcp")
-    if not resuming:
+    command = _split(args.mcp_server or env["mcp_server"] or "") or None
+    if command is None and env["mcp_server"]:
+        raise UsageError("环境变量 AGENT_MCP_SERVER 不是合法的命令行")
+    policy = session.load_policy(args.policy) if args.policy else None
+    if how is None and not os.path.isdir(audit_dir):
         os.makedirs(audit_dir, exist_ok=True)
-    elif not os.path.isdir(audit_dir):
+    elif how and not os.path.isdir(audit_dir):
         raise UsageError(f"审计目录 {audit_dir} 不存在")
     with audit.RunLock(audit_dir, run_id):
-        if resuming:
-            r, toolset = _reopen(args, audit_dir, run_id, env)
-        else:
-            toolset = _toolset(audit_dir, run_id, "mcp" if args.mcp else "local", args, env)
-            try:
-                r = loop.begin(audit_dir, run_id, args.goal or config.DEFAULT_GOAL, toolset, "", args.max_turns,
-                               env["budget"])
-            except BaseException:
-                toolset.close()
-                raise
+        if how is None:
+            r, toolset = session.start(audit_dir, run_id, args.goal or config.DEFAULT_GOAL,
+                                       "mcp" if args.mcp else "local", command, _with_turns(policy, args))
             print(f"新运行 {r.run_id}\n目标：{r.messages[1]['content']}")
-        return _go(r, toolset, args, env)
+            _mcp_line(toolset)
+        else:
+            r, toolset = _reopen(session, args, audit_dir, run_id, how, command, policy)
+        return _go(session, r, toolset, args, env)
+
+
+def _with_turns(policy, args):
+    import dataclasses
+    policy = policy or config.policy()
+    return dataclasses.replace(policy, max_turns=args.max_turns) if args.max_turns else policy
+
+
+def _mcp_line(toolset):
+    if toolset.mcp is not None:
+        client = toolset.mcp
+        print(f"MCP 模式：天气由 MCP 服务提供（{' '.join(client.command)}，协议 {client.version}，"
+              f"工具 {', '.join(sorted(toolset.remote))}）")
 
 
 def _require(*packages):
@@ -140,45 +155,8 @@ def _target(args):
     return args.confirm if args.confirm is not None else args.resume
 
 
-def _toolset(audit_dir, run_id, mode, args, env, schemas=None):
-    """The run's tool set; in MCP mode it connects now, unless recorded `schemas` spare it that."""
-    import tools
-    import toolset
-    store = tools.BookingStore(os.path.join(audit_dir, "bookings.db"))
-    if mode == "local":
-        return toolset.ToolSet(run_id, store, mode)
-    command = _split(args.mcp_server or env["mcp_server"] or "") or None
-    if command is None and env["mcp_server"]:
-        raise UsageError("环境变量 AGENT_MCP_SERVER 不是合法的命令行")
-    ts = toolset.ToolSet(run_id, store, mode, mcp_command=command, schemas=schemas)
-    if schemas is None:
-        client = ts.mcp
-        print(f"MCP 模式：天气由 MCP 服务提供（{' '.join(client.command)}，协议 {client.version}，"
-              f"工具 {', '.join(sorted(ts.remote))}）")
-    return ts
-
-
-def _reopen(args, audit_dir, run_id, env):
-    import loop
-    wanted = "resume" if args.resume is not None else "reply"
-
-    def accept(snap):
-        status = snap["status"]
-        if wanted == "reply" and args.reply is not None and status == "error":
-            return                           # a reply can move on a run whose model failed, e.g. went silent
-        if wanted == "reply" and status != "suspended":
-            hint = {"done": "已经完成，不能再确认或答复，也不会产生新的预订",
-                    "running": "被中断过而不是在等待答复，请用 --resume 继续",
-                    "error": "因模型服务失败而中断，请用 --resume 继续（或用 --reply 补充说明）",
-                    "stopped": f"已停止（{snap.get('reason')}），不能再续跑"}[status]
-            raise UsageError(f"运行 {run_id} {hint}")
-        if wanted == "resume" and not (status in ("running", "error") or snap.get("reason") == "interrupted"):
-            hint = {"suspended": "正在等待你的答复：用 --confirm 确认，或 --reply 答复",
-                    "done": "已经完成", "stopped": f"已停止（{snap.get('reason')}），不能续跑"}[status]
-            raise UsageError(f"运行 {run_id} {hint}")
-
-    r, toolset, warnings = loop.reopen(
-        audit_dir, run_id, lambda snap: _toolset(audit_dir, run_id, snap["mode"], args, env, snap["tools"]), accept)
+def _reopen(session, args, audit_dir, run_id, how, command, policy):
+    r, toolset, warnings = session.reopen(audit_dir, run_id, how, command, policy)
     if args.mcp and r.mode != "mcp":
         print(f"注意：运行 {run_id} 以 {r.mode} 模式开始，续跑沿用该模式（忽略 --mcp）", file=sys.stderr)
     for key in warnings:
@@ -186,23 +164,23 @@ def _reopen(args, audit_dir, run_id, env):
     if args.max_turns:
         r.max_turns = args.max_turns
     print(f"续跑运行 {r.run_id}（第 {r.turn} 轮之后，已用 {r.memory.used_tokens} tokens）")
-    if args.confirm is not None:
-        loop.add_user(r, config.CONFIRM_TEXT)
-        print(f"用户：{config.CONFIRM_TEXT}")
-    elif args.reply is not None:
-        text = args.reply[0].strip()
-        if not text or text == config.CONFIRM_TEXT:
-            raise UsageError("--reply 不能为空，也不能用来确认；确认请用 --confirm")
-        loop.add_user(r, text)
-        print(f"用户：{text}")
-    else:
-        r.status = "running"
+    try:
+        session.answer(r, how, args.reply[0] if args.reply else None)
+    except BaseException:
+        toolset.close()
+        raise
+    if how != "resume":
+        print(f"用户：{r.messages[-1]['content']}")
     return r, toolset
 
 
-def _go(r, toolset, args, env):
+def _go(session, r, toolset, args, env):
     import loop
-    ask, closer = _model(args, env)
+
+    def on_retry(attempt, total, wait, error):
+        print(f"   模型请求失败（{error.kind}），{wait:.1f} 秒后重试（{attempt}/{total}）", file=sys.stderr)
+    ask, closer, what = session.chat(env, args.offline, args.model, on_retry)
+    print(what)
     r.model = ask.model
     started = time.perf_counter()
     try:
@@ -216,26 +194,6 @@ def _go(r, toolset, args, env):
         toolset.close()
     summary(r, time.perf_counter() - started, toolset)
     return EXIT[r.status]
-
-
-def _model(args, env):
-    import model
-    def on_retry(attempt, total, wait, error):
-        print(f"   模型请求失败（{error.kind}），{wait:.1f} 秒后重试（{attempt}/{total}）", file=sys.stderr)
-    if env["api_key"] and not args.offline:
-        name = args.model or env["model"]
-        ask = model.connect(env["base_url"], env["api_key"], name, env["model_timeout"], env["model_retries"],
-                            on_retry=on_retry)
-        print(f"模型：{name} @ {env['base_url'] or 'https://api.openai.com/v1'}")
-        return ask, ask.close
-    from endpoint import Endpoint
-    import offline
-    endpoint = Endpoint(offline.respond)
-    ask = model.connect(endpoint.url, "offline-no-key", config.OFFLINE_MODEL, env["model_timeout"],
-                        env["model_retries"], on_retry=on_retry, loopback=True)
-    why = "--offline" if args.offline else "未设置 OPENAI_API_KEY"
-    print(f"离线模式：使用内置离线模型（{why}），经 openai 客户端访问 {endpoint.url}")
-    return ask, lambda: (ask.close(), endpoint.close())
 
 
 def report(kind, run, reply=None, calls=(), outcomes=None, text=""):

@@ -21,7 +21,7 @@ class ToolError(Exception):
 class Source:
     """Provenance: the arguments `args` of a call must equal (or, `near`, equal to 4 decimals) the
     fields `fields` of one record found at `path` in an earlier successful result of `tool`.
-    `path` is dotted, `[]` stepping into a list: "hotels[]" or "" for the result itself."""
+    `path` is dotted, `[]` stepping into a list: "items[]" or "" for the result itself."""
     args: tuple
     tool: str
     fields: tuple
@@ -53,6 +53,7 @@ class Tool:
     effect: tuple = ()                        # a write's (argument, how a proposal states it): "id" | "choice" |
                                               # "date" | "count"; the proposal shown and the idempotency key
     aliases: dict = dataclasses.field(default_factory=dict)   # choice value -> other names users read
+    units: dict = dataclasses.field(default_factory=dict)     # count argument -> the words after its number
     keep: tuple = ()                          # result fields compaction keeps whole, however long
     absorb: Callable | None = None            # absorb(facts, args, result): a success into this tool's facts
                                               # (add or replace entries; never mutate a value stored before)

@@ -8,16 +8,14 @@ gives the same memory as the live run did (that is how a resume checks an audit 
 Proposals and confirmation: a proposal is a blocked write (its exact arguments) or, while the
 task's write has not happened, a model answer after the task made progress (a proposal in
 words). Confirmation comes only from a user message that is exactly 「确认」 after a proposal,
-never from model, tool or loop text; it authorises the proposed write (for words: the hotel and
-room the text named, the date and nights it or the user stated) and is used up by it. Any
+never from model, tool or loop text; it authorises the proposed write (for words: the ids and
+choices the text named, the dates and counts it or the user stated) and is used up by it. Any
 other user reply withdraws the proposal; a reply that declines ends the task's need to write.
 `render()` projects memory into the system message (context.py lays out what is sent).
 """
 import json
-import re
-import unicodedata
-
 import config
+import words
 from calls import cut  # noqa: F401  (re-exported: executor and context cut with it)
 
 
@@ -127,8 +125,8 @@ class Memory:
         if self.confirmed:
             self.unwritten = True
         elif not self.writes and self.proposal is None and not self.declined and self.progress:
-            plain = _plain(text)
-            named = not self.names or any(_names_in(plain, i, n) for i, n in self.names.items())
+            plain = words.plain(text)
+            named = not self.names or any(words.names_in(plain, i, n) for i, n in self.names.items())
             self.offer = text if named else None
 
     def absorb_user(self, text):
@@ -201,20 +199,20 @@ class Memory:
         and choice arguments must be the one value of their kind the offer names (an id by
         itself or by the name a search gave it); its date and count may also come from the
         user's own messages. Empty when the write is what the user was shown."""
-        offer, said = _plain(self.offer or ""), [_plain(t) for t in self.said]
+        offer, said = words.plain(self.offer or ""), [words.plain(t) for t in self.said]
         missing = []
-        aliases = call.tool.aliases if call.tool else {}
+        aliases, units = (call.tool.aliases, call.tool.units) if call.tool else ({}, {})
         for arg, how in call.tool.effect if call.tool else ():
             value = call.args.get(arg)
             if how == "id":
                 ids = set(self.names) | {value}
-                shown = {i for i in ids if _names_in(offer, i, self.names.get(i))} == {value}
+                shown = {i for i in ids if words.names_in(offer, i, self.names.get(i))} == {value}
             elif how == "choice":
-                shown = {c for c in set(aliases) | {value} if _names_in(offer, c, *aliases.get(c, ()))} == {value}
+                shown = {c for c in set(aliases) | {value} if words.names_in(offer, c, *aliases.get(c, ()))} == {value}
             elif how == "date":
-                shown = any(value in _dates(t, value[:4]) for t in [offer, *said])
+                shown = any(value in words.dates(t, value[:4]) for t in [offer, *said])
             else:
-                shown = any(value in _counts(t) for t in [offer, *said])
+                shown = any(value in words.counts(t, units.get(arg, ())) for t in [offer, *said])
             if not shown:
                 missing.append(arg)
         return missing
@@ -298,52 +296,6 @@ def _same(a, b, near):
         return round(float(a), 4) == round(float(b), 4)
     except (TypeError, ValueError):
         return False
-
-
-def _plain(text):
-    return unicodedata.normalize("NFKC", str(text)).lower()
-
-
-def _names_in(text, *words):
-    """Whether `text` (plain) names any of `words`: ASCII words whole, others as substrings."""
-    for word in words:
-        if not word:
-            continue
-        word = _plain(word)
-        if re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])" if word.isascii() else re.escape(word), text):
-            return True
-    return False
-
-
-MONTHS = {m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
-                                      "dec"), 1)}
-NUMERALS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
-            "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-            "ten": 10}
-
-
-def _dates(text, year):
-    """The dates (YYYY-MM-DD) a plain text states; a month and day without a year take `year`."""
-    found = {f"{int(y):04d}-{int(m):02d}-{int(d):02d}"
-             for y, m, d in re.findall(r"(\d{4})\s*[-年/.]\s*(\d{1,2})\s*[-月/.]\s*(\d{1,2})", text)}
-    found |= {f"{year}-{int(m):02d}-{int(d):02d}" for m, d in re.findall(r"(?<![\d年])(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]", text)}
-    found |= {f"{year}-{MONTHS[m]:02d}-{int(d):02d}" for m, d in
-              re.findall(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})\b", text)}
-    return found
-
-
-def _counts(text):
-    """The numbers of nights a plain text states (2 晚, 两晚, 两个晚上, 2 nights)."""
-    found = set()
-    for number in re.findall(r"(\d+|[一二两三四五六七八九十]+|one|two|three|four|five|six|seven|eight|nine|ten)"
-                             r"\s*(?:个)?\s*(?:晚|夜|nights?)", text):
-        if number.isdigit():
-            found.add(int(number))
-        elif number in NUMERALS:
-            found.add(NUMERALS[number])
-        elif number.startswith("十") and number[1:] in NUMERALS:
-            found.add(10 + NUMERALS[number[1:]])
-    return found
 
 
 def _as_object(content):

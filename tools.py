@@ -187,7 +187,7 @@ def declarations(store):
              requires=("get_weather", "search_hotels"),
              sources=(Source(("hotel_id",), "search_hotels", ("hotel_id",), "hotels[]"),),
              effect=(("hotel_id", "id"), ("room_type", "choice"), ("check_in", "date"), ("nights", "count")),
-             aliases=ALIASES, reconcile=lambda key: store.find(key) if store else None,
+             aliases=ALIASES, units={"nights": ("晚", "夜", "night")}, reconcile=lambda key: store.find(key) if store else None,
              **SCHEMAS["book_hotel"], **HOOKS["book_hotel"]),
     ]
 
