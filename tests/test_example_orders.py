@@ -1,0 +1,91 @@
+"""The second task (examples/orders.py) on the same loop: built only from the library's public
+parts, with its own tools, goal and offline model. Plan first, provenance, confirmation, one
+refund across a crash and a resume, and an audit file paired like any other."""
+import json
+import os
+import sys
+
+import audit
+import config
+import loop
+from conftest import ROOT, text, tool_calls
+
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+import orders  # noqa: E402
+from toolset import ToolSet  # noqa: E402
+
+PLAN = {"steps": [{"title": "查订单", "tool": "get_order"}, {"title": "退款", "tool": "refund_order", "after": [1]}]}
+
+
+def setup(tmp_path, run_id="o1"):
+    refunds = orders.Refunds(str(tmp_path / "refunds.db"))
+    tools = ToolSet(run_id, tools=orders.declarations(refunds))
+    return loop.begin(str(tmp_path), run_id, orders.GOAL, tools, "m", fsync=False), tools, refunds
+
+
+def results(r):
+    return [json.loads(m["content"]) for m in r.messages if m["role"] == "tool"]
+
+
+def test_the_example_runs_offline_through_the_loopback_endpoint(tmp_path):
+    assert orders.main(str(tmp_path)) == 0
+    data = audit.load(str(tmp_path / "run-orders-demo.json"))            # loadable: structure and pairing
+    assert (data["status"], data["memory"]["writes"][0]["tool"]) == ("done", "refund_order")
+    assert data["memory"]["orders"]["A1001"]["amount"] == 899 and audit.pairing_problem(data["messages"]) is None
+
+
+def test_the_model_sees_only_the_example_tools_and_the_plan_is_first(tmp_path, fake_model):
+    r, tools, refunds = setup(tmp_path)
+    assert [s["function"]["name"] for s in r.tools] == ["set_plan", "mark_step", "get_order", "track_shipment",
+                                                        "refund_order"]
+    ask, _ = fake_model([tool_calls(("get_order", {"order_id": "A1001"})), text("好")])
+    loop.run(r, ask, tools)
+    assert results(r)[0]["blocked_by"] == "plan_first"
+
+
+def test_an_order_id_that_no_lookup_returned_is_blocked(tmp_path, fake_model):
+    r, tools, refunds = setup(tmp_path)
+    ask, _ = fake_model([tool_calls(("set_plan", PLAN), ("get_order", {"order_id": "A1001"})),
+                         tool_calls(("track_shipment", {"tracking": "YT5566"})),      # not the order's
+                         tool_calls(("track_shipment", {"tracking": "SF7788"})),
+                         tool_calls(("refund_order", {"order_id": "A1002", "amount": 459})), text("请确认")])
+    loop.run(r, ask, tools)
+    blocked = [x for x in results(r) if "blocked_by" in x]
+    assert [x["blocked_by"] for x in blocked] == ["provenance", "provenance"] and refunds.count() == 0
+    assert "A1001" in blocked[1]["error"]                  # it says which order ids may be used
+
+
+def test_a_refund_needs_the_users_confirmation_and_happens_once_across_a_crash(tmp_path):
+    r, tools, refunds = setup(tmp_path)
+    ask, close = orders.offline_model()
+    try:
+        loop.run(r, ask, tools)
+        assert (r.status, r.reason, refunds.count()) == ("suspended", "awaiting_confirmation", 0)
+        loop.add_user(r, "确认")
+        pid = os.fork()
+        if pid == 0:                             # the child dies right after the refund is stored
+            config._FAULT = "after_tool"
+            loop.run(r, ask, tools)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        assert refunds.count() == 1 and audit.load(r.path)["status"] == "running"
+        again, tools2, _ = loop.reopen(str(tmp_path), "o1", lambda snap: tools, lambda snap: None)
+        loop.run(again, ask, tools2)
+    finally:
+        close()
+        config._FAULT = None
+    assert (again.status, refunds.count()) == ("done", 1)
+    assert audit.pairing_problem(again.messages) is None
+
+
+def test_a_refund_other_than_the_one_confirmed_is_a_new_proposal(tmp_path, fake_model):
+    r, tools, refunds = setup(tmp_path)
+    ask, _ = fake_model([tool_calls(("set_plan", PLAN), ("get_order", {"order_id": "A1001"})),
+                         tool_calls(("track_shipment", {"tracking": "SF7788"})),
+                         text("建议退款 A1001 ¥899，确认吗？"),
+                         tool_calls(("refund_order", {"order_id": "A1001", "amount": 500})), text("金额改了，请再确认")])
+    loop.run(r, ask, tools)
+    loop.add_user(r, "确认")
+    loop.run(r, ask, tools)
+    assert (r.status, r.reason, refunds.count()) == ("suspended", "awaiting_confirmation", 0)
+    assert r.memory.proposal["amount"] == 500 and "why" in r.memory.proposal
