@@ -8,6 +8,7 @@ message's characters are counted, how a long text or result is cut).
 import dataclasses
 import functools
 import json
+import math
 import re
 import unicodedata
 from typing import Callable
@@ -119,6 +120,8 @@ def validate(schema, value, path="arguments"):
     kind = schema.get("type")
     if kind and (not isinstance(value, TYPES[kind]) or (kind in ("integer", "number") and isinstance(value, bool))):
         return [f"{path} 应为 {kind}，收到 {json.dumps(value, ensure_ascii=False)[:60]}"]
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{path} 应为有限的数，收到 {value}"]
     problems = []
     if "enum" in schema and value not in schema["enum"]:
         problems.append(f"{path} 只能是 {schema['enum']} 之一")

@@ -19,8 +19,8 @@ the server dies; stdout garbage and unsolicited messages are skipped; stderr is 
 close() always ends the process (stdin EOF, wait, SIGTERM, SIGKILL). The client returns what
 the server said (a JSON object) or raises MCPError; what may reach the model is toolset's call.
 
-This module never imports tools.py, nor tools.py it; it needs only the standard library and
-config (for the server's environment settings).
+This module never imports tools.py, nor tools.py it; it needs only the standard library,
+config (for the server's environment settings) and calls (the one JSON Schema validator).
 """
 import collections
 import datetime
@@ -34,6 +34,7 @@ import threading
 import traceback
 
 import config
+from calls import validate
 
 MODERN_VERSION = "2026-07-28"
 LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")    # newest first
@@ -479,32 +480,10 @@ def tool_specs(live):
     ]
 
 
-def argument_problems(schema, arguments):
-    """What is wrong with `arguments` for one of our own flat input schemas (empty when nothing)."""
-    props = schema["properties"]
-    problems = [f"缺少参数 {key}" for key in schema["required"] if key not in arguments]
-    problems += [f"没有参数 {key}" for key in arguments if key not in props]
-    return problems + [p for key, value in arguments.items() if key in props for p in _value_problems(key, props[key], value)]
-
-
-def _value_problems(key, rule, value):
-    if rule["type"] == "number":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or isinstance(value, float) and not math.isfinite(value):
-            return [f"{key} 应为数字，收到 {json.dumps(value, ensure_ascii=False)[:40]}"]
-        return [] if rule["minimum"] <= value <= rule["maximum"] else [f"{key} 应在 {rule['minimum']} 到 {rule['maximum']} 之间"]
-    if not isinstance(value, str):
-        return [f"{key} 应为字符串，收到 {json.dumps(value, ensure_ascii=False)[:40]}"]
-    if not rule.get("minLength", 0) <= len(value) <= rule.get("maxLength", 100):
-        return [f"{key} 长度应在 {rule.get('minLength', 0)} 到 {rule.get('maxLength', 100)} 之间"]
-    if "pattern" in rule and not re.search(rule["pattern"], value):
-        return [f"{key} 格式不对（应为 YYYY-MM-DD）"]
-    return []
-
-
 def _coordinates(latitude, longitude):
     """True when these are usable coordinates."""
-    return not _value_problems("latitude", {"type": "number", "minimum": -90, "maximum": 90}, latitude) and \
-        not _value_problems("longitude", {"type": "number", "minimum": -180, "maximum": 180}, longitude)
+    return not validate({"type": "number", "minimum": -90, "maximum": 90}, latitude) and \
+        not validate({"type": "number", "minimum": -180, "maximum": 180}, longitude)
 
 
 def parse_date(text):
@@ -771,7 +750,7 @@ class Server:
         arguments = {} if arguments is None else arguments
         if not isinstance(arguments, dict):
             raise MCPError("Invalid params: params.arguments must be an object", INVALID_PARAMS)
-        problems = argument_problems(spec["inputSchema"], arguments)
+        problems = validate(spec["inputSchema"], arguments, path="参数")
         if problems:
             return tool_error(f"{name} 的参数不对：" + "；".join(problems))
         try:

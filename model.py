@@ -21,6 +21,7 @@ import threading
 import time
 
 import config
+from calls import chars
 
 
 class ModelError(Exception):
@@ -241,8 +242,7 @@ def _reply(response, messages, seconds, names=()):
     tokens = getattr(usage, "total_tokens", None) if usage else None
     estimated = not isinstance(tokens, int)
     if estimated:
-        sent = sum(len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls") or "")) for m in messages)
-        tokens = estimate_tokens(sent + len(json.dumps(message, ensure_ascii=False)))
+        tokens = estimate_tokens(chars(messages) + chars([message]))
     reply = Reply(message, calls, tokens, estimated, seconds, notes)
     reply.cut = getattr(choice, "finish_reason", None) == "length"
     reply.written_calls = [] if calls else written_calls(content or "", names)

@@ -22,6 +22,7 @@ import loop
 import tools
 import toolset
 from executor import execute
+from calls import chars
 from context import compact
 from memory import Memory
 from model import ModelError, Reply, estimate_tokens
@@ -76,7 +77,7 @@ class Script:
         if not self.replies:
             raise ModelError("bad_response", "自检脚本的回复用完了")
         message = self.replies.pop(0)
-        sent = sum(len(str(m.get("content") or "")) for m in messages)
+        sent = chars(messages)
         self.answered.append(time.perf_counter())
         return Reply(message, message.get("tool_calls", []), estimate_tokens(sent), True, 0.0, [])
 

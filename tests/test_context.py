@@ -2,7 +2,6 @@
 import copy
 import json
 
-import config
 import context
 import loop
 from conftest import PLAN, text, tool_calls

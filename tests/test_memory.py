@@ -1,5 +1,4 @@
 """Memory as a fold over the messages: tool results, answers, user replies, loop nudges."""
-import copy
 import json
 
 from conftest import PLAN
