@@ -277,7 +277,7 @@ def _recorded_policy(snap):
 def _disagreements(stored, rebuilt):
     """Fields where the stored memory says something the messages do not."""
     fresh = rebuilt.to_dict()
-    return [key for key in fresh if key not in ("used_tokens", "spins") and stored.get(key) != fresh[key]]
+    return [key for key in fresh if key in stored and key not in ("used_tokens", "spins") and stored[key] != fresh[key]]
 
 
 def add_user(r, text):
