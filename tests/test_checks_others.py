@@ -13,6 +13,8 @@ import pytest
 from conftest import ROOT, run_cli
 import checks
 
+from test_checks import reasons, verdicts  # noqa: E402,F401  (one reading of a verdict entry)
+
 OTHERS = os.path.join(ROOT, "tests", "transcripts", "others")
 with open(os.path.join(OTHERS, "expected.json"), encoding="utf-8") as f:
     EXPECTED = json.load(f)
@@ -21,14 +23,6 @@ IDS = [cid for cid, _ in checks.CHECKS]
 
 def path(name):
     return os.path.join(OTHERS, name)
-
-
-def verdicts(entry):
-    return {c["id"]: c["verdict"] for c in entry["checks"]}
-
-
-def reasons(entry):
-    return {c["id"]: c["reason"] for c in entry["checks"]}
 
 
 def test_the_corpus_is_complete_and_large_enough():
