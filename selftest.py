@@ -197,6 +197,26 @@ def booked_once(box, say):
     say(f"预订库 bookings 表：{box.store.count()} 行；运行完成")
 
 
+def proposal_in_words(box, say):
+    """The way most models ask: a proposal in words; one 「确认」 books what it stated, and a booking
+    that differs from it becomes a new, concrete proposal instead of running."""
+    r, ts = box.begin("words")
+    box.drive(r, ts, [calls(("set_plan", {"steps": PLAN}), ("get_weather", WEATHER), ("search_hotels", HOTELS)),
+                      says(PROPOSAL)])
+    expect((r.status, r.reason) == ("suspended", "awaiting_confirmation") and r.memory.offer == PROPOSAL,
+           f"文字提案应挂起等待确认，实际 {r.status}/{r.reason}")
+    say(f"模型不调 book_hotel，直接用文字提案：「{PROPOSAL[:30]}…」→ 挂起等待确认")
+    loop.add_user(r, config.CONFIRM_TEXT)
+    box.drive(r, ts, [calls(("book_hotel", dict(SUITE, hotel_id="XA-003"), "d1")), says("改订曲江，请再确认。")])
+    expect(box.store.count() == 0 and r.memory.proposal and r.memory.proposal["hotel_id"] == "XA-003",
+           "与确认的文字不同的预订不应执行，而应成为新提案")
+    say(f"用户「确认」后模型却订 XA-003：没有执行，成为新的具体提案（{r.memory.proposal['why'][:40]}…），再次挂起")
+    loop.add_user(r, config.CONFIRM_TEXT)
+    box.drive(r, ts, [calls(("book_hotel", dict(SUITE, hotel_id="XA-003"), "d2")), says(FINAL)])
+    expect(box.store.count() == 1 and r.status == "done", f"再次确认后应恰好订一笔，实际 {box.store.count()}")
+    say("再确认一次后，按新提案订出一笔；运行完成")
+
+
 def compaction(box, say):
     """By size only: the demo run is never compacted; a compacted copy keeps every message, every
     tool_call_id, data results as JSON objects with their facts, and the receipt whole."""
@@ -391,6 +411,7 @@ def _local_booking(box):
 
 SCENARIOS = [("同一批三个调用：两个读 + 一个未确认的 book_hotel", batch_of_three),
              ("确认后同一预订请求两次（同批一次、下一轮一次）：只有一行", booked_once),
+             ("文字提案：一次「确认」授权写明的预订，不同的预订成为新提案", proposal_in_words),
              ("上下文压缩：只按大小触发；压缩副本保留结构、回执和每个 tool_call_id，原列表不变", compaction),
              ("打转与重试：重复被拦，改正后的重试和确认后的重试放行", spin_or_retry),
              ("参数溯源：编造的 hotel_id 在执行前被拦截", provenance),
