@@ -40,11 +40,11 @@ HOW = {
     "ours": "as sent by the loop (cache.py): JSON of the tool schemas, then JSON of the chat messages",
     "agents": "the Responses input items the SDK passed to `Model.get_response`, converted by the SDK's own "
               "`chatcmpl_converter.Converter` (`items_to_messages`, `tool_to_openai`), the instructions as the "
-              "system message first",
+              "system message first (tool results as the SDK makes them: `str()` of the returned dict)",
     "pydantic_ai": "the `ModelRequest`/`ModelResponse` parts `FunctionModel` received, mapped by hand to chat "
                    "messages (system/user prompt parts, one assistant message per response with its tool calls, "
                    "`ToolReturnPart.model_response_str()` as the tool message), tools from `AgentInfo` "
-                   "(function + output tools) as OpenAI function schemas",
+                   "(function + output tools) as OpenAI function schemas (tool results as pydantic-ai makes them: compact JSON)",
     "langgraph": "the LangChain messages the chat model received, converted by langchain-core's "
                  "`convert_to_openai_messages`, tools as bound (`convert_to_openai_tool`)",
 }
@@ -356,6 +356,8 @@ def measure(names=SYSTEMS):
             out["systems"][name] = {"skipped": f"not installed ({missing[0]}); pip install -r bench/requirements-peers.txt"}
             continue
         try:
+            with workload.STORE.lock:
+                workload.STORE.rows.clear()          # every system books into an empty store (replayed: false)
             result = RUNNERS[name]()
             if not (result["answered"] and result["booked"] and result["pauses"] == 1):
                 raise RuntimeError(f"did not finish with one approval: {result}")
