@@ -14,6 +14,8 @@ def render(results, label):
     parts = [_header(results)]
     if "cache" in results:
         parts.append(_cache(results["cache"]))
+    if "finish" in results:
+        parts.append(_finish(results["finish"]))
     parts += [_overhead(systems, label, results["settings"]), _concurrency(systems, label),
              _many(systems, label)]
     if "profile" in results:
@@ -227,6 +229,57 @@ def _cache(c):
                                                       f"billed, cached = {ratio:.0%}", "÷ previous layout",
                                                       "epoch starts", "median prefix share"], rows))
     text.append("Targets: " + "; ".join(verdicts) + ".")
+    return "\n\n".join(text)
+
+
+FINISH_LABELS = {"ours": "ours", "agents": "OpenAI Agents SDK (`needs_approval`, `RunState` resume)",
+                 "pydantic_ai": "pydantic-ai (`requires_approval`, deferred tool results)",
+                 "langgraph": "LangGraph (`interrupt()`, `InMemorySaver`, `Command(resume=...)`)"}
+
+
+def _finish(f):
+    title = "### 0b. What finishing the task costs"
+    if "error" in f:
+        return f"{title}\n\nfailed: {f['error']}"
+    systems = f["systems"]
+    done = {n: d for n, d in systems.items() if "calls" in d}
+    rows = [[FINISH_LABELS.get(n, n), d["calls"], d["pauses"], f"{d['input_tokens']:,.0f}", f"{d['billed_tokens']:,.0f}",
+             " / ".join(f"{x:,}" for x in d["per_call"]), f"{d.get('tools_tokens', 0):,.0f}",
+             f"{d['kept']} of {d['calls'] - 1}"] for n, d in done.items()]
+    text = [title,
+            "The whole Xi'an task from the user's goal to the final answer, the user's approval given once, every request "
+            "the scripted model received recorded. Ours: the run of section 0 (turn 1 `set_plan` + `get_weather` + "
+            "`search_hotels`; turn 2 the proposal in words, the run suspends; the user's 「确认」 via `loop.add_user`; "
+            "turn 3 `book_hotel`; turn 4 the answer). Each peer: the same decisions in its own human-approval flow "
+            "(turn 1 `get_weather` + `search_hotels`; turn 2 `book_hotel`, which needs approval: the run pauses, the "
+            "harness approves, the run resumes, the booking runs; turn 3 the answer). The peers get the same system "
+            "prompt (`config.SYSTEM_PROMPT`), the goal as the user's message and the five tools with the descriptions our "
+            "loop sends; their parameter schemas are each framework's own, generated from the signatures. Each request "
+            "is serialised as Chat Completions JSON (tool schemas, then messages) and its text counted: tokens = "
+            f"characters / {f['chars_per_token']} (estimate, no tokenizer); billed = fresh + cached × "
+            f"{f['cached_price']:g}, cached = the exact common prefix with the previous request (the rule of section 0).",
+            _table(["system", "model calls to finish", "pauses for the user", "input tokens sent",
+                    f"billed, cached = {f['cached_price']:.0%}", "tokens per call", "of which tool schemas, per call",
+                    "previous request kept whole"], rows),
+            "How each system's requests were serialised:\n\n"
+            + "\n".join(f"- {FINISH_LABELS.get(n, n)}: {d['how']}." for n, d in done.items())]
+    skipped = [f"- {FINISH_LABELS.get(n, n)} skipped: {d['skipped']}" for n, d in systems.items() if "skipped" in d]
+    if skipped:
+        text.append("\n".join(skipped))
+    if "ours" in done and len(done) > 1:
+        ours, peers = done["ours"], {n: d for n, d in done.items() if n != "ours"}
+        fewest = min(d["calls"] for d in done.values())
+        cheapest = min(peers, key=lambda n: peers[n]["billed_tokens"])
+        calls_ok = ours["calls"] <= fewest + 1
+        billed_ok = ours["billed_tokens"] <= peers[cheapest]["billed_tokens"]
+        text.append(f"Target: ours at most one model call more than the fewest ({ours['calls']} against {fewest}): "
+                    + ("met" if calls_ok else "NOT met")
+                    + f"; ours the fewest billed input tokens ({ours['billed_tokens']:,.0f} against "
+                    f"{FINISH_LABELS[cheapest].split(' (')[0]}'s {peers[cheapest]['billed_tokens']:,.0f}, "
+                    f"{ours['billed_tokens'] / peers[cheapest]['billed_tokens']:.2f}×): "
+                    + ("met" if billed_ok else "NOT met") + ".")
+    elif "ours" not in done:
+        text.append("Target: not checked (ours did not finish).")
     return "\n\n".join(text)
 
 

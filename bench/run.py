@@ -109,6 +109,9 @@ def special(task, args):
     elif task == "profile":
         import profile_ours
         result = profile_ours.profile(300 if args.runs >= 1000 and not args.quick else 100)
+    elif task == "finish":
+        import finish
+        result = finish.measure()
     elif task == "cache":
         import cache
         result = cache.measure(args.turns)
@@ -267,7 +270,7 @@ def collect(args):
             _say(f"{name}: {task} ...")
             entry[task] = spawn(args, name, task)
     if not args.only or "ours" in args.only:
-        for task in ("cache", "profile", "history", "startup"):
+        for task in ("cache", "finish", "profile", "history", "startup"):
             _say(f"ours: {task} ...")
             results[task] = spawn(args, "special", task)
     return results

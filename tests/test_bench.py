@@ -100,3 +100,19 @@ def test_interleaved_blocks_rotate_and_pool():
     assert set(out) == {"floor", "ours"}
     for name in out:
         assert len(out[name]["overhead"]["blocks"]) == 2 and out[name]["overhead"]["runs"] == 6
+
+
+def test_finish_runs_every_system_to_the_end_with_one_approval():
+    import finish
+    import report
+    result = finish.measure()
+    systems = result["systems"]
+    for name, d in systems.items():
+        if "skipped" in d:
+            assert name != "ours" and d["skipped"].startswith("not installed"), d   # a broken flow must not hide
+            continue
+        assert d["answered"] and d["booked"] and d["pauses"] == 1
+        assert d["calls"] == len(d["per_call"]) >= 3 and 0 < d["billed_tokens"] < d["input_tokens"]
+    assert systems["ours"]["calls"] == 4
+    text = report._finish(result)
+    assert "model calls to finish" in text and ("Target:" in text or len(systems) == 1)
