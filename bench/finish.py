@@ -28,6 +28,7 @@ import json
 
 import cache
 import config
+import sys_agents
 import sys_ours
 import workload
 
@@ -95,10 +96,8 @@ def ours():
 
 # ---- OpenAI Agents SDK: needs_approval, interruptions, RunState ----
 def agents_run():
-    from agents import (Agent, Model, ModelResponse, ModelSettings, Runner, Usage, function_tool,
-                        set_tracing_disabled)
+    from agents import Agent, Model, ModelSettings, Runner, function_tool, set_tracing_disabled
     from agents.models.chatcmpl_converter import Converter
-    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
     set_tracing_disabled(True)
     requests = []
@@ -111,17 +110,7 @@ def agents_run():
             messages = [{"role": "system", "content": system_instructions}] + Converter.items_to_messages(items)
             messages = json.loads(json.dumps(messages, ensure_ascii=False, default=str))
             requests.append(request_text([Converter.tool_to_openai(t) for t in tools], messages, "agents"))
-            reply = decide(messages)
-            if reply.get("tool_calls"):
-                output = [ResponseFunctionToolCall(type="function_call", call_id=c["id"], id=c["id"],
-                                                   name=c["function"]["name"], arguments=c["function"]["arguments"],
-                                                   status="completed") for c in reply["tool_calls"]]
-            else:
-                output = [ResponseOutputMessage(id="msg", type="message", role="assistant", status="completed",
-                                                content=[ResponseOutputText(type="output_text", text=reply["content"],
-                                                                            annotations=[])])]
-            return ModelResponse(output=output, usage=Usage(requests=1, input_tokens=50, output_tokens=50,
-                                                            total_tokens=100), response_id=None)
+            return sys_agents.model_response(decide(messages))
 
         def stream_response(self, *args, **kwargs):
             raise NotImplementedError("the benchmark does not stream")

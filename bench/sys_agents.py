@@ -54,9 +54,24 @@ def _role(item):
     return "tool" if item.get("type") == "function_call_output" else "other"
 
 
-def build(reply_for):
-    from agents import Agent, Model, ModelResponse, ModelSettings, Usage, function_tool, set_tracing_disabled
+def model_response(reply):
+    """A scripted reply (an assistant message dict) as the Agents SDK's ModelResponse."""
+    from agents import ModelResponse, Usage
     from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+    if reply.get("tool_calls"):
+        output = [ResponseFunctionToolCall(type="function_call", call_id=c["id"], id=c["id"], name=c["function"]["name"],
+                                           arguments=c["function"]["arguments"], status="completed")
+                  for c in reply["tool_calls"]]
+    else:
+        output = [ResponseOutputMessage(id="msg", type="message", role="assistant", status="completed",
+                                        content=[ResponseOutputText(type="output_text", text=reply["content"],
+                                                                    annotations=[])])]
+    return ModelResponse(output=output, usage=Usage(requests=1, input_tokens=50, output_tokens=50, total_tokens=100),
+                         response_id=None)
+
+
+def build(reply_for):
+    from agents import Agent, Model, ModelSettings, function_tool, set_tracing_disabled
 
     set_tracing_disabled(True)
 
@@ -64,17 +79,7 @@ def build(reply_for):
         async def get_response(self, system_instructions, input, model_settings, tools, output_schema,
                                handoffs, tracing, *, previous_response_id=None, conversation_id=None,
                                prompt=None):
-            reply = reply_for(workload.results_since_user(input, _role))
-            if reply.get("tool_calls"):
-                output = [ResponseFunctionToolCall(type="function_call", call_id=c["id"], id=c["id"],
-                                                   name=c["function"]["name"], arguments=c["function"]["arguments"],
-                                                   status="completed") for c in reply["tool_calls"]]
-            else:
-                output = [ResponseOutputMessage(id="msg", type="message", role="assistant", status="completed",
-                                                content=[ResponseOutputText(type="output_text", text=reply["content"],
-                                                                            annotations=[])])]
-            return ModelResponse(output=output, usage=Usage(requests=1, input_tokens=50, output_tokens=50,
-                                                            total_tokens=100), response_id=None)
+            return model_response(reply_for(workload.results_since_user(input, _role)))
 
         def stream_response(self, *args, **kwargs):
             raise NotImplementedError("the benchmark does not stream")
