@@ -30,6 +30,7 @@ import cache
 import config
 import sys_agents
 import sys_ours
+import sys_pydantic_ai
 import workload
 
 SYSTEMS = ("ours", "agents", "pydantic_ai", "langgraph")
@@ -186,9 +187,7 @@ def _pydantic_messages(messages):
 
 def pydantic_ai_run():
     from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, Tool
-    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import FunctionModel
-    from pydantic_ai.usage import RequestUsage
 
     requests = []
 
@@ -198,12 +197,7 @@ def pydantic_ai_run():
                                                      "parameters": t.parameters_json_schema}}
                    for t in [*info.function_tools, *info.output_tools]]
         requests.append(request_text(schemas, chat, "pydantic_ai"))
-        reply = decide(chat)
-        usage = RequestUsage(input_tokens=50, output_tokens=50)
-        if reply.get("tool_calls"):
-            return ModelResponse(parts=[ToolCallPart(tool_name=c["function"]["name"], args=c["function"]["arguments"],
-                                                     tool_call_id=c["id"]) for c in reply["tool_calls"]], usage=usage)
-        return ModelResponse(parts=[TextPart(content=reply["content"])], usage=usage)
+        return sys_pydantic_ai.model_response(decide(chat))
 
     def set_plan(steps: list[dict]) -> dict:
         return workload.set_plan(steps)

@@ -61,19 +61,23 @@ def _results_since_user(messages):
     return n
 
 
+def model_response(reply):
+    """A scripted reply (an assistant message dict) as pydantic-ai's ModelResponse, with usage."""
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.usage import RequestUsage
+    usage = RequestUsage(input_tokens=50, output_tokens=50)
+    if reply.get("tool_calls"):
+        return ModelResponse(parts=[ToolCallPart(tool_name=c["function"]["name"], args=c["function"]["arguments"],
+                                                 tool_call_id=c["id"]) for c in reply["tool_calls"]], usage=usage)
+    return ModelResponse(parts=[TextPart(content=reply["content"])], usage=usage)
+
+
 def build(reply_for):
     from pydantic_ai import Agent
-    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import FunctionModel
-    from pydantic_ai.usage import RequestUsage
 
     async def scripted(messages, info):
-        reply = reply_for(_results_since_user(messages))
-        usage = RequestUsage(input_tokens=50, output_tokens=50)
-        if reply.get("tool_calls"):
-            return ModelResponse(parts=[ToolCallPart(tool_name=c["function"]["name"], args=c["function"]["arguments"],
-                                                     tool_call_id=c["id"]) for c in reply["tool_calls"]], usage=usage)
-        return ModelResponse(parts=[TextPart(content=reply["content"])], usage=usage)
+        return model_response(reply_for(_results_since_user(messages)))
 
     def set_plan(steps: list[dict]) -> dict:
         """制定或替换整个计划。"""
