@@ -112,15 +112,11 @@ class Policy:
                 continue
             size = len(value) if isinstance(value, (str, list)) else value
             if isinstance(value, bool) or not isinstance(value, kind) or not low <= size <= high:
-                raise ValueError(f"策略字段 {key} 不合法：{json_text(value)}（应为 {low} 到 {high} 之间的"
+                raise ValueError(f"策略字段 {key} 不合法：{repr(value)[:80]}（应为 {low} 到 {high} 之间的"
                                  f"{'长度' if kind in (str, list) else '数'}）")
             if key == "tools" and not all(isinstance(v, str) for v in value):
                 raise ValueError("策略字段 tools 应是工具名的列表")
         return dataclasses.replace(base or cls(), **data)
-
-
-def json_text(value):
-    return repr(value)[:80]
 
 
 def policy(env=None):

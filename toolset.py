@@ -24,7 +24,7 @@ import config
 import mcp_tools
 import plan
 import tools as local_tools
-from calls import Call, Outcome, Source, Tool, ToolError, normalise, settled, validate  # noqa: F401  (re-exported)
+from calls import Call, Source, Tool, ToolError, normalise, settled, validate
 
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 

@@ -120,7 +120,7 @@ def test_a_crashing_tool_becomes_an_error_message():
 
 
 def test_long_results_are_cut_head_and_tail():
-    from toolset import Outcome
+    from calls import Outcome
     ts = ToolSet("r", None)
     pending = calls(ts, ("get_weather", {"city": "西安", "date": "2026-10-01"}))
     huge = Outcome({"blob": "头" + "x" * 5_000_000 + "尾", "id": "A-1"})
