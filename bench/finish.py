@@ -29,6 +29,7 @@ import json
 import cache
 import config
 import sys_agents
+import sys_langgraph
 import sys_ours
 import sys_pydantic_ai
 import workload
@@ -199,23 +200,8 @@ def pydantic_ai_run():
         requests.append(request_text(schemas, chat, "pydantic_ai"))
         return sys_pydantic_ai.model_response(decide(chat))
 
-    def set_plan(steps: list[dict]) -> dict:
-        return workload.set_plan(steps)
-
-    def mark_step(index: int, status: str, note: str = "") -> dict:
-        return workload.mark_step(index, status, note)
-
-    def get_weather(city: str, date: str) -> dict:
-        return workload.get_weather(city, date)
-
-    def search_hotels(city: str, check_in: str, nights: int = 1) -> dict:
-        return workload.search_hotels(city, check_in, nights)
-
-    def book_hotel(hotel_id: str, room_type: str, check_in: str, nights: int) -> dict:
-        return workload.book_hotel(hotel_id, room_type, check_in, nights)
-
-    tool_list = [Tool(f, takes_ctx=False, description=DESCRIPTION[f.__name__], requires_approval=f is book_hotel)
-                 for f in (set_plan, mark_step, get_weather, search_hotels, book_hotel)]
+    tool_list = [Tool(f, takes_ctx=False, description=DESCRIPTION[f.__name__],
+                      requires_approval=f is sys_pydantic_ai.book_hotel) for f in sys_pydantic_ai.TOOLS]
     agent = Agent(FunctionModel(scripted), system_prompt=workload.SYSTEM, tools=tool_list,
                   output_type=[str, DeferredToolRequests])
 
@@ -245,8 +231,6 @@ def langgraph_run():
     from langchain_core.tools import tool
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.checkpoint.memory import InMemorySaver
-    from langgraph.graph import START, MessagesState, StateGraph
-    from langgraph.prebuilt import ToolNode, tools_condition
     from langgraph.types import Command, interrupt
 
     requests = []
@@ -295,19 +279,8 @@ def langgraph_run():
             return {"error": "用户未批准预订"}
         return workload.book_hotel(**args)
 
-    tool_list = [set_plan, mark_step, get_weather, search_hotels, book_hotel]
-    llm = ScriptedChatModel().bind_tools(tool_list)
-
-    def agent(state: MessagesState):
-        return {"messages": [llm.invoke(state["messages"])]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("agent", agent)
-    graph.add_node("tools", ToolNode(tool_list))
-    graph.add_edge(START, "agent")
-    graph.add_conditional_edges("agent", tools_condition)
-    graph.add_edge("tools", "agent")
-    app = graph.compile(checkpointer=InMemorySaver())
+    app = sys_langgraph.agent_graph(ScriptedChatModel(), [set_plan, mark_step, get_weather, search_hotels, book_hotel],
+                                    InMemorySaver())
 
     before = workload.COUNTS.snapshot()
     run_config = {"recursion_limit": 20, "configurable": {"thread_id": "finish"}}

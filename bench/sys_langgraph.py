@@ -69,8 +69,6 @@ def build(reply_for, checkpointer=None):
     from langchain_core.outputs import ChatGeneration, ChatResult
     from langchain_core.tools import tool
     from langchain_core.utils.function_calling import convert_to_openai_tool
-    from langgraph.graph import START, MessagesState, StateGraph
-    from langgraph.prebuilt import ToolNode, tools_condition
 
     class ScriptedChatModel(BaseChatModel):
         @property
@@ -110,8 +108,14 @@ def build(reply_for, checkpointer=None):
         """预订酒店。"""
         return workload.book_hotel(hotel_id, room_type, check_in, nights)
 
-    tools = [set_plan, mark_step, get_weather, search_hotels, book_hotel]
-    llm = ScriptedChatModel().bind_tools(tools)
+    return agent_graph(ScriptedChatModel(), [set_plan, mark_step, get_weather, search_hotels, book_hotel], checkpointer)
+
+
+def agent_graph(chat_model, tools, checkpointer=None):
+    """The idiomatic graph: a model node and a ToolNode, looping until the model answers."""
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+    llm = chat_model.bind_tools(tools)
 
     def agent(state: MessagesState):
         return {"messages": [llm.invoke(state["messages"])]}

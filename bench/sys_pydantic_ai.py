@@ -61,6 +61,35 @@ def _results_since_user(messages):
     return n
 
 
+# the workload's tools, as plain functions pydantic-ai reads (its schema from the signature, the docstring)
+def set_plan(steps: list[dict]) -> dict:
+    """制定或替换整个计划。"""
+    return workload.set_plan(steps)
+
+
+def mark_step(index: int, status: str, note: str = "") -> dict:
+    """记录计划中某一步的状态。"""
+    return workload.mark_step(index, status, note)
+
+
+def get_weather(city: str, date: str) -> dict:
+    """查询某城市某天的天气预报。"""
+    return workload.get_weather(city, date)
+
+
+def search_hotels(city: str, check_in: str, nights: int = 1) -> dict:
+    """搜索某城市可入住的酒店。"""
+    return workload.search_hotels(city, check_in, nights)
+
+
+def book_hotel(hotel_id: str, room_type: str, check_in: str, nights: int) -> dict:
+    """预订酒店。"""
+    return workload.book_hotel(hotel_id, room_type, check_in, nights)
+
+
+TOOLS = (set_plan, mark_step, get_weather, search_hotels, book_hotel)
+
+
 def model_response(reply):
     """A scripted reply (an assistant message dict) as pydantic-ai's ModelResponse, with usage."""
     from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
@@ -79,28 +108,7 @@ def build(reply_for):
     async def scripted(messages, info):
         return model_response(reply_for(_results_since_user(messages)))
 
-    def set_plan(steps: list[dict]) -> dict:
-        """制定或替换整个计划。"""
-        return workload.set_plan(steps)
-
-    def mark_step(index: int, status: str, note: str = "") -> dict:
-        """记录计划中某一步的状态。"""
-        return workload.mark_step(index, status, note)
-
-    def get_weather(city: str, date: str) -> dict:
-        """查询某城市某天的天气预报。"""
-        return workload.get_weather(city, date)
-
-    def search_hotels(city: str, check_in: str, nights: int = 1) -> dict:
-        """搜索某城市可入住的酒店。"""
-        return workload.search_hotels(city, check_in, nights)
-
-    def book_hotel(hotel_id: str, room_type: str, check_in: str, nights: int) -> dict:
-        """预订酒店。"""
-        return workload.book_hotel(hotel_id, room_type, check_in, nights)
-
-    return Agent(FunctionModel(scripted), system_prompt=workload.SYSTEM,
-                 tools=[set_plan, mark_step, get_weather, search_hotels, book_hotel])
+    return Agent(FunctionModel(scripted), system_prompt=workload.SYSTEM, tools=list(TOOLS))
 
 
 class Harness:

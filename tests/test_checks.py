@@ -362,9 +362,11 @@ def test_hotel_ids_in_plain_text_results_are_matched_as_whole_ids():
     assert not checks._mentions({"hotels": [{"name": "XA-001"}]}, "XA-001")
 
 
-def _mutants(value, rng, count):
+ODD = [None, 0, -1, True, "", "x", [], {}, [None], {"": None}, "```", 1e308]
+
+
+def _mutants(value, rng, count, odd=ODD):
     """Copies of `value` with one randomly chosen node replaced by an odd value."""
-    odd = [None, 0, -1, True, "", "x", [], {}, [None], {"": None}, "```", 1e308]
     paths = []
 
     def walk(node, path):
@@ -378,7 +380,7 @@ def _mutants(value, rng, count):
         node = copy_
         for key in path[:-1]:
             node = node[key]
-        node[path[-1]] = rng.choice(odd)
+        node[path[-1]] = copy.deepcopy(rng.choice(odd))
         yield copy_
 
 

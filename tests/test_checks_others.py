@@ -3,7 +3,6 @@ Agents SDK item lists, LangChain / LangGraph dumps, JSONL, and this project's sn
 writes them with real models. The corpus (tests/transcripts/others) was made by make_corpus.py
 there, through the real Agents SDK and LangChain; expected.json holds each file's verdicts."""
 import collections
-import copy
 import json
 import os
 import random
@@ -13,7 +12,7 @@ import pytest
 from conftest import ROOT, run_cli
 import checks
 
-from test_checks import reasons, verdicts  # noqa: E402,F401  (one reading of a verdict entry)
+from test_checks import _mutants, reasons, verdicts  # noqa: E402,F401  (shared with the snapshot corpus)
 
 OTHERS = os.path.join(ROOT, "tests", "transcripts", "others")
 with open(os.path.join(OTHERS, "expected.json"), encoding="utf-8") as f:
@@ -158,22 +157,6 @@ ODD = [None, 0, -1, True, "", "x", [], {}, [None], {"": None}, "```", 1e308, "{'
        {"type": "message"}, {"role": "tool"}, {"type": "ai", "data": None}]
 
 
-def _mutants(value, rng, count):
-    paths = []
-
-    def walk(node, where):
-        paths.append(where)
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-        for key, child in items:
-            walk(child, where + (key,))
-    walk(value, ())
-    for _ in range(count):
-        where, mutant = rng.choice(paths[1:]), copy.deepcopy(value)
-        node = mutant
-        for key in where[:-1]:
-            node = node[key]
-        node[where[-1]] = copy.deepcopy(rng.choice(ODD))
-        yield mutant
 
 
 @pytest.mark.parametrize("name", ["agents_blocked_dict_error.json", "lc_anthropic_parts.json", "lc_dump_hotel_seen_later.json",
@@ -181,7 +164,7 @@ def _mutants(value, rng, count):
 def test_odd_values_anywhere_never_raise(name, tmp_path):
     with open(path(name), encoding="utf-8") as f:
         original = json.load(f)
-    for i, mutant in enumerate(_mutants(original, random.Random(name), 200)):
+    for i, mutant in enumerate(_mutants(original, random.Random(name), 200, ODD)):
         target = tmp_path / f"m{i}.json"
         target.write_text(json.dumps(mutant, ensure_ascii=False), encoding="utf-8")
         entry = checks.check_file(str(target))              # must not raise

@@ -98,3 +98,23 @@ def test_a_users_tool_set_gets_the_planning_tools_and_the_guards_without_naming_
     loop.run(r, ask, ts)
     guards = [t["guard"] for rec in r.trace for t in rec["tools"]]
     assert guards == ["plan_first", None, None] and r.memory.progress == 1
+
+
+def test_a_run_whose_model_went_silent_takes_a_reply_and_moves_on(fake_model, tmp_path):
+    import tools
+    ts = ToolSet("e", tools.BookingStore(tmp_path / "b.db"))
+    r = loop.begin(str(tmp_path), "e", "goal", ts, "m", fsync=False)
+    ask, endpoint = fake_model([text(""), text(""), text("你想住几晚？")])
+    loop.run(r, ask, ts)
+    assert (r.status, r.reason) == ("error", "empty_reply")
+    for how, refused in (("confirm", True), ("reply", False)):
+        try:
+            session.accept(how, audit.load(r.path))
+            assert not refused
+        except session.Refused as exc:
+            assert refused and "--resume" in str(exc)
+    again, ts2, _ = session.reopen(str(tmp_path), "e", "reply")
+    session.answer(again, "reply", "住两晚")
+    loop.run(again, ask, ts2)
+    assert again.status == "suspended" and again.memory.said[-1] == "住两晚"
+    assert endpoint.requests[2]["messages"][-1]["content"] == "住两晚"      # the reply reached the model
