@@ -209,7 +209,9 @@ def fit(result, limit):
 def settled(result, limit):
     """A result as the record holds it: fitted to `limit` and encoded once. Returns (object, text),
     the object being exactly what the text decodes to (memory absorbs it, the tool message says it)."""
-    text = json.dumps(fit(result, limit), ensure_ascii=False, default=str)
+    text = json.dumps(result, ensure_ascii=False, default=str)
+    if len(text) > limit:
+        text = json.dumps(fit(json.loads(text), limit), ensure_ascii=False)
     return json.loads(text), text
 
 

@@ -96,7 +96,7 @@ class Policy:
              "tools": (list, 0, 100)}
 
     def to_dict(self):
-        return dataclasses.asdict(self)
+        return {name: list(value) if isinstance(value, list) else value for name, value in vars(self).items()}
 
     @classmethod
     def from_dict(cls, data, base=None):
@@ -150,6 +150,11 @@ def settings(env=None):
 
 _fault_hits = {}
 _FAULT = os.environ.get("AGENT_FAULT")   # read once, at start-up: the check below is on the hot path
+
+
+def armed(point):
+    """Whether fault injection may stop the process at `point` (see fault)."""
+    return _FAULT is not None and _FAULT.split(":")[0] == point
 
 
 def fault(point):

@@ -72,7 +72,8 @@ class _Job:
     """One call, handed to a daemon worker thread."""
 
     def __init__(self, fn, call, view):
-        self.done, self.value, self.exc, self.seconds = threading.Event(), None, None, 0.0
+        self.done, self.value, self.exc, self.seconds = threading.Lock(), None, None, 0.0   # held until done
+        self.done.acquire()
         self.fn, self.call, self.view = fn, call, view
         self.started = time.perf_counter()
         _WORKERS.submit(self)
@@ -84,10 +85,11 @@ class _Job:
             self.exc = exc
         finally:
             self.seconds = time.perf_counter() - self.started
-            self.done.set()
+            self.done.release()
 
     def wait(self, timeout):
-        return self.done.wait(max(0.0, self.started + timeout - time.perf_counter()))
+        """Whether the job finished within `timeout` seconds of its start (asked once per job)."""
+        return self.done.acquire(timeout=max(0.0, self.started + timeout - time.perf_counter()))
 
 
 class _Async:

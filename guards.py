@@ -71,15 +71,17 @@ class _Turn:
         return ALLOW
 
     def arguments(self, call, budget):
-        return Decision("arguments", call.problem is None, call.problem or "")
+        return ALLOW if call.problem is None else Decision("arguments", False, call.problem)
 
     def too_many(self, call, budget):
-        over = self.seen > config.MAX_CALLS_PER_TURN
-        return Decision("too_many_calls", not over, f"一轮最多执行 {config.MAX_CALLS_PER_TURN} 个调用，这个没有执行")
+        if self.seen <= config.MAX_CALLS_PER_TURN:
+            return ALLOW
+        return Decision("too_many_calls", False, f"一轮最多执行 {config.MAX_CALLS_PER_TURN} 个调用，这个没有执行")
 
     def budget(self, call, budget):
-        over = budget is not None and self.memory.used_tokens > budget
-        return Decision("budget", not over, f"已用 {self.memory.used_tokens} tokens，超过预算 {budget}，本次运行停止")
+        if budget is None or self.memory.used_tokens <= budget:
+            return ALLOW
+        return Decision("budget", False, f"已用 {self.memory.used_tokens} tokens，超过预算 {budget}，本次运行停止")
 
     def spin(self, call, budget):
         sig, runs = call.signature, self.view.runs
@@ -99,8 +101,9 @@ class _Turn:
         return ALLOW
 
     def plan_first(self, call, budget):
-        need = call.kind != "state" and not self.view.plan
-        return Decision("plan_first", not need, "请先调用 set_plan 制定计划，再调用业务工具")
+        if call.kind == "state" or self.view.plan:
+            return ALLOW
+        return Decision("plan_first", False, "请先调用 set_plan 制定计划，再调用业务工具")
 
     def plan_order(self, call, budget):
         view = self.view
@@ -113,8 +116,9 @@ class _Turn:
         step = next((s for s in steps if view.step_status(s["index"]) != "done"), steps[-1] if steps else None)
         undone = [d for d in (step or {}).get("after", []) if 1 <= d <= len(view.plan)
                   and view.step_status(d) != "done"]
-        return Decision("plan_order", not undone,
-                        f"计划第 {step and step['index']} 步依赖的第 {undone} 步还没完成，请先完成它们")
+        if not undone:
+            return ALLOW
+        return Decision("plan_order", False, f"计划第 {step['index']} 步依赖的第 {undone} 步还没完成，请先完成它们")
 
     def provenance(self, call, budget):
         for source in call.tool.sources:

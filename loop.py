@@ -46,7 +46,7 @@ class Run:
     window: context.Window = dataclasses.field(default_factory=context.Window)
     elapsed: float = 0.0          # seconds the run has worked in the loop, resumes added up
     since: float | None = None    # when the current stretch of work began (time.monotonic)
-    encoded: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)   # audit.encode's cache
+    writer: audit.Writer | None = dataclasses.field(default=None, repr=False, compare=False)   # this run's audit writes
 
     # the policy's limits, as the loop reads them
     max_turns = property(lambda r: r.policy.max_turns, lambda r, v: setattr(r.policy, "max_turns", v))
@@ -215,7 +215,9 @@ def snapshot(r):
 
 
 def save(r):
-    audit.write(r.path, snapshot(r), fsync=r.fsync, cache=r.encoded)
+    if r.writer is None or (r.writer.path, r.writer.fsync) != (r.path, r.fsync):
+        r.writer = audit.Writer(r.path, r.fsync)
+    r.writer.write(snapshot(r))
 
 
 def stop_clock(r):

@@ -13,7 +13,6 @@ error, timeout, dead server) is a ToolError. One MCP server session per tool set
 first needed (a new run needs it at once, for the schemas; a resumed run reuses the schemas it
 recorded and starts the server only for its first MCP call).
 """
-import dataclasses
 import hashlib
 import inspect
 import json
@@ -67,7 +66,7 @@ class ToolSet:
         list a resumed run recorded (MCP mode takes its MCP tools from it instead of asking the
         server); `mcp_command`: argv of the MCP server (default: ours); `visible`: the names this
         run may see (the planning tools always), filtered before the schemas are built."""
-        self.run_id, self.store, self.mode = run_id, store, mode
+        self.run_id, self.store, self.mode, self._async = run_id, store, mode, {}
         declared = list(tools) if tools is not None else local_tools.declarations(store)
         if not any(t.name == "set_plan" for t in declared):
             declared = plan.tools('{"steps": [{"title": "第一步", "tool": "某个工具"}]}') + declared
@@ -117,7 +116,13 @@ class ToolSet:
         return bool(call.tool and call.tool.inline and not self.is_async(call))
 
     def is_async(self, call):
-        return bool(call.tool and call.tool.fn and inspect.iscoroutinefunction(call.tool.fn))
+        fn = call.tool.fn if call.tool else None
+        if fn is None:
+            return False
+        known = self._async.get(call.name)
+        if known is None or known[0] is not fn:
+            known = self._async[call.name] = (fn, inspect.iscoroutinefunction(fn))
+        return known[1]
 
     def prepare(self, raw_calls):
         """Raw tool calls → Calls, each with valid arguments or the problem that stops it."""
@@ -125,16 +130,15 @@ class ToolSet:
 
     def _prepare(self, raw):
         function = raw.get("function") or {}
-        name = function.get("name", "")
-        call = Call(id=raw.get("id", ""), name=name, arguments=function.get("arguments", ""), tool=self.tools.get(name))
-        if call.tool is None:
-            return dataclasses.replace(call, problem=f"没有名为 {call.name!r} 的工具；可用：{', '.join(self.tools)}")
-        value, problem = parse_arguments(call.arguments)
+        name, arguments, tool = function.get("name", ""), function.get("arguments", ""), self.tools.get(function.get("name", ""))
+        if tool is None:
+            return Call(raw.get("id", ""), name, arguments, problem=f"没有名为 {name!r} 的工具；可用：{', '.join(self.tools)}")
+        value, problem = parse_arguments(arguments)
         if problem is None:
-            value = normalise(call.tool.parameters, value)
-            problems = validate(call.tool.parameters, value)
+            value = normalise(tool.parameters, value)
+            problems = validate(tool.parameters, value)
             problem = "；".join(problems) if problems else None
-        return dataclasses.replace(call, args=value if problem is None else None, problem=problem)
+        return Call(raw.get("id", ""), name, arguments, args=value if problem is None else None, problem=problem, tool=tool)
 
     def run(self, call, memory):
         """Execute a prepared, allowed call: its result (raises ToolError); for an async tool, the

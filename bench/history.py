@@ -2,7 +2,7 @@
 
 Turn 1 sets the plan and searches; every later turn searches hotels for another check-in
 date (distinct arguments, so no spin), each result padded to about 2 KB; the last turn
-answers. The loop's steps are timed where the loop calls them (loop.compact, audit.write,
+answers. The loop's steps are timed where the loop calls them (loop.compact, loop.save,
 Memory.render are wrapped, nothing else changes), and the trace's chars_sent/chars_full give
 what was sent against the full history. At the last turn the compacted request is checked:
 every tool call answered in order (the fake endpoint's rules) and no message dropped.
@@ -73,8 +73,8 @@ class _Timer:
 def one_run(turns, fsync, compact_budget=None):
     """Per-turn seconds of each step, the trace, and the last request of one long run."""
     folder = tempfile.mkdtemp(prefix="bench-history-", dir=os.environ.get("BENCH_TMP"))
-    compact, write = _Timer(loop.compact), _Timer(audit.write)
-    loop.compact, audit.write = compact, write
+    compact, write = _Timer(loop.compact), _Timer(loop.save)
+    loop.compact, loop.save = compact, write
     try:
         ts = PaddedToolSet("history", workload.STORE)
         r = loop.begin(folder, "history", workload.GOAL, ts, "scripted", max_turns=turns + 1,
@@ -87,7 +87,7 @@ def one_run(turns, fsync, compact_budget=None):
         loop.run(r, _ask(turns, sink), ts)
         size = os.path.getsize(r.path)
     finally:
-        loop.compact, audit.write = compact.fn, write.fn
+        loop.compact, loop.save = compact.fn, write.fn
         shutil.rmtree(folder, ignore_errors=True)
     if r.status not in ("done", "suspended") or r.turn != turns:
         raise RuntimeError(f"history run ended {r.status}/{r.reason} at turn {r.turn}: {r.detail}")

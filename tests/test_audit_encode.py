@@ -48,3 +48,37 @@ def test_the_file_of_a_long_run_is_the_whole_snapshot(new_run):
     expected = json.loads(json.dumps(loop.snapshot(r), ensure_ascii=False))
     for key in ("messages", "trace", "memory", "tools", "status", "turn"):
         assert on_disk[key] == expected[key], key
+
+
+def test_a_shorter_snapshot_after_longer_ones_leaves_no_tail(tmp_path):
+    """The writer reuses its two spare files: a snapshot shorter than the one a spare held before
+    must not keep that one's tail, and a second writer on the same file (a resume) must agree."""
+    path = str(tmp_path / "run-x.json")
+    writer = audit.Writer(path, fsync=False)
+    for size in (5000, 6000, 10, 3000, 2):
+        snapshot = {"version": 1, "messages": [{"role": "user", "content": "字" * size}]}
+        writer.write(snapshot)
+        with open(path, encoding="utf-8") as f:
+            assert json.load(f) == snapshot
+    again = audit.Writer(path, fsync=False)          # knows nothing of the spares' sizes
+    for size in (1, 4000, 3):
+        snapshot = {"version": 1, "messages": [{"role": "user", "content": "x" * size}]}
+        again.write(snapshot)
+        with open(path, encoding="utf-8") as f:
+            assert json.load(f) == snapshot
+
+
+def test_a_spare_removed_behind_the_writers_back_is_made_again(tmp_path):
+    import os
+    path = str(tmp_path / "run-x.json")
+    writer = audit.Writer(path, fsync=False)
+    for turn in range(4):
+        writer.write({"version": 1, "turn": turn, "messages": []})
+        for slot in ("a", "b"):
+            spare = tmp_path / f".run-x.json.{slot}"
+            if turn == 2 and spare.exists():
+                os.remove(spare)
+    with open(path, encoding="utf-8") as f:
+        assert json.load(f)["turn"] == 3
+    names = {p.name for p in tmp_path.iterdir()}
+    assert "run-x.json" in names and names <= {".run-x.json.a", ".run-x.json.b", "run-x.json"}
