@@ -59,8 +59,8 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
     memory, messages, r.since = r.memory, r.messages, time.monotonic()
     tools_chars = len(json.dumps(r.tools, ensure_ascii=False))           # the schemas are sent every turn
     while r.turn < r.max_turns:
-        outgoing = compact(r, toolset, tools_chars)                       # compact a copy, before asking
-        sent = (chars(outgoing), chars(messages))                         # what is sent, the full history
+        outgoing, size = compact(r, toolset, tools_chars)                 # compact a copy, before asking
+        sent = (size, chars(messages))                                    # what is sent, the full history
         stop = _over_limit(r, estimate_tokens(sent[0] + tools_chars))     # budget and deadline, before paying
         if stop:
             return finish(r, "stopped", *stop)
@@ -92,19 +92,22 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
 
 
 def compact(r, toolset, tools_chars):
-    """This turn's request. Over the compaction budget, a new epoch starts first: the history
-    before the recent rounds is compacted and the memory block rewritten, together."""
+    """This turn's request and its size in characters. Over the compaction budget, a new epoch
+    starts first: the history before the recent rounds is compacted and the memory block
+    rewritten, together."""
     outgoing = r.window.request(r.messages, toolset.tool)
-    if estimate_tokens(chars(outgoing) + tools_chars) <= r.compact_budget:
-        return outgoing
+    size = chars(outgoing)
+    if estimate_tokens(size + tools_chars) <= r.compact_budget:
+        return outgoing, size
     start = context.boundary(r.messages)
     if start is None or start <= r.window.start:
-        return outgoing                                                   # nothing older left to compact
+        return outgoing, size                                             # nothing older left to compact
     r.messages[0] = system_message(r.memory, r.turn)
     since = chars([r.messages[0], *map(context.recent, r.messages[start:])])
     room = int(r.compact_budget * config.COMPACT_TARGET * config.CHARS_PER_TOKEN) - tools_chars - since
     r.window = context.Window(start, max(0, room), r.turn)
-    return r.window.request(r.messages, toolset.tool)
+    outgoing = r.window.request(r.messages, toolset.tool)
+    return outgoing, chars(outgoing)
 
 
 def system_message(memory, turn):
@@ -147,8 +150,9 @@ def last_answer(r, ask, toolset, report):
     """Max turns reached: one last call without tools asks the model to answer from what it has.
     The instruction is added to this request's system message only (templates that accept a
     system message only first take it; a resume never stacks it)."""
-    outgoing = compact(r, toolset, len(json.dumps(r.tools, ensure_ascii=False)))
+    outgoing, size = compact(r, toolset, len(json.dumps(r.tools, ensure_ascii=False)))
     outgoing[0] = dict(outgoing[0], content=outgoing[0]["content"] + "\n\n" + r.policy.final_prompt)
+    size += len("\n\n" + r.policy.final_prompt)
     try:
         reply = ask(outgoing, r.tools, final=True)
     except ModelError as exc:
@@ -159,7 +163,7 @@ def last_answer(r, ask, toolset, report):
     if reply.tool_calls:
         reply.notes.append(f"dropped {len(reply.tool_calls)} tool call(s) from the tool-free final answer")
     r.messages.append(message)
-    r.trace.append(_record(r, reply, (chars(outgoing), chars(r.messages)), [], {}))
+    r.trace.append(_record(r, reply, (size, chars(r.messages)), [], {}))
     r.answer = message["content"]
     report("answer", run=r, reply=reply)
     return finish(r, "stopped", "max_turns", f"达到最大轮数 {r.max_turns}")
