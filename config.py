@@ -64,6 +64,7 @@ SYSTEM_PROMPT = """你是订酒店助手，只能通过工具获取信息和下�
 7. 预订完成后用中文给出最终答复：天气、酒店、房型、总价、订单号。"""
 
 MEMORY_HEADER = "【运行记忆】（系统根据工具结果整理，截至第 {turn} 轮；之后的进展见后面的对话）"
+MEMORY_EMPTY = "【运行记忆】尚无计划和工具结果"     # the block of a run that has settled nothing yet
 FINAL_PROMPT = "已经达到最大轮数。请不要再调用工具，直接基于已有信息用中文回复用户。"
 # what the loop itself tells the model, recorded as user messages named "loop" (never a user reply)
 LOOP_NAME = "loop"

@@ -1,7 +1,7 @@
 """Memory as a fold over the messages: tool results, answers, user replies, loop nudges."""
 import json
 
-from conftest import PLAN
+from conftest import GOAL, PLAN
 import config
 from memory import Memory, cut, rebuild
 from toolset import ToolSet
@@ -64,6 +64,16 @@ def test_render_shows_plan_hotels_and_confirmation_state():
     live, _ = _live_run()
     text = live.render()
     assert "计划第 3 步" in text and "XA-001" in text and "用户已确认" in text
+
+
+def test_render_never_repeats_the_goal_and_a_new_run_gets_one_line():
+    m = Memory()
+    m.absorb_user(GOAL)
+    assert len(m.render().splitlines()) == 1 and GOAL not in m.render()
+    live, _ = _live_run()
+    live.goal = GOAL
+    block = live.render(4)
+    assert GOAL not in block and all(s["title"] in block for s in PLAN) and "4" in block.splitlines()[0]
 
 
 def _offered(text="建议预订 古城墙酒店（XA-001）Suite，10月1日入住两晚，共 ¥1760。请回复「确认」。"):
