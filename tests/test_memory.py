@@ -171,3 +171,19 @@ def test_rebuild_reads_answers_and_loop_messages():
 def test_an_answer_that_names_nothing_found_is_no_proposal():
     m = _offered("抱歉，search_hotels 一直失败，无法继续。")
     assert m.offer is None and m.verdict() == ("suspended", "awaiting_reply")
+
+
+def test_the_plan_is_taken_from_the_call_so_short_and_older_long_results_fold_alike():
+    call = TS.prepare([{"id": "p", "function": {"name": "set_plan", "arguments": json.dumps({"steps": PLAN})}}])[0]
+    short = TS.run(call, Memory())
+    older = {"plan": [dict(s, index=i, after=s.get("after", [])) for i, s in enumerate(PLAN, 1)]}   # earlier versions
+    new, old = Memory(), Memory()
+    new.absorb(call, short)
+    old.absorb(call, older)
+    assert new.plan == old.plan == older["plan"] and "error" not in short
+    assert all(f"{s['index']} {s['title']}" in short["plan"] for s in new.plan)        # the numbers the model refers to
+    assert len(json.dumps(short, ensure_ascii=False)) < len(json.dumps(older, ensure_ascii=False)) / 2
+    mark = TS.prepare([{"id": "m", "function": {"name": "mark_step",
+                                                "arguments": '{"index": 3, "status": "failed", "note": "满房"}'}}])[0]
+    new.absorb(mark, TS.run(mark, new))
+    assert new.step_status(3) == "failed" and new.marks["3"]["note"] == "满房"
