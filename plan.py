@@ -72,10 +72,10 @@ MARK_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["in
 def tools(example):
     """The two planning tools; `example` is a plan of this task shown in set_plan's description."""
     return [
-        Tool("set_plan", "制定或替换整个计划。每一步只有三个字段：title（标题），tool（这一步要用的工具名，可省略），"
-             "after（这一步依赖的、排在它前面的步骤编号，从 1 开始；不依赖别的步骤就不写）。工具参数不写在计划里。"
-             f"例：{example}", PLAN_SCHEMA, set_plan, kind="state", inline=True, takes=("tool_names",),
-             absorb=_planned, facts=NAMESPACE, gist=lambda r: str(r.get("plan"))[:120]),
+        Tool("set_plan", "制定或替换整个计划。每步只有三个字段：title（标题）；tool（这一步用的工具名，可省略）；"
+             "after（它依赖的、排在它前面的步骤编号，从 1 开始；第 1 步和不依赖别的步骤的不写）。"
+             f"工具参数不写进计划，调用工具时再给。例：{example}", PLAN_SCHEMA, set_plan, kind="state", inline=True,
+             takes=("tool_names",), absorb=_planned, facts=NAMESPACE, gist=lambda r: str(r.get("plan")).partition("：")[0]),
         Tool("mark_step", "记录计划中某一步的状态（done 或 failed），可附说明。", MARK_SCHEMA, mark_step, kind="state",
              inline=True, takes=("plan",), absorb=_marked, facts=NAMESPACE,
              gist=lambda r: f"第 {r.get('index')} 步 {r.get('status')}"),

@@ -70,8 +70,8 @@ SCHEMAS = {
                                       "check_in": {"type": "string", "pattern": DATE, "description": "YYYY-MM-DD"},
                                       "nights": {"type": "integer", "minimum": 1, "maximum": 14}}}},
 }
-PLAN_EXAMPLE = ('{"steps": [{"title": "查天气", "tool": "get_weather"}, {"title": "搜酒店", "tool": "search_hotels"}, '
-                '{"title": "预订", "tool": "book_hotel", "after": [1, 2]}]}')
+PLAN_EXAMPLE = ('{"steps":[{"title":"查天气","tool":"get_weather"},{"title":"搜酒店","tool":"search_hotels"},'
+                '{"title":"预订","tool":"book_hotel","after":[1,2]}]}')
 
 
 def _date(text):
