@@ -182,33 +182,35 @@ class ToolSet:
             self.mcp.close()
 
 
-SHOWN = ("type", "description", "enum", "required", "minimum", "maximum")    # and properties, items: walked
+HIDDEN = ("pattern", "minLength", "maxLength", "minItems", "maxItems", "additionalProperties")
 
 
 def shown(schema):
     """The part of a declared JSON Schema the model is shown; calls are still validated against the
     whole declaration (calls.validate), whose error names the field and the rule broken.
 
-    Kept: `type`, `properties`, `items`, `required` (the shape of a call), `enum` (the choices:
-    room types, step status), `description` (hints such as the date format YYYY-MM-DD, which
-    stands in for the date `pattern`), `minimum`/`maximum` (ranges that mean something to the
-    task: nights 1-14, step numbers from 1).
-    Dropped: `pattern` (a regex costs more than the format hint beside it, and a model writes a
-    date from the hint), `minLength`/`maxLength`/`minItems`/`maxItems` (limits against garbage,
-    never reached by a sensible call), `additionalProperties` (our requests are not strict:
-    OpenAI and DeepSeek enforce it only under `strict: true`, which needs every property required,
-    and our optional ones (nights, tool, after, note) rule that out; vLLM and llama.cpp with
-    tool_choice "auto" enforce no schema, they print it into the chat template; the descriptions
-    and the system prompt say which fields a plan step has, and a stray field gets the
-    validation error naming the allowed ones).
+    Kept (all but HIDDEN): `type`, `properties`, `items`, `required` (the shape of a call), `enum`
+    (the choices: room types, step status), `description` (hints such as the date format
+    YYYY-MM-DD, which stands in for the date `pattern`), `minimum`/`maximum` (ranges that mean
+    something to the task: nights 1-14, step numbers from 1).
+    Dropped (HIDDEN, at every level of `properties` and `items`):
+    - `pattern`: a regex costs more than the format hint beside it, and a model writes a date
+      from the hint;
+    - `minLength`/`maxLength`/`minItems`/`maxItems`: limits against garbage, never reached by a
+      sensible call;
+    - `additionalProperties`: our requests are not strict. OpenAI and DeepSeek enforce it only
+      under `strict: true`, which needs every property required (our optional nights, tool, after
+      and note rule that out); vLLM and llama.cpp with tool_choice "auto" constrain nothing, they
+      print the schema into the chat template. set_plan's description names a step's only fields,
+      and a stray field gets the validation error that names the allowed ones.
     MCP tools are shown their schema whole (ToolSet): a resumed run validates against the schemas
     it recorded, so the record must keep every rule.
     """
-    out = {k: schema[k] for k in SHOWN if k in schema}
-    if isinstance(schema.get("properties"), dict):
-        out["properties"] = {k: shown(v) for k, v in schema["properties"].items()}
-    if isinstance(schema.get("items"), dict):
-        out["items"] = shown(schema["items"])
+    out = {k: v for k, v in schema.items() if k not in HIDDEN}
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {k: shown(v) if isinstance(v, dict) else v for k, v in out["properties"].items()}
+    if isinstance(out.get("items"), dict):
+        out["items"] = shown(out["items"])
     return out
 
 
