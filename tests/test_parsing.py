@@ -107,3 +107,14 @@ def test_the_model_is_shown_the_shape_without_the_guard_rails():
 def test_a_rule_the_model_is_not_shown_is_still_enforced(name, args, field):
     call = _prepare(name, json.dumps(args, ensure_ascii=False))
     assert call.args is None and field in call.problem
+
+
+def test_shown_hides_only_the_guard_rails_at_every_level():
+    declared = {"type": "object", "additionalProperties": False, "required": ["d"], "properties": {
+        "d": {"type": "string", "pattern": "^x$", "maxLength": 9, "format": "date", "default": "x"},
+        "l": {"type": "array", "minItems": 1, "items": {"type": "object", "additionalProperties": False,
+                                                         "properties": {"n": {"type": "integer", "minimum": 1}}}}}}
+    assert toolset.shown(declared) == {"type": "object", "required": ["d"], "properties": {
+        "d": {"type": "string", "format": "date", "default": "x"},
+        "l": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}}}}
+    assert "pattern" in declared["properties"]["d"]            # the declaration itself is untouched
