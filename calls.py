@@ -70,10 +70,11 @@ class Tool:
     def namespace(self):
         return self.facts or self.name
 
-    def spec(self):
-        """The OpenAI function spec the model sees."""
+    def spec(self, parameters=None):
+        """The OpenAI function spec with `parameters` as its schema (default: the declared one, which
+        calls are validated against; toolset.shown() makes what the model is shown)."""
         return {"type": "function", "function": {"name": self.name, "description": self.description,
-                                                 "parameters": self.parameters}}
+                                                 "parameters": self.parameters if parameters is None else parameters}}
 
 
 @dataclasses.dataclass(frozen=True)

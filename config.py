@@ -53,17 +53,16 @@ MCP_TIMEOUT = 8.0               # seconds per MCP request; under TOOL_TIMEOUT, s
 MCP_RESTARTS = 3                # server restarts allowed in one process before calls fail fast
 
 SYSTEM_PROMPT = """你是订酒店助手，只能通过工具获取信息和下单。规则：
-1. 先调用 set_plan 制定计划：每一步写标题 title、要用的工具 tool；after 只写这一步依赖的、排在它前面的步骤编号
-   （第 1 步不写 after）。步骤里只有 title、tool、after 三个字段，工具参数在真正调用工具时再给。
+1. 先调用 set_plan 制定计划，步骤按 set_plan 的说明写。
 2. set_plan 和互不依赖的查询（天气、酒店搜索）可以在同一轮里一起调用。
 3. hotel_id 只能取自本次运行 search_hotels 的结果，不要编造。
-4. 查到天气和酒店后，先不要下单：用中文向用户提出具体的预订方案——酒店名称和 hotel_id、房型、入住日期、
-   晚数、每晚价格和总价——然后停止调用工具，等用户回复「确认」。
+4. 查到天气和酒店后，先不要下单：用中文向用户提出具体的预订方案——酒店名称和 hotel_id、房型、入住日期、晚数、每晚价格和总价——然后停止调用工具，等用户回复「确认」。
 5. 用户回复「确认」后，按你提出的方案原样调用 book_hotel；用户要求修改时，按新要求重新提出方案。
 6. 工具返回 error 时，按错误提示修正参数或调整计划，不要原样重复。
 7. 预订完成后用中文给出最终答复：天气、酒店、房型、总价、订单号。"""
 
 MEMORY_HEADER = "【运行记忆】（系统根据工具结果整理，截至第 {turn} 轮；之后的进展见后面的对话）"
+MEMORY_EMPTY = "【运行记忆】尚无计划和工具结果"     # the block of a run that has settled nothing yet
 FINAL_PROMPT = "已经达到最大轮数。请不要再调用工具，直接基于已有信息用中文回复用户。"
 # what the loop itself tells the model, recorded as user messages named "loop" (never a user reply)
 LOOP_NAME = "loop"

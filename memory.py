@@ -220,11 +220,13 @@ class Memory:
 
     # ---- projections ----
     def render(self, turn=0):
-        """The memory block of the system message, as of `turn`."""
-        lines = [config.MEMORY_HEADER.format(turn=turn), f"目标：{self.goal}"]
-        lines += [f"计划第 {s['index']} 步：{s['title']}" + (f"（工具 {s['tool']}）" if s.get("tool") else "")
-                  + (f"，依赖 {s['after']}" if s.get("after") else "") + f" —— {self.step_status(s['index'])}"
-                  for s in self.plan] or ["计划：尚未制定，请先调用 set_plan"]
+        """The memory block of the system message, as of `turn`: what the run has settled, which the
+        messages may no longer show in full once compacted. Not the goal: the user's messages are
+        never compacted away, and the goal is the first of them, right below. Nothing settled yet
+        (a new run): one short line."""
+        lines = [f"计划第 {s['index']} 步：{s['title']}" + (f"（工具 {s['tool']}）" if s.get("tool") else "")
+                 + (f"，依赖 {s['after']}" if s.get("after") else "") + f" —— {self.step_status(s['index'])}"
+                 for s in self.plan]
         for namespace, render in self.hooks.items():
             lines += render(self.facts.get(namespace, {}))
         if self.proposal is not None:
@@ -234,7 +236,9 @@ class Memory:
             state = "用户已确认，请按这个方案执行" if self.confirmed else "等待用户确认，未确认前不能执行"
             lines.append(f"向用户提出的方案：{cut(self.offer, 400)}（{state}）")
         lines += [f"已完成 {w['tool']}：{json.dumps(w['receipt'], ensure_ascii=False)}" for w in self.writes]
-        return "\n".join(lines)
+        if not lines:
+            return config.MEMORY_EMPTY
+        return "\n".join([config.MEMORY_HEADER.format(turn=turn), *([] if self.plan else ["计划：尚未制定"]), *lines])
 
     def to_dict(self):
         facts = {k: v for ns, f in self.facts.items() if ns != "plan" for k, v in f.items()}

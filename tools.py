@@ -54,12 +54,12 @@ SCHEMAS = {
         "description": "查询某城市某天的天气预报。condition 为 rain、clear、cloudy 等。",
         "parameters": {"type": "object", "additionalProperties": False, "required": ["city", "date"],
                        "properties": {"city": {"type": "string", "minLength": 1, "maxLength": 64},
-                                      "date": {"type": "string", "pattern": DATE}}}},
+                                      "date": {"type": "string", "pattern": DATE, "description": "YYYY-MM-DD"}}}},
     "search_hotels": {
         "description": "搜索某城市可入住的酒店，返回 hotel_id、名称和各房型每晚价格。",
         "parameters": {"type": "object", "additionalProperties": False, "required": ["city", "check_in"],
                        "properties": {"city": {"type": "string", "minLength": 1, "maxLength": 64},
-                                      "check_in": {"type": "string", "pattern": DATE},
+                                      "check_in": {"type": "string", "pattern": DATE, "description": "YYYY-MM-DD"},
                                       "nights": {"type": "integer", "minimum": 1, "maximum": 14}}}},
     "book_hotel": {
         "description": "预订酒店（写操作，需要用户确认）。hotel_id 必须来自 search_hotels 的结果。",
@@ -67,11 +67,11 @@ SCHEMAS = {
                        "required": ["hotel_id", "room_type", "check_in", "nights"],
                        "properties": {"hotel_id": {"type": "string", "minLength": 1, "maxLength": 64},
                                       "room_type": {"type": "string", "enum": ROOM_TYPES},
-                                      "check_in": {"type": "string", "pattern": DATE},
+                                      "check_in": {"type": "string", "pattern": DATE, "description": "YYYY-MM-DD"},
                                       "nights": {"type": "integer", "minimum": 1, "maximum": 14}}}},
 }
-PLAN_EXAMPLE = ('{"steps": [{"title": "查天气", "tool": "get_weather"}, {"title": "搜酒店", "tool": "search_hotels"}, '
-                '{"title": "预订", "tool": "book_hotel", "after": [1, 2]}]}')
+PLAN_EXAMPLE = ('{"steps":[{"title":"查天气","tool":"get_weather"},{"title":"搜酒店","tool":"search_hotels"},'
+                '{"title":"预订","tool":"book_hotel","after":[1,2]}]}')
 
 
 def _date(text):

@@ -78,7 +78,7 @@ class ToolSet:
         self.tools = _placed(declared, {name: self._mcp_tool(name, spec, declared) for name, spec in remote.items()})
         if visible is not None:
             self.tools = {n: t for n, t in self.tools.items() if n in visible or t.namespace == plan.NAMESPACE}
-        self.schemas = [t.spec() for t in self.tools.values()]
+        self.schemas = [t.spec(t.parameters if n in self.remote else shown(t.parameters)) for n, t in self.tools.items()]
 
     def _listed(self):
         """The allow-listed tools of the MCP server, as OpenAI function specs (one tools/list)."""
@@ -184,6 +184,38 @@ class ToolSet:
         """Release what the tool set holds: the MCP server session, if any."""
         if self.mcp is not None:
             self.mcp.close()
+
+
+HIDDEN = ("pattern", "minLength", "maxLength", "minItems", "maxItems", "additionalProperties")
+
+
+def shown(schema):
+    """The part of a declared JSON Schema the model is shown; calls are still validated against the
+    whole declaration (calls.validate), whose error names the field and the rule broken.
+
+    Kept (all but HIDDEN): `type`, `properties`, `items`, `required` (the shape of a call), `enum`
+    (the choices: room types, step status), `description` (hints such as the date format
+    YYYY-MM-DD, which stands in for the date `pattern`), `minimum`/`maximum` (ranges that mean
+    something to the task: nights 1-14, step numbers from 1).
+    Dropped (HIDDEN, at every level of `properties` and `items`):
+    - `pattern`: a regex costs more than the format hint beside it, and a model writes a date
+      from the hint;
+    - `minLength`/`maxLength`/`minItems`/`maxItems`: limits against garbage, never reached by a
+      sensible call;
+    - `additionalProperties`: our requests are not strict. OpenAI and DeepSeek enforce it only
+      under `strict: true`, which needs every property required (our optional nights, tool, after
+      and note rule that out); vLLM and llama.cpp with tool_choice "auto" constrain nothing, they
+      print the schema into the chat template. set_plan's description names a step's only fields,
+      and a stray field gets the validation error that names the allowed ones.
+    MCP tools are shown their schema whole (ToolSet): a resumed run validates against the schemas
+    it recorded, so the record must keep every rule.
+    """
+    out = {k: v for k, v in schema.items() if k not in HIDDEN}
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {k: shown(v) if isinstance(v, dict) else v for k, v in out["properties"].items()}
+    if isinstance(out.get("items"), dict):
+        out["items"] = shown(out["items"])
+    return out
 
 
 def _placed(declared, remote):

@@ -254,7 +254,9 @@ def _finish(f):
             "(turn 1 `get_weather` + `search_hotels`; turn 2 `book_hotel`, which needs approval: the run pauses, the "
             "harness approves, the run resumes, the booking runs; turn 3 the answer). The peers get the same system "
             "prompt (`config.SYSTEM_PROMPT`), the goal as the user's message and the five tools with the descriptions our "
-            "loop sends; their parameter schemas are each framework's own, generated from the signatures. Each request "
+            "loop sends; their parameter schemas are each framework's own, generated from the signatures; ours are what "
+            "our loop shows the model (`toolset.shown`: types, required, enums, ranges, descriptions; the patterns, length "
+            "limits and `additionalProperties` stay in the declarations every call is validated against). Each request "
             "is serialised as Chat Completions JSON (tool schemas, then messages) and its text counted: tokens = "
             f"characters / {f['chars_per_token']} (estimate, no tokenizer); billed = fresh + cached × "
             f"{f['cached_price']:g}, cached = the exact common prefix with the previous request (the rule of section 0).",

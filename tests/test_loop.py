@@ -5,7 +5,7 @@ import pytest
 
 import audit
 import loop
-from conftest import BOOK, PLAN, text, tool_calls
+from conftest import BOOK, PLAN, read_audit, text, tool_calls
 from test_model import http
 
 WEATHER = {"city": "西安", "date": "2026-10-01"}
@@ -177,3 +177,23 @@ def test_every_request_the_model_saw_was_paired(fake_model, new_run, rounds):
     ask, endpoint = fake_model(script + [text("好")])
     loop.run(r, ask, ts)
     assert r.status == "suspended" and len(endpoint.requests) == rounds + 2   # the endpoint 400s on any unpaired request
+
+
+def test_the_audit_records_the_schemas_sent_and_a_resume_of_an_older_file_sends_its_own(fake_model, new_run, tmp_path):
+    r, ts, _ = new_run()
+    ask, endpoint = fake_model([tool_calls(("set_plan", {"steps": PLAN})), text("好的")])
+    loop.run(r, ask, ts)
+    snap = read_audit(str(tmp_path), r.run_id)
+    assert endpoint.requests[0]["tools"] == snap["tools"] == ts.schemas
+    older = [t.spec() for t in ts.tools.values()]           # an older file: the full declared schemas were shown
+    assert older != ts.schemas
+    snap["tools"] = older
+    with open(r.path, "w", encoding="utf-8") as f:
+        json.dump(snap, f, ensure_ascii=False)
+    again, _, warnings = loop.reopen(str(tmp_path), r.run_id, lambda s: ts, lambda s: None)
+    loop.add_user(again, "继续")
+    ask, endpoint = fake_model([tool_calls(("get_weather", {"city": "西安", "date": "10/01"})), text("日期不对")])
+    loop.run(again, ask, ts)
+    assert warnings == [] and all(req["tools"] == older for req in endpoint.requests)
+    assert read_audit(str(tmp_path), r.run_id)["tools"] == older
+    assert "arguments.date" in tool_results(again)[-1]["error"]      # validation as strict as ever

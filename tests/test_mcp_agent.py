@@ -122,6 +122,17 @@ def test_a_resumed_run_uses_its_recorded_tools_and_starts_the_server_only_when_c
     assert proc.poll() == 0
 
 
+def test_mcp_tools_are_shown_whole_so_a_resume_from_the_record_checks_every_rule(mcp_toolset, tmp_path):
+    recorded = mcp_toolset().schemas
+    weather = next(s["function"]["parameters"] for s in recorded if s["function"]["name"] == "get_weather")
+    assert "pattern" in weather["properties"]["date"] and weather["additionalProperties"] is False
+    local = next(s["function"]["parameters"] for s in recorded if s["function"]["name"] == "book_hotel")
+    assert "additionalProperties" not in local                    # a local tool is shown its shape only
+    resumed = mcp_toolset([str(tmp_path / "no-such-server")], run_id="m4", schemas=recorded)
+    assert "arguments.date" in prepared(resumed, "get_weather", dict(XIAN, date="10/01")).problem
+    assert "extra" in prepared(resumed, "get_weather", dict(XIAN, date="2026-10-01", extra=1)).problem
+
+
 def test_through_the_fake_endpoint_coordinates_must_come_from_search_location(mcp_toolset, fake_model, tmp_path):
     ts = mcp_toolset()
     ask, endpoint = fake_model([

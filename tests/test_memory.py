@@ -1,7 +1,7 @@
 """Memory as a fold over the messages: tool results, answers, user replies, loop nudges."""
 import json
 
-from conftest import PLAN
+from conftest import GOAL, PLAN
 import config
 from memory import Memory, cut, rebuild
 from toolset import ToolSet
@@ -64,6 +64,16 @@ def test_render_shows_plan_hotels_and_confirmation_state():
     live, _ = _live_run()
     text = live.render()
     assert "计划第 3 步" in text and "XA-001" in text and "用户已确认" in text
+
+
+def test_render_never_repeats_the_goal_and_a_new_run_gets_one_line():
+    m = Memory()
+    m.absorb_user(GOAL)
+    assert len(m.render().splitlines()) == 1 and GOAL not in m.render()
+    live, _ = _live_run()
+    live.goal = GOAL
+    block = live.render(4)
+    assert GOAL not in block and all(s["title"] in block for s in PLAN) and "4" in block.splitlines()[0]
 
 
 def _offered(text="建议预订 古城墙酒店（XA-001）Suite，10月1日入住两晚，共 ¥1760。请回复「确认」。"):
@@ -161,3 +171,19 @@ def test_rebuild_reads_answers_and_loop_messages():
 def test_an_answer_that_names_nothing_found_is_no_proposal():
     m = _offered("抱歉，search_hotels 一直失败，无法继续。")
     assert m.offer is None and m.verdict() == ("suspended", "awaiting_reply")
+
+
+def test_the_plan_is_taken_from_the_call_so_short_and_older_long_results_fold_alike():
+    call = TS.prepare([{"id": "p", "function": {"name": "set_plan", "arguments": json.dumps({"steps": PLAN})}}])[0]
+    short = TS.run(call, Memory())
+    older = {"plan": [dict(s, index=i, after=s.get("after", [])) for i, s in enumerate(PLAN, 1)]}   # earlier versions
+    new, old = Memory(), Memory()
+    new.absorb(call, short)
+    old.absorb(call, older)
+    assert new.plan == old.plan == older["plan"] and "error" not in short
+    assert all(f"{s['index']} {s['title']}" in short["plan"] for s in new.plan)        # the numbers the model refers to
+    assert len(json.dumps(short, ensure_ascii=False)) < len(json.dumps(older, ensure_ascii=False)) / 2
+    mark = TS.prepare([{"id": "m", "function": {"name": "mark_step",
+                                                "arguments": '{"index": 3, "status": "failed", "note": "满房"}'}}])[0]
+    new.absorb(mark, TS.run(mark, new))
+    assert new.step_status(3) == "failed" and new.marks["3"]["note"] == "满房"

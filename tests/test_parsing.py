@@ -1,4 +1,6 @@
 """The argument ladder and schema validation: nothing invalid reaches a tool."""
+import json
+
 import pytest
 
 from conftest import BOOK
@@ -69,7 +71,50 @@ def test_signature_is_canonical():
     assert a.signature == b.signature
 
 
-def test_schemas_are_strict():
-    for schema in toolset.ToolSet("r", None).schemas:
-        params = schema["function"]["parameters"]
-        assert params["additionalProperties"] is False and params["type"] == "object"
+def test_declared_schemas_are_strict():
+    for tool in toolset.ToolSet("r", None).tools.values():
+        assert tool.parameters["additionalProperties"] is False and tool.parameters["type"] == "object"
+
+
+def _keywords(schema):
+    found = set(schema)
+    for sub in [*schema.get("properties", {}).values(), *([schema["items"]] if "items" in schema else [])]:
+        found |= _keywords(sub)
+    return found
+
+
+def test_the_model_is_shown_the_shape_without_the_guard_rails():
+    ts = toolset.ToolSet("r", None)
+    for spec in ts.schemas:
+        shown, declared = spec["function"]["parameters"], ts.tool(spec["function"]["name"]).parameters
+        assert not _keywords(shown) & {"pattern", "minLength", "maxLength", "minItems", "maxItems", "additionalProperties"}
+        assert shown["required"] == declared["required"] and set(shown["properties"]) == set(declared["properties"])
+    book = next(s["function"]["parameters"] for s in ts.schemas if s["function"]["name"] == "book_hotel")
+    assert book["properties"]["room_type"]["enum"] == ["Standard", "Deluxe", "Suite"]
+    assert (book["properties"]["nights"]["minimum"], book["properties"]["nights"]["maximum"]) == (1, 14)
+    assert book["properties"]["check_in"]["description"] == "YYYY-MM-DD"
+
+
+@pytest.mark.parametrize("name, args, field", [
+    ("get_weather", {"city": "西安", "date": "10/01/2026"}, "arguments.date"),                      # pattern
+    ("get_weather", {"city": "", "date": "2026-10-01"}, "arguments.city"),                          # minLength
+    ("search_hotels", {"city": "西" * 65, "check_in": "2026-10-01"}, "arguments.city"),             # maxLength
+    ("book_hotel", dict(BOOK, breakfast=True), "breakfast"),                                         # additionalProperties
+    ("set_plan", {"steps": []}, "arguments.steps"),                                                  # minItems
+    ("set_plan", {"steps": [{"title": "查天气", "arguments": {}}]}, "arguments"),                    # nested additionalProperties
+    ("mark_step", {"index": 1, "status": "done", "note": "x" * 501}, "arguments.note"),             # maxLength
+])
+def test_a_rule_the_model_is_not_shown_is_still_enforced(name, args, field):
+    call = _prepare(name, json.dumps(args, ensure_ascii=False))
+    assert call.args is None and field in call.problem
+
+
+def test_shown_hides_only_the_guard_rails_at_every_level():
+    declared = {"type": "object", "additionalProperties": False, "required": ["d"], "properties": {
+        "d": {"type": "string", "pattern": "^x$", "maxLength": 9, "format": "date", "default": "x"},
+        "l": {"type": "array", "minItems": 1, "items": {"type": "object", "additionalProperties": False,
+                                                         "properties": {"n": {"type": "integer", "minimum": 1}}}}}}
+    assert toolset.shown(declared) == {"type": "object", "required": ["d"], "properties": {
+        "d": {"type": "string", "format": "date", "default": "x"},
+        "l": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}}}}
+    assert "pattern" in declared["properties"]["d"]            # the declaration itself is untouched
