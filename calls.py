@@ -207,12 +207,15 @@ def fit(result, limit):
     return shrunk
 
 
+COMPACT = (",", ":")     # a tool message's JSON: no spaces, which the model would pay for in every request
+
+
 def settled(result, limit):
-    """A result as the record holds it: fitted to `limit` and encoded once. Returns (object, text),
+    """A result as the record holds it: fitted to `limit` and encoded once (compact). Returns (object, text),
     the object being exactly what the text decodes to (memory absorbs it, the tool message says it)."""
-    text = json.dumps(result, ensure_ascii=False, default=str)
+    text = json.dumps(result, ensure_ascii=False, default=str, separators=COMPACT)
     if len(text) > limit:
-        text = json.dumps(fit(json.loads(text), limit), ensure_ascii=False)
+        text = json.dumps(fit(json.loads(text), limit), ensure_ascii=False, separators=COMPACT)
     return json.loads(text), text
 
 
