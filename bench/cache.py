@@ -24,7 +24,6 @@ Tokens are estimated as characters / 3 (the loop's own estimate, config.CHARS_PE
 cached part is the exact common prefix (real providers cache in blocks, e.g. 128 tokens past a
 1,024-token minimum, which rounds it down a little). Billed = fresh + cached × CACHED_PRICE.
 """
-import copy
 import json
 import os
 import shutil
@@ -35,7 +34,6 @@ import workload
 import config
 import loop
 import memory as memory_module
-import model
 import sys_ours
 
 CACHED_PRICE = 0.10         # a cached input token costs 10 % of a fresh one (OpenAI, DeepSeek: 10 %)
@@ -97,6 +95,7 @@ class Recorder:
         self.first_system = None
         self.layouts = {"ours": [], "append-only": [], "previous layout": []}
         self.epochs = []
+        self.lengths = []        # per request: how many messages the record had, the tools' JSON
 
     def __call__(self, messages, tools, final=False):
         r = self.run
@@ -109,6 +108,7 @@ class Recorder:
         self.layouts["previous layout"].append(
             tools_json + json.dumps(old_layout(r.messages, old_render(r.memory)), ensure_ascii=False))
         self.epochs.append(r.window.start)
+        self.lengths.append((len(r.messages), tools_json))
         return self.inner(messages, tools, final)
 
 
@@ -154,10 +154,33 @@ def analyse(requests, epochs=None):
             "epoch_starts": sum(r["new_epoch"] for r in rows), "per_turn": rows}
 
 
+def lower_bound(recorder):
+    """A lower bound on the billed input tokens of ANY layout that sends every message of the
+    record (the API's pairing rule, and ours: compaction keeps every message): each request
+    pays fresh only for what is new since the previous one (the reply, the tool messages, the
+    user's message: the model must see each once), and everything older at the cached price,
+    with the system message holding the prompt alone (no memory block), assistant messages as
+    recorded and every older tool result shrunk to `{}`. No real layout reaches it: a result
+    sent whole and later shrunk changes the prefix, and the model sees no facts of old results."""
+    messages = recorder.run.messages
+    system = {"role": "system", "content": config.SYSTEM_PROMPT}
+    billed, before = 0.0, 1
+    for count, tools_json in recorder.lengths:
+        old = [dict(m, content="{}") if m.get("role") == "tool" else m for m in messages[1:before]]
+        cached = len(tools_json + json.dumps([system, *old], ensure_ascii=False))
+        fresh = len(json.dumps(messages[before:count], ensure_ascii=False))
+        if before == 1:
+            cached, fresh = 0, cached + fresh          # the first request: nothing cached yet
+        billed += (cached * CACHED_PRICE + fresh) / config.CHARS_PER_TOKEN
+        before = count
+    return billed
+
+
 def _summary(recorder):
     out = {}
     for name, requests in recorder.layouts.items():
         out[name] = analyse(requests, recorder.epochs if name == "ours" else None)
+    out["ours"]["bound_billed"] = lower_bound(recorder)
     return out
 
 

@@ -182,7 +182,7 @@ def _pct(x):
 def _cache(c):
     if "error" in c:
         return f"### 0. Requests a provider can cache\n\nfailed: {c['error']}"
-    ratio, ratios = c["cached_price"], None
+    ratio = c["cached_price"]
     head = ["layout", "requests", "input tokens sent", f"billed, cached = {ratio:.0%}", "÷ previous layout",
             "billed at 25 % / 50 %", "prefix share: min between epochs", "median", "≥ 95 % (between epochs)",
             "previous request kept whole", "epoch starts"]
@@ -220,6 +220,17 @@ def _cache(c):
     billed = long["ours"]["billed_tokens"] / long["previous layout"]["billed_tokens"]
     verdicts.append(f"billed input tokens over the {c['turns']}-turn run ≤ 1/3 of the previous layout: "
                     f"{billed:.2f}×, " + ("met" if billed <= TARGET_BILLED else "NOT met"))
+    if "bound_billed" in long["ours"]:
+        old = long["previous layout"]["billed_tokens"]
+        text.append(
+            "Lower bound (`cache.lower_bound`): a bound on the billed input tokens of any layout that sends every message "
+            "of the record (the API's pairing rule; our compaction keeps every message): fresh only for what is new "
+            "since the previous request, everything older at the cached price, with the prompt alone as system "
+            "message, assistant messages as recorded and every older tool result shrunk to `{}`. "
+            f"Xi'an run: {c['xian']['ours']['bound_billed']:,.0f} (ours {c['xian']['ours']['billed_tokens']:,.0f}); "
+            f"{c['turns']}-turn run: {long['ours']['bound_billed']:,.0f} = {long['ours']['bound_billed'] / old:.2f}× "
+            f"the previous layout (ours {billed:.2f}×), so no such layout can bill ≤ 1/3 of it: the cached old "
+            "messages alone cost more.")
     if c.get("sweep"):
         rows = [[f"{int(b):,}", f"{d['input_tokens']:,.0f}", f"{d['billed_tokens']:,.0f}",
                  f"{d['billed_tokens'] / long['previous layout']['billed_tokens']:.2f}", d["epoch_starts"],

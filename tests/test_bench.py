@@ -69,6 +69,8 @@ def test_cache_long_run_starts_epochs_and_counts_billed_tokens():
     ours = result["ours"]
     assert ours["epoch_starts"] >= 1 and ours["kept_between_epochs"] == ours["between_epochs"]
     assert 0 < ours["billed_tokens"] < ours["input_tokens"]
+    for layout in result.values():            # the lower bound is below every real layout
+        assert 0 < ours["bound_billed"] <= layout["billed_tokens"]
 
 
 def test_common_prefix():
