@@ -78,25 +78,27 @@ class Writer:
             self.slots = [os.path.join(folder, f".{name}.{slot}") for slot in ("a", "b")]
 
     def write(self, snapshot):
-        data = self.encode(snapshot)
+        parts = self.parts(snapshot)
+        size = sum(map(len, parts))
         spare = self._spare()
         fd = os.open(spare, os.O_WRONLY | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
         try:
             if config.armed("mid_audit"):
-                _write_all(fd, data[:len(data) // 2])
+                data = b"".join(parts)
+                _write_all(fd, [data[:size // 2]])
                 config.fault("mid_audit")
-                _write_all(fd, data[len(data) // 2:])
+                _write_all(fd, [data[size // 2:]])
             else:
-                _write_all(fd, data)
-            if self.sizes.get(spare, len(data) + 1) > len(data):     # an older, longer snapshot's tail
-                os.ftruncate(fd, len(data))
+                _write_all(fd, parts)
+            if self.sizes.get(spare, size + 1) > size:               # an older, longer snapshot's tail
+                os.ftruncate(fd, size)
             if self.fsync:
                 os.fsync(fd)
         finally:
             os.close(fd)
         self.published = None
         _publish(spare, self.link, self.path)
-        self.published, self.sizes[spare] = spare, len(data)
+        self.published, self.sizes[spare] = spare, size
         if self.fsync:
             _fsync_dir(self.folder)
 
@@ -119,7 +121,12 @@ class Writer:
         raise AuditError(f"审计文件 {self.path} 的两个备用文件都指向它本身，无法安全写入")
 
     def encode(self, snapshot):
-        """The snapshot as UTF-8 JSON: the values that are not lists on the first line, then each
+        """The snapshot's bytes as written (see parts)."""
+        return b"".join(self.parts(snapshot))
+
+    def parts(self, snapshot):
+        """The snapshot as UTF-8 JSON, in pieces written as they are (os.writev: a 1 MB snapshot is
+        not copied once more to join them): the values that are not lists on the first line, then each
         list (messages, tools, trace) with one item per line; readable, and built by the C encoder
         (json's indent forces the slow one)."""
         fresh, items = {}, self.items
@@ -134,10 +141,17 @@ class Writer:
         parts = [_encode(head)[:-1].encode() if head else b"{"]
         for key, value in snapshot.items():
             if isinstance(value, list):
-                body = b"[\n  " + b",\n  ".join(map(item, value)) + b"\n ]" if value else b"[]"
-                parts.append((b",\n " if len(parts) > 1 or head else b"\n ") + (_KEYS.get(key) or _key(key)) + body)
+                parts += (b",\n " if len(parts) > 1 or head else b"\n ", _KEYS.get(key) or _key(key))
+                if value:
+                    texts = list(map(item, value))
+                    pieces = [_SEP] * (2 * len(texts) - 1)        # item, separator, item, ...: never joined
+                    pieces[::2] = texts
+                    parts += (b"[\n  ", *pieces, b"\n ]")
+                else:
+                    parts.append(b"[]")
+        parts.append(b"\n}\n")
         self.items = fresh
-        return b"".join(parts) + b"\n}\n"
+        return parts
 
 
 def encode(snapshot):
@@ -160,13 +174,25 @@ def _publish(spare, link, path):
     os.replace(link, path)
 
 
-def _write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+def _write_all(fd, parts):
+    """Write every byte of `parts` at the descriptor's position, gathered (os.writev where it
+    exists, at most IOV_MAX pieces a call), however short each write comes back."""
+    views = [memoryview(p) for p in parts if p]
+    gather = getattr(os, "writev", None)
+    while views:
+        done = gather(fd, views[:_IOV_MAX]) if gather else os.write(fd, views[0])
+        while views and done >= len(views[0]):
+            done -= len(views[0])
+            views.pop(0)
+        if done:
+            views[0] = views[0][done:]
+
+
+_IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024) if hasattr(os, "sysconf") and "SC_IOV_MAX" in os.sysconf_names else 16
 
 
 _KEYS = {}
+_SEP = b",\n  "
 
 
 def _key(key):

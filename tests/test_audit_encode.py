@@ -82,3 +82,27 @@ def test_a_spare_removed_behind_the_writers_back_is_made_again(tmp_path):
         assert json.load(f)["turn"] == 3
     names = {p.name for p in tmp_path.iterdir()}
     assert "run-x.json" in names and names <= {".run-x.json.a", ".run-x.json.b", "run-x.json"}
+
+
+def test_a_snapshot_of_more_pieces_than_one_gathered_write_takes(tmp_path):
+    path = str(tmp_path / "run-x.json")
+    snapshot = {"version": 1, "messages": [{"role": "user", "content": f"第 {i} 条"} for i in range(3000)],
+                "trace": [{"turn": i} for i in range(700)], "tools": []}
+    audit.write(path, snapshot, fsync=False)
+    with open(path, encoding="utf-8") as f:
+        assert json.load(f) == snapshot
+
+
+def test_short_gathered_writes_are_resumed_where_they_stopped(tmp_path, monkeypatch):
+    import os
+    real = os.writev
+
+    def stingy(fd, buffers):                 # the kernel may take fewer bytes than offered
+        first = bytes(buffers[0])[:7]
+        return real(fd, [first])
+    monkeypatch.setattr(os, "writev", stingy)
+    path = str(tmp_path / "run-x.json")
+    snapshot = {"version": 1, "messages": [{"role": "user", "content": "确认" * 50}, {"role": "user", "content": ""}]}
+    audit.write(path, snapshot, fsync=False)
+    with open(path, encoding="utf-8") as f:
+        assert json.load(f) == snapshot
