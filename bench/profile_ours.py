@@ -27,7 +27,7 @@ def _where(filename):
 
 # the loop's steps, cumulative time (the function and everything it calls)
 STEPS = (("audit.py", "write", "audit write (encode + spare file, link, rename)"),
-         ("audit.py", "encode", "  of which JSON encoding of the snapshot"),
+         ("audit.py", "parts", "  of which JSON encoding of the snapshot (Writer.parts)"),
          ("executor.py", "execute", "executor (tools run, thread hand-off included)"),
          ("executor.py", "wait", "  of which waiting for the worker thread"),
          ("toolset.py", "prepare", "parse + validate the calls (ToolSet.prepare)"),
