@@ -68,6 +68,7 @@ def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=conf
         except (AttributeError, TypeError):
             pass
     client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0, **kwargs)
+    _warm(openai)
 
     def ask(messages, tools, final=False):
         request = {"model": model, "messages": messages}
@@ -132,11 +133,36 @@ def _with_retries(send, openai, retries, on_retry, sleep, where, model):
         sleep(wait)
 
 
+_WARM = {"done": False, "lock": threading.Lock()}
+# a response with every part the loop reads, for _warm
+_SAMPLE = {"id": "warm", "object": "chat.completion", "created": 0, "model": "warm",
+           "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": None,
+                        "message": {"role": "assistant", "content": [{"type": "text", "text": ""}], "refusal": None,
+                                    "tool_calls": [{"id": "c", "type": "function",
+                                                    "function": {"name": "f", "arguments": "{}"}}]}}],
+           "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2,
+                     "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}}
+
+
+def _warm(openai):
+    """Build the SDK's response types once per process, in one thread. pydantic completes a
+    model's schema on first use, and threads that first use it together can see it half built
+    (PydanticUserError "base-model-instantiated", pydantic issue 11849): several runs started at
+    once in a fresh process would fail their first request."""
+    if _WARM["done"]:
+        return
+    with _WARM["lock"]:
+        if not _WARM["done"]:
+            openai.types.chat.ChatCompletion.construct(**_SAMPLE)
+            _WARM["done"] = True
+
+
 def _create(client, request):
-    """One request; a body the SDK cannot parse (cut-off JSON, an HTML error page) is a ModelError."""
+    """One request; a body the SDK cannot parse (cut-off JSON, an HTML error page) is a ModelError,
+    and so is a failure of the SDK's own parsing (RuntimeError: pydantic's errors about its models)."""
     try:
         return client.chat.completions.create(**request)
-    except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError, RuntimeError) as exc:
         raise ModelError("unparseable", f"模型服务返回的内容不是完整的 JSON（{type(exc).__name__}: {str(exc)[:200]}）") \
             from None
 

@@ -72,3 +72,24 @@ def test_final_call_asks_for_no_tools(fake_model):
     ask([{"role": "user", "content": "u"}], [{"type": "function", "function": {"name": "x", "parameters": {}}}],
         final=True)
     assert endpoint.requests[0]["tool_choice"] == "none"
+
+
+def test_a_failure_of_the_sdks_own_parsing_is_a_model_error():
+    """pydantic raises RuntimeError subclasses about half-built models; never a traceback."""
+    class Completions:
+        def create(self, **request):
+            raise RuntimeError("Pydantic models should inherit from BaseModel")
+
+    class Client:
+        chat = type("Chat", (), {"completions": Completions()})()
+    with pytest.raises(model.ModelError) as caught:
+        model._create(Client(), {"model": "m", "messages": []})
+    assert caught.value.kind == "unparseable"
+
+
+def test_the_sdks_response_types_are_built_once_before_any_request():
+    import openai
+    model._warm(openai)
+    assert model._WARM["done"]
+    built = openai.types.chat.ChatCompletion.construct(**model._SAMPLE)
+    assert built.choices[0].message.tool_calls[0].function.name == "f"
