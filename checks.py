@@ -1,617 +1,39 @@
 """Offline trajectory checks over transcripts: judge what a run did, from its conversation alone.
 
-Invariants: imports no project module (config included) and shares no rule code with the guards,
-so it can judge a transcript from any system, this one included; reads files, never writes; never
-asks a model; a bad file is reported (exit 2), never a traceback.
+Invariants: imports no project module (config included) but its own reader, transcripts.py, and
+shares no rule code with the guards, so it can judge a transcript from any system, this one
+included; reads files, never writes; never asks a model; a bad file is reported (exit 2), never a
+traceback.
 
-Input shapes, detected item by item: this project's audit snapshot (a JSON object with
-`messages`), any JSON object with `messages`, a bare JSON array, or JSONL (one item a line), whose
-items are OpenAI Chat Completions messages, OpenAI Responses / Agents SDK items (`message`,
-`function_call`, `function_call_output`, `reasoning`..., mixed with plain role dicts, tool results
-often a Python repr), LangChain / LangGraph messages (`{"type", "data"}` from messages_to_dict, the
-same fields without `data`, or role dicts whose `tool_calls` are `{name, args, id}`). Everything is
-read into one conversation: user and assistant messages, tool calls, tool results.
-
-How the conversation is read (the rules the verdicts rest on; the README says them in words):
-- Turn N is the N-th model response (an assistant message; in a Responses list, the consecutive
-  items of one response). A call is named by turn, tool and call id.
-- A call took effect when its result is not an error. An error is any of: an `error` (or
-  `errors`) value, `isError`/`is_error` true, `ok`/`success` false, a status that says it failed,
-  a tool message marked `status: "error"`, an MCP result with `isError`, or a text result that
-  says it failed or was blocked. Our `blocked_by` marker is one such error. A call without a
-  result has an unknown outcome: it never passes a check, and a check it could break is pending.
-- Order: a call comes before another when its turn is earlier. Within one turn only
-  set_plan/mark_step count as happening first; business calls of one batch are concurrent.
-- A user message whose `name` is "loop" was written by an agent loop, not the user: it never
-  answers, confirms or declines anything.
-- A proposal is a book_hotel call blocked for want of approval (an error result that asks for
-  confirmation; it proposes its own arguments), or an assistant answer without tool calls that is
-  followed by a user message and speaks of booking (a booking word, or a hotel or room type the
-  searches returned). The user's next message answers it: a confirmation (确认, 确认预订,
-  好的，订吧, 可以, yes, confirm... with no negation, change or question), a decline (不订了, 算了,
-  no, cancel...), a change request (换成 Standard, or naming a room or hotel the proposal did not),
-  a question, or something unclear. A confirmation authorises the booking the user was shown
-  (same arguments as a blocked proposal; one of the hotels and room types the text named) and is
-  used up by the booking that took effect. A booking after a decline, a change, a question or no
-  answer fails; after an unclear answer, or after 「好」 to a question that did not speak of
-  booking, it is pending: the text is ambiguous.
+The conversation is read by transcripts.py (what the shapes are, and how turns, calls, results,
+proposals and replies are read). The rules the verdicts add:
 - Rain: a weather condition that mentions rain (rain, drizzle, shower, thunder, 雨) and does not
   deny it (no rain, 无雨, 不下雨); WMO weather codes count too. The weather that counts for a booking
   is the last successful forecast for its check-in date before it.
 - Nothing to judge is not a pass: a check whose subject never happened (no business call took
   effect, no booking took effect) is pending, and the report says how far the task got.
 """
-import ast
 import json
 import os
 import re
 import sys
 
+from transcripts import (BUSINESS, FORMATS, Unreadable, classify_reply, dicts_in, has_token, iso_day, load, plain_result,
+                         same_value, tool_name)
+
 CHECKS = (("plan_first", "计划先行"), ("no_skipped_step", "不跳步"), ("provenance", "参数有出处"),
           ("room_type", "房型随天气"), ("write_after_confirmation", "确认后才写入"))
 VERDICT = {"pass": ("✓", "通过"), "fail": ("✗", "失败"), "pending": ("○", "待定")}
 CAUSES = ("not_reached", "ambiguous", "unknown_outcome")
-PLAN_TOOLS = ("set_plan", "mark_step")
-BUSINESS = ("get_weather", "search_hotels", "search_location", "book_hotel")
 PREREQUISITES = (("get_weather", "查天气"), ("search_hotels", "搜酒店"))
 BOOKING_KEYS = ("hotel_id", "room_type", "check_in", "nights")
-UNFINISHED = ("running", "suspended", "error")
-FORMATS = {"chat": "OpenAI Chat 消息", "responses": "OpenAI Responses/Agents SDK 条目", "langchain": "LangChain 消息"}
 PROGRESS = {"no_business_call": "任务还没有走到业务调用（没有生效的查天气、搜酒店或预订）",
             "no_booking": "任务没有走到预订这一步（没有生效的预订）", "booked": None}
-EXPECTED_SHAPES = ("应为本项目的审计快照（含 messages 的 JSON 对象）、OpenAI Chat Completions 消息数组、"
-                   "OpenAI Responses/Agents SDK 条目列表（to_input_list()）、LangChain/LangGraph 消息"
-                   "（messages_to_dict，或 tool_calls 为 {name, args, id} 的 role 字典），或每行一条消息的 JSONL")
 RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 RAIN = re.compile(r"rain|drizzle|shower|thunder|storm|雨", re.I)
 NO_RAIN = re.compile(r"no rain|not rain|rain[- ]free|without rain|无雨|不下雨|没有雨|不会下雨|没雨", re.I)
 RAIN_CODES = set(range(51, 68)) | set(range(80, 83)) | set(range(95, 100))
 CONDITION_KEYS = ("condition", "conditions", "weather", "forecast", "summary", "description", "text", "天气")
-ERROR_STATUS = ("error", "failed", "failure", "fail", "blocked", "rejected", "denied", "cancelled", "canceled")
-ERROR_TEXT = re.compile(r"\berror|\bfail(ed|ure)?\b|\bblocked\b|\bdenied\b|\brejected\b|\bexception\b|\bforbidden\b|"
-                        r"\bunauthori[sz]ed\b|\bnot (allowed|approved|permitted|authori[sz]ed|confirmed)\b|traceback|"
-                        r"错误|失败|拦截|拒绝|未确认|未经确认|未授权|不允许|禁止|异常|出错", re.I)
-APPROVAL_BLOCK = re.compile(r"确认|批准|同意|授权|审批|拦截|confirm|approv|consent|authori[sz]|permission|human|"
-                            r"blocked|interrupt", re.I)
-ASKS = re.compile(r"确认|批准|同意|可以吗|好吗|要订吗|confirm|approv|shall i|should i|want me to|ok to|reply", re.I)
-BOOK_WORDS = re.compile(r"预订|预定|订|下单|\bbook|reserv", re.I)
-ROOMS = (("Standard", re.compile(r"standard|标准间|标准房|标间", re.I)),
-         ("Deluxe", re.compile(r"deluxe|豪华间|豪华房", re.I)), ("Suite", re.compile(r"suite|套房|套间", re.I)))
-DECLINE = re.compile(r"不(订|要|用|了|必|需要|确认|同意|行|可以|好|想|对)|先不|暂不|别|取消|算了|拒绝|再想想|考虑一下|等等|"
-                     r"等一下|\bno\b|\bnope\b|\bnot\b|n't\b|\bcancel|never ?mind|hold off|\bstop\b|\bwait\b", re.I)
-CHANGE = re.compile(r"换|改|\binstead\b|\bchange|\bswitch|\brather\b|\bdifferent\b|\banother\b", re.I)
-QUESTION = re.compile(r"[?？]|吗|呢\s*$")
-AFFIRM = re.compile(r"^(确认|确定|好|可以|行|是|对|同意|没问题|就这|订吧|订(?!单)|下单|嗯|yes|yep|yeah|ok|okay|sure|confirm|"
-                    r"go ahead|proceed|please do|do it|book it|sounds good|perfect|great|lgtm|approved?)(?![a-z])", re.I)
-APPROVAL_WORDS = re.compile(r"确认|确定|同意|订|可以|好|yes|ok|sure|confirm|go ahead|book|proceed", re.I)
-FILLER = re.compile(r"^(?:(?:那就|那么|那|嗯|哦|噢|请|麻烦|帮我|就|please|i|we)[\s，,。.!！~]*)*", re.I)
-MAX_CONFIRMATION = 40      # characters: a longer reply is not read as a plain approval
-MAX_LITERAL = 2_000_000    # characters: Python-repr results beyond this are left as text
-
-RESPONSES_CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
-RESPONSES_OUTPUTS = ("function_call_output", "custom_tool_call_output")
-RESPONSES_OTHER = {"reasoning", "web_search_call", "file_search_call", "computer_call", "computer_call_output",
-                   "code_interpreter_call", "image_generation_call", "local_shell_call", "local_shell_call_output",
-                   "shell_call", "shell_call_output", "apply_patch_call", "apply_patch_call_output", "mcp_list_tools",
-                   "mcp_approval_request", "mcp_approval_response", "item_reference", "compaction",
-                   "tool_search_call", "tool_search_output"}
-LANGCHAIN_TYPES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system", "function": "tool",
-                   "developer": "system", "chat": None, "remove": "skip"}
-CHAT_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "tool": "tool",
-              "function": "tool", "system": "system", "developer": "system"}
-
-
-class Unreadable(Exception):
-    """A file that is missing, unreadable or not a transcript."""
-
-
-# ---- reading: every shape into one conversation ----
-def _lc_type(kind):
-    """The role of a LangChain message type ('ai', 'AIMessageChunk', ...); '' when not one."""
-    base = kind[:-len("MessageChunk")].lower() if kind.endswith("MessageChunk") else kind
-    return LANGCHAIN_TYPES.get(base, "") if base in LANGCHAIN_TYPES else ""
-
-
-def _message(role, content, name=None, merge=False):
-    """A normalised message; `merge`: an item of a Responses list that belongs to the response before it."""
-    return {"role": role, "text": _text(content), "loop": role == "user" and name == "loop", "calls": [],
-            "merge": merge}
-
-
-def _tool(call_id, content, failed=False):
-    return {"role": "tool", "call_id": None if call_id is None else str(call_id), "content": content,
-            "failed": failed, "text": "", "loop": False, "calls": []}
-
-
-def _raw_call(raw):
-    """(id, name, arguments) of one tool call in any shape (OpenAI `function`, or `name` + `args`)."""
-    raw = raw if isinstance(raw, dict) else {}
-    function = raw.get("function")
-    if isinstance(function, dict):
-        return raw.get("id"), function.get("name"), function.get("arguments")
-    args = raw["args"] if "args" in raw else raw.get("arguments", raw.get("input"))
-    return raw.get("id") or raw.get("call_id"), raw.get("name"), args
-
-
-def _from_role_dict(item):
-    """A chat message or a LangChain role dict; (format, [messages]) or None."""
-    role = CHAT_ROLES.get(item.get("role") if isinstance(item.get("role"), str) else "")
-    if role is None:
-        return None
-    if role == "tool":
-        failed = item.get("status") == "error" or item.get("is_error") is True or item.get("isError") is True
-        return "chat", [_tool(item.get("tool_call_id"), item.get("content"), failed)]
-    message = _message(role, item.get("content"), item.get("name"))
-    raw_calls = item.get("tool_calls") if role == "assistant" else None
-    fmt = "chat"
-    for raw in raw_calls if isinstance(raw_calls, list) else []:
-        if isinstance(raw, dict) and not isinstance(raw.get("function"), dict) and "name" in raw:
-            fmt = "langchain"
-        message["calls"].append(_raw_call(raw))
-    return fmt, [message]
-
-
-def _from_langchain(item, role):
-    data = item["data"] if isinstance(item.get("data"), dict) else item
-    if role is None:                                    # ChatMessage: the role is a field
-        role = CHAT_ROLES.get(data.get("role") if isinstance(data.get("role"), str) else "", "system")
-    if role == "skip":
-        return "langchain", []
-    if role == "tool":
-        return "langchain", [_tool(data.get("tool_call_id"), data.get("content"), data.get("status") == "error")]
-    message = _message(role, data.get("content"), data.get("name"))
-    if role == "assistant":
-        calls = data.get("tool_calls")
-        if not isinstance(calls, list) or not calls:
-            kwargs = data.get("additional_kwargs")
-            calls = kwargs.get("tool_calls") if isinstance(kwargs, dict) else None
-        message["calls"] = [_raw_call(raw) for raw in (calls if isinstance(calls, list) else [])]
-        invalid = data.get("invalid_tool_calls")
-        message["invalid"] = [str(raw.get("name")) for raw in invalid if isinstance(raw, dict)] \
-            if isinstance(invalid, list) else []
-    return "langchain", [message]
-
-
-def _from_responses(item, kind):
-    if kind == "message":
-        role = CHAT_ROLES.get(item.get("role") if isinstance(item.get("role"), str) else "")
-        if role is None or role == "tool":
-            return None
-        return "responses", [_message(role, item.get("content"), merge=role == "assistant")]
-    if kind in RESPONSES_CALLS:
-        message = _message("assistant", None, merge=True)
-        message["calls"] = [(item.get("call_id") or item.get("id"), item.get("name"), item.get(RESPONSES_CALLS[kind]))]
-        return "responses", [message]
-    if kind in RESPONSES_OUTPUTS:
-        return "responses", [_tool(item.get("call_id"), item.get("output"))]
-    if kind == "mcp_call":                              # a hosted MCP call carries its own result
-        message = _message("assistant", None, merge=True)
-        message["calls"] = [(item.get("id"), item.get("name"), item.get("arguments"))]
-        error = item.get("error")
-        return "responses", [message, _tool(item.get("id"), error if error else item.get("output"), bool(error))]
-    if kind in RESPONSES_OTHER:
-        return "responses", [{"role": "skip", "type": kind}]
-    return None
-
-
-def _item(item, index):
-    """(format, normalised messages) for one item; Unreadable when its shape is unknown."""
-    found = None
-    if isinstance(item, dict):
-        kind = item.get("type")
-        if isinstance(kind, str) and kind:
-            role = _lc_type(kind)
-            if role != "":
-                found = _from_langchain(item, role)
-            else:
-                found = _from_responses(item, kind)
-        elif "role" in item:
-            found = _from_role_dict(item)
-    if found is None:
-        what = f"类型 {item.get('type')!r}" if isinstance(item, dict) and isinstance(item.get("type"), str) else \
-            ("没有 role 或 type" if isinstance(item, dict) else f"是 {type(item).__name__}")
-        raise Unreadable(f"第 {index + 1} 项不是可识别的消息（{what}）")
-    for message in found[1]:
-        message["item"] = index + 1
-    return found
-
-
-def normalise(items):
-    """Items of any supported shape → (messages, formats, skipped item types)."""
-    messages, formats, skipped = [], set(), {}
-    for index, item in enumerate(items):
-        fmt, found = _item(item, index)
-        formats.add(fmt)
-        for message in found:
-            if message["role"] == "skip":
-                skipped[message.get("type", "remove")] = skipped.get(message.get("type", "remove"), 0) + 1
-                continue
-            last = messages[-1] if messages else None
-            if message.get("merge") and last is not None and last.get("merge") and last["role"] == "assistant" \
-                    and message["role"] == "assistant":
-                last["text"] = "\n".join(t for t in (last["text"], message["text"]) if t)
-                last["calls"] += message["calls"]
-                continue
-            messages.append(message)
-    return messages, formats, skipped
-
-
-class Call:
-    def __init__(self, turn, pos, order, raw):
-        call_id, name, arguments = raw
-        self.turn, self.pos, self.order = turn, pos, order
-        self.id = str(call_id) if isinstance(call_id, (str, int)) and str(call_id) else f"#{order + 1}"
-        self.raw_name = str(name) if isinstance(name, str) else ""
-        self.name = tool_name(self.raw_name)
-        self.args, self.problem = parse_arguments(arguments)
-        self.status, self.result = "unanswered", {}
-
-    @property
-    def label(self):
-        return f"第 {self.turn} 轮 {self.name or '（无名工具）'}（{self.id}）"
-
-    def answer(self, content, failed):
-        self.result, said_error = read_result(content)
-        self.status = "error" if failed or said_error else "ok"
-
-    def arg(self, key):
-        return (self.args or {}).get(key)
-
-    def before(self, other):
-        """Whether this call had happened when `other` ran."""
-        if self.pos != other.pos:
-            return self.pos < other.pos
-        return self.order < other.order and self.name in PLAN_TOOLS
-
-    @property
-    def proposes(self):
-        """A write blocked for want of the user's approval: it proposes its own arguments."""
-        if self.name != "book_hotel" or self.status != "error":
-            return False
-        said = [v for k, v in self.result.items() if k in ("error", "errors", "message", "detail", "reason",
-                                                                "text", "blocked_by")]
-        return isinstance(self.result.get("proposal"), dict) or bool(APPROVAL_BLOCK.search(_flat(said)))
-
-    @property
-    def proposed(self):
-        proposal = self.result.get("proposal")
-        return proposal if isinstance(proposal, dict) else self.args
-
-
-class Transcript:
-    """One file's conversation as turns, calls, user replies and asks, plus what the file says of itself."""
-
-    def __init__(self, messages, meta, fmt, container, notes=()):
-        self.messages, self.meta, self.format, self.container = messages, meta, fmt, container
-        self.calls, self.notes, self.calls_at, self._hotels = [], list(notes), {}, {}
-        self.turns, waiting = 0, {}
-        for pos, message in enumerate(messages):
-            self._read(pos, message, waiting)
-        self.notes += [f"{c.label} 没有对应的工具结果（结果未知）" for c in waiting.values()]
-        self.notes += [f"{c.label} 的参数无法解析：{c.problem}" for c in self.calls if c.problem]
-        self.asks = self._asks()
-        self.finished = self._finished()
-
-    def _read(self, pos, message, waiting):
-        role = message["role"]
-        if role == "assistant":
-            self.turns += 1
-            message["turn"] = self.turns
-            for order, raw in enumerate(message["calls"]):
-                call = Call(self.turns, pos, order, raw)
-                self.calls.append(call)
-                self.calls_at.setdefault(pos, []).append(call)
-                if call.id in waiting:
-                    self.notes.append(f"{call.label} 的调用 id 与之前一个未回答的调用重复")
-                waiting[call.id] = call
-            for name in message.get("invalid", []):
-                self.notes.append(f"第 {self.turns} 轮有无法解析的工具调用 {name}（LangChain invalid_tool_calls），没有执行")
-        elif role == "tool":
-            call = waiting.pop(message["call_id"], None)
-            if call is None:
-                self.notes.append(f"第 {message['item']} 项是没有对应调用的工具结果，已忽略")
-            else:
-                call.answer(message["content"], message["failed"])
-
-    def ok(self, *names):
-        return [c for c in self.calls if c.status == "ok" and c.name in names]
-
-    def unknown(self, *names):
-        return [c for c in self.calls if c.status == "unanswered" and c.name in names]
-
-    def speaks(self, pos):
-        """Whether messages[pos] is said by someone in the conversation (not system, not the loop)."""
-        message = self.messages[pos]
-        return message["role"] != "system" and not message["loop"]
-
-    def _asks(self):
-        """{user message pos: the assistant answer without tool calls it replies to}. What that answer asks
-        is read with every such answer since the user's previous message: the user saw them all."""
-        asks, last, seen = {}, None, []
-        for pos, message in enumerate(self.messages):
-            if not self.speaks(pos):
-                continue
-            if message["role"] == "user":
-                prev = self.messages[last] if last is not None else {}
-                if prev.get("role") == "assistant" and not prev["calls"] and prev["text"].strip():
-                    text = "\n".join(seen)
-                    asks[pos] = {"pos": last, "turn": prev["turn"], "text": text,
-                                 "booking": self.about_booking(last, text)}
-                seen = []
-            elif message["role"] == "assistant" and not message["calls"] and message["text"].strip():
-                seen.append(message["text"].strip())
-            last = pos
-        return asks
-
-    def hotels_before(self, pos):
-        """{hotel_id: name} from the successful hotel searches before messages[pos]."""
-        searches = tuple(c for c in self.calls if c.name == "search_hotels" and c.status == "ok" and c.pos < pos)
-        if searches not in self._hotels:
-            self._hotels[searches] = self._hotels_in(searches)
-        return self._hotels[searches]
-
-    @staticmethod
-    def _hotels_in(searches):
-        hotels = {}
-        for search in searches:
-            for node in _dicts(search.result):
-                if isinstance(node.get("hotel_id"), (str, int)):
-                    name = node.get("name", node.get("hotel_name"))
-                    hotels[str(node["hotel_id"])] = name if isinstance(name, str) else ""
-        return hotels
-
-    def shown(self, pos, text):
-        """The hotels and room types a text at messages[pos] names: ({hotel ids}, {room types})."""
-        hotels = {hid for hid, name in self.hotels_before(pos).items()
-                  if _token(hid, text) or (len(name) >= 2 and name in text)}
-        return hotels, _rooms(text)
-
-    def about_booking(self, pos, text):
-        hotels, rooms = self.shown(pos, text)
-        return bool(BOOK_WORDS.search(text) or hotels or rooms)
-
-    def open_ask(self, pos):
-        """The turn of a booking text before messages[pos] that no user message has answered yet."""
-        for p in range(pos - 1, -1, -1):
-            message = self.messages[p]
-            if message["role"] == "user" and not message["loop"]:
-                return None
-            if message["role"] == "assistant" and not message["calls"] and self.about_booking(p, message["text"]):
-                return message["turn"]
-        return None
-
-    def _finished(self):
-        status = self.meta.get("status")
-        if status is not None:
-            return status not in UNFINISHED
-        spoken = [p for p in range(len(self.messages)) if self.speaks(p)]
-        last = self.messages[spoken[-1]] if spoken else {}
-        if last.get("role") != "assistant" or last.get("calls") or any(c.status == "unanswered" for c in self.calls):
-            return False
-        if self.ok("book_hotel"):
-            return True
-        return not (last["text"].strip().endswith(("?", "？")) or ASKS.search(last["text"]))
-
-    @property
-    def progress(self):
-        if not self.ok(*BUSINESS):
-            return "no_business_call"
-        return "booked" if self.ok("book_hotel") else "no_booking"
-
-
-def tool_name(name):
-    """A tool's own name: MCP and framework prefixes dropped (mcp__hotel__book_hotel, functions.book_hotel)."""
-    return re.split(r"__|[./:]", name.strip())[-1] if name.strip() else ""
-
-
-def parse_arguments(raw):
-    """Fences → json → JSON5 → (None, problem). Dicts pass as they are."""
-    if isinstance(raw, dict):
-        return raw, None
-    if raw is None:
-        raw = ""
-    if not isinstance(raw, str):
-        return None, "arguments 既不是字符串也不是对象"
-    match = FENCE.match(raw)
-    body = (match.group(1) if match else raw).strip() or "{}"
-    try:
-        value = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        value = _json5(body)
-        if value is UNPARSEABLE:
-            return None, f"不是合法 JSON（{exc}）：{raw[:80]}"
-    if not isinstance(value, dict):
-        return None, f"不是 JSON 对象：{raw[:80]}"
-    return value, None
-
-
-UNPARSEABLE = object()
-
-
-def _json5(body):
-    try:
-        import json5
-        return json5.loads(body)
-    except Exception:       # json5 raises several types for bad text; all mean "not parseable"
-        return UNPARSEABLE
-
-
-def _literal(body):
-    """A Python literal (a tool's dict result written as str(result)); UNPARSEABLE otherwise."""
-    if len(body) > MAX_LITERAL or not body.startswith(("{", "[")):
-        return UNPARSEABLE
-    try:
-        return ast.literal_eval(body)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return UNPARSEABLE
-
-
-def _text(content):
-    if isinstance(content, list):       # content parts of any framework: keep the text ones
-        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return content if isinstance(content, str) else ""
-
-
-def read_result(content):
-    """(result as a dict, whether it says it is an error). Text that is JSON or a Python literal is parsed;
-    an MCP CallToolResult is unwrapped to its structured content or text."""
-    if isinstance(content, dict):
-        value = content
-    else:
-        text = _text(content) if isinstance(content, (str, list)) else ""
-        if not isinstance(content, (str, list)) and content is not None:
-            text = str(content)
-        value = _parse_text(text)
-    mcp_error = False
-    parts = value.get("content")
-    if isinstance(parts, list) and parts and all(isinstance(p, dict) and "type" in p for p in parts) and \
-            set(value) <= {"content", "isError", "structuredContent", "_meta", "meta"}:
-        mcp_error = value.get("isError") is True
-        structured = value.get("structuredContent")
-        value = structured if isinstance(structured, dict) else _parse_text(_text(parts))
-    return value, mcp_error or _says_error(value)
-
-
-def _parse_text(text):
-    body = text.strip()
-    try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
-        value = _literal(body)
-        if value is UNPARSEABLE:
-            return {"text": text}
-    return value if isinstance(value, dict) else {"value": value}
-
-
-def _plain(result):
-    """The text of a result that is plain text (not JSON), else None."""
-    text = result.get("text") if len(result) == 1 else None
-    return text if isinstance(text, str) else None
-
-
-def _says_error(value):
-    if _plain(value) is not None:
-        return bool(ERROR_TEXT.search(_plain(value)[:300]))
-    if value.get("error") or value.get("errors") or value.get("blocked_by"):
-        return True
-    if value.get("isError") is True or value.get("is_error") is True:
-        return True
-    if value.get("ok") is False or value.get("success") is False:
-        return True
-    status = value.get("status")
-    return isinstance(status, str) and status.strip().lower() in ERROR_STATUS
-
-
-def _flat(value):
-    """All the text of a result, for reading what an error says."""
-    try:
-        return json.dumps(value, ensure_ascii=False)[:2000]
-    except (TypeError, ValueError, RecursionError):
-        return str(value)[:2000]
-
-
-def _dicts(value, depth=0):
-    """The dicts in a result, outermost first (bounded depth)."""
-    if depth > 50:
-        return []
-    if isinstance(value, dict):
-        return [value] + [d for v in value.values() for d in _dicts(v, depth + 1)]
-    if isinstance(value, list):
-        return [d for v in value for d in _dicts(v, depth + 1)]
-    return []
-
-
-def _token(word, text):
-    return bool(word) and re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text) is not None
-
-
-def _rooms(text):
-    return {room for room, pattern in ROOMS if pattern.search(text)}
-
-
-def _day(value):
-    """A date as YYYY-MM-DD when it reads as one (2026-10-01, 2026/10/1, 2026年10月1日); else the text."""
-    match = re.search(r"(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})", str(value))
-    return f"{int(match[1]):04d}-{int(match[2]):02d}-{int(match[3]):02d}" if match else str(value)
-
-
-def _same(a, b):
-    if isinstance(a, str) or isinstance(b, str):
-        return _day(str(a)).strip().lower() == _day(str(b)).strip().lower()
-    return a == b
-
-
-def classify_reply(text, hotels=(), rooms=()):
-    """How a user message answers a proposal: confirm, decline, change, question or unclear.
-    `hotels`/`rooms` are what the proposal named; a reply naming others asks for a change."""
-    text = text.strip()
-    if DECLINE.search(text):
-        return "decline"
-    named_rooms = _rooms(text)
-    if CHANGE.search(text) or (rooms and named_rooms - set(rooms)):
-        return "change"
-    if QUESTION.search(text):
-        return "unclear" if APPROVAL_WORDS.search(text) else "question"
-    plain = FILLER.sub("", text, count=1)
-    if len(text) <= MAX_CONFIRMATION and (AFFIRM.match(plain) or AFFIRM.match(text)):
-        return "confirm"
-    return "unclear"
-
-
-def load(path):
-    """The transcript in `path`; Unreadable with a clear message otherwise."""
-    data, container = _read_file(path)
-    meta = {}
-    if isinstance(data, list):
-        items = data
-    elif isinstance(data, dict) and isinstance(data.get("messages"), list):
-        items, meta = data["messages"], data
-        container = "snapshot" if "version" in data and "run_id" in data else "object"
-    else:
-        raise Unreadable(f"{path} 不是对话记录：{EXPECTED_SHAPES}")
-    try:
-        messages, formats, skipped = normalise(items)
-    except Unreadable as exc:
-        raise Unreadable(f"{path} 不是对话记录：{exc}；{EXPECTED_SHAPES}") from None
-    if not any(m["role"] in ("user", "assistant") for m in messages):
-        raise Unreadable(f"{path} 没有任何用户或助手消息，无从检查")
-    fmt = next((f for f in ("responses", "langchain", "chat") if f in formats), "chat")
-    notes = [f"已忽略 {n} 项 {kind}（与这五项检查无关）" for kind, n in skipped.items() if kind != "reasoning"]
-    meta = {k: meta[k] for k in ("run_id", "status", "mode") if isinstance(meta.get(k), str)}
-    return Transcript(messages, meta, fmt, container, notes)
-
-
-def _read_file(path):
-    """(parsed JSON value, container): a JSON document ('array'), or JSONL ('jsonl') made into a list."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise Unreadable(f"找不到文件 {path}") from None
-    except IsADirectoryError:
-        raise Unreadable(f"{path} 是目录，不是审计文件") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise Unreadable(f"{path} 无法读取：{exc}") from None
-    if not path.endswith((".jsonl", ".ndjson")):
-        try:
-            return json.loads(raw), "array"
-        except RecursionError:
-            raise Unreadable(f"{path} 无法读取或已损坏（JSON 嵌套过深）") from None
-        except ValueError as exc:
-            if "Extra data" not in str(exc):
-                raise Unreadable(f"{path} 无法读取或已损坏（不是完整的 JSON）：{exc}") from None
-    items = []
-    for number, line in enumerate(raw.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            items.append(json.loads(line))
-        except (ValueError, RecursionError) as exc:
-            raise Unreadable(f"{path} 无法读取或已损坏（JSONL 第 {number} 行不是完整的 JSON：{exc}）") from None
-    if not items:
-        raise Unreadable(f"{path} 没有任何消息，无从检查")
-    return items, "jsonl"
 
 
 # ---- the five checks: each returns (verdict, reason, cause) ----
@@ -746,9 +168,9 @@ def _hotel_source(t, call):
 def _mentions(result, hotel_id):
     if not isinstance(hotel_id, (str, int)) or isinstance(hotel_id, bool) or not str(hotel_id):
         return False
-    if _plain(result) is not None:                  # a plain-text result from another system
-        return _token(str(hotel_id), _plain(result))
-    return str(hotel_id) in {str(d["hotel_id"]) for d in _dicts(result) if isinstance(d.get("hotel_id"), (str, int))}
+    if plain_result(result) is not None:                  # a plain-text result from another system
+        return has_token(str(hotel_id), plain_result(result))
+    return str(hotel_id) in {str(d["hotel_id"]) for d in dicts_in(result) if isinstance(d.get("hotel_id"), (str, int))}
 
 
 def _has_coordinates(call):
@@ -766,11 +188,11 @@ def _place_source(t, call):
     for search in t.calls:
         if search.name != "search_location" or search.status != "ok" or search.pos >= call.pos:
             continue
-        if _plain(search.result) is not None:
-            numbers = re.findall(r"-?\d+(?:\.\d+)?", _plain(search.result))
+        if plain_result(search.result) is not None:
+            numbers = re.findall(r"-?\d+(?:\.\d+)?", plain_result(search.result))
             if all(any(_near(v, n) for n in numbers) for v in place):
                 return "ok", ""
-        elif any(_near(place[0], lat) and _near(place[1], lon) for lat, lon in map(_coordinates, _dicts(search.result))):
+        elif any(_near(place[0], lat) and _near(place[1], lon) for lat, lon in map(_coordinates, dicts_in(search.result))):
             return "ok", ""
     return "fail", f"{call.label} 的坐标 ({place[0]}, {place[1]}) 不来自之前任何成功的 search_location 结果"
 
@@ -793,7 +215,7 @@ def _room(t, call):
     """(kind, reason) for one booking's room type against the weather of its check-in date."""
     if call.args is None:
         return "fail", f"{call.label} 的参数无法解析，无法核对房型"
-    day, room = _day(call.arg("check_in")), call.arg("room_type")
+    day, room = iso_day(call.arg("check_in")), call.arg("room_type")
     forecasts = [(c, _condition(c, day)) for c in t.calls if c.name == "get_weather" and c.status == "ok"]
     forecasts = [(c, cond) for c, cond in forecasts if cond is not None]
     earlier = [f for f in forecasts if f[0].pos < call.pos]
@@ -813,11 +235,11 @@ def _room(t, call):
 def _condition(call, day):
     """What a forecast call says of `day`: its condition text, '' when that cannot be read, None when the
     call says nothing about that day. A result without a date is about the date the call asked for."""
-    asked = call.args is not None and _day(call.arg("date")) == day
-    text = _plain(call.result)
+    asked = call.args is not None and iso_day(call.arg("date")) == day
+    text = plain_result(call.result)
     if text is not None:
-        return text.strip()[:120] if asked or _day(text) == day else None
-    nodes = _dicts(call.result)
+        return text.strip()[:120] if asked or iso_day(text) == day else None
+    nodes = dicts_in(call.result)
     top = nodes[0] if nodes else {}
     applies = _date_of(top) == day if _date_of(top) is not None else asked
     dated = [n for n in nodes[1:] if _date_of(n) is not None]
@@ -837,7 +259,7 @@ def _condition(call, day):
 
 def _date_of(node):
     value = next((node[k] for k in ("date", "day", "time") if k in node), None)
-    return None if value is None else _day(value)[:10]
+    return None if value is None else iso_day(value)[:10]
 
 
 def write_after_confirmation(t):
@@ -950,7 +372,7 @@ def _differs(call, proposal):
         return "预订参数无法解析"
     args, wrong = proposal["args"] if isinstance(proposal["args"], dict) else {}, []
     for key in BOOKING_KEYS:
-        if key in args and not _same(call.arg(key), args[key]):
+        if key in args and not same_value(call.arg(key), args[key]):
             wrong.append(f"{key} 提案为 {args[key]}，执行的是 {call.arg(key)}")
     if proposal["hotels"] and str(call.arg("hotel_id")) not in proposal["hotels"] and "hotel_id" not in args:
         wrong.append(f"提案中的酒店是 {'、'.join(sorted(proposal['hotels']))}，执行的是 {call.arg('hotel_id')}")
