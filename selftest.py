@@ -356,7 +356,7 @@ def mcp_tools_switch(box, say):
     """MCP mode: the model sees the server's two tools, a call goes through the server, and the
     run ends in the same booking as in local mode."""
     try:
-        import mcp_tools  # noqa: F401  (the MCP client and server)
+        import mcp_server, mcp_tools  # noqa: F401  (the MCP client and server)
     except ImportError:
         raise Skipped("MCP 场景需要 mcp_tools.py") from None
     remote = toolset.ToolSet("mcp", box.store, mode="mcp")

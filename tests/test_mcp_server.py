@@ -190,9 +190,9 @@ def test_calls_answer_the_demo_data(peer):
 
 
 def test_demo_data_matches_the_local_tools():
-    import mcp_tools
+    import mcp_server
     import tools
-    source = mcp_tools.OfflineWeather()
+    source = mcp_server.OfflineWeather()
     for city in tools.FORECASTS:
         place = source.search_location(city)
         for offset in range(len(tools.FORECASTS[city])):
