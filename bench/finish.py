@@ -28,6 +28,7 @@ import json
 
 import cache
 import config
+import signatures
 import sys_agents
 import sys_langgraph
 import sys_ours
@@ -117,29 +118,11 @@ def agents_run():
         def stream_response(self, *args, **kwargs):
             raise NotImplementedError("the benchmark does not stream")
 
-    @function_tool(strict_mode=False, description_override=DESCRIPTION["set_plan"])
-    def set_plan(steps: list[dict]) -> dict:
-        return workload.set_plan(steps)
-
-    @function_tool(description_override=DESCRIPTION["mark_step"])
-    def mark_step(index: int, status: str, note: str = "") -> dict:
-        return workload.mark_step(index, status, note)
-
-    @function_tool(description_override=DESCRIPTION["get_weather"])
-    def get_weather(city: str, date: str) -> dict:
-        return workload.get_weather(city, date)
-
-    @function_tool(description_override=DESCRIPTION["search_hotels"])
-    def search_hotels(city: str, check_in: str, nights: int = 1) -> dict:
-        return workload.search_hotels(city, check_in, nights)
-
-    @function_tool(description_override=DESCRIPTION["book_hotel"], needs_approval=True)
-    def book_hotel(hotel_id: str, room_type: str, check_in: str, nights: int) -> dict:
-        return workload.book_hotel(hotel_id, room_type, check_in, nights)
-
+    tools = [function_tool(f, strict_mode=f is not signatures.set_plan, description_override=DESCRIPTION[f.__name__],
+                           needs_approval=f is signatures.book_hotel) for f in signatures.TOOLS]
     agent = Agent(name="booker", instructions=workload.SYSTEM, model=ScriptedModel(),
                   model_settings=ModelSettings(parallel_tool_calls=True),
-                  tools=[set_plan, mark_step, get_weather, search_hotels, book_hotel])
+                  tools=tools)
 
     async def go():
         result = await Runner.run(agent, workload.GOAL, max_turns=10)
@@ -201,7 +184,7 @@ def pydantic_ai_run():
         return sys_pydantic_ai.model_response(decide(chat))
 
     tool_list = [Tool(f, takes_ctx=False, description=DESCRIPTION[f.__name__],
-                      requires_approval=f is sys_pydantic_ai.book_hotel) for f in sys_pydantic_ai.TOOLS]
+                      requires_approval=f is signatures.book_hotel) for f in signatures.TOOLS]
     agent = Agent(FunctionModel(scripted), system_prompt=workload.SYSTEM, tools=tool_list,
                   output_type=[str, DeferredToolRequests])
 
@@ -255,22 +238,6 @@ def langgraph_run():
         def bind_tools(self, tools, **kwargs):
             return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
-    @tool(description=DESCRIPTION["set_plan"])
-    def set_plan(steps: list[dict]) -> dict:
-        return workload.set_plan(steps)
-
-    @tool(description=DESCRIPTION["mark_step"])
-    def mark_step(index: int, status: str, note: str = "") -> dict:
-        return workload.mark_step(index, status, note)
-
-    @tool(description=DESCRIPTION["get_weather"])
-    def get_weather(city: str, date: str) -> dict:
-        return workload.get_weather(city, date)
-
-    @tool(description=DESCRIPTION["search_hotels"])
-    def search_hotels(city: str, check_in: str, nights: int = 1) -> dict:
-        return workload.search_hotels(city, check_in, nights)
-
     @tool(description=DESCRIPTION["book_hotel"])
     def book_hotel(hotel_id: str, room_type: str, check_in: str, nights: int) -> dict:
         args = {"hotel_id": hotel_id, "room_type": room_type, "check_in": check_in, "nights": nights}
@@ -279,8 +246,8 @@ def langgraph_run():
             return {"error": "用户未批准预订"}
         return workload.book_hotel(**args)
 
-    app = sys_langgraph.agent_graph(ScriptedChatModel(), [set_plan, mark_step, get_weather, search_hotels, book_hotel],
-                                    InMemorySaver())
+    reads = [tool(description=DESCRIPTION[f.__name__])(f) for f in signatures.READS]
+    app = sys_langgraph.agent_graph(ScriptedChatModel(), [*reads, book_hotel], InMemorySaver())
 
     before = workload.COUNTS.snapshot()
     run_config = {"recursion_limit": 20, "configurable": {"thread_id": "finish"}}

@@ -15,6 +15,7 @@ import shutil
 import sqlite3
 import tempfile
 
+import signatures
 import workload
 
 NAME, LABEL = "agents", "OpenAI Agents SDK"
@@ -84,34 +85,9 @@ def build(reply_for):
         def stream_response(self, *args, **kwargs):
             raise NotImplementedError("the benchmark does not stream")
 
-    @function_tool(strict_mode=False)
-    def set_plan(steps: list[dict]) -> dict:
-        """制定或替换整个计划。"""
-        return workload.set_plan(steps)
-
-    @function_tool
-    def mark_step(index: int, status: str, note: str = "") -> dict:
-        """记录计划中某一步的状态。"""
-        return workload.mark_step(index, status, note)
-
-    @function_tool
-    def get_weather(city: str, date: str) -> dict:
-        """查询某城市某天的天气预报。"""
-        return workload.get_weather(city, date)
-
-    @function_tool
-    def search_hotels(city: str, check_in: str, nights: int = 1) -> dict:
-        """搜索某城市可入住的酒店。"""
-        return workload.search_hotels(city, check_in, nights)
-
-    @function_tool
-    def book_hotel(hotel_id: str, room_type: str, check_in: str, nights: int) -> dict:
-        """预订酒店。"""
-        return workload.book_hotel(hotel_id, room_type, check_in, nights)
-
     return Agent(name="booker", instructions=workload.SYSTEM, model=ScriptedModel(),
                  model_settings=ModelSettings(parallel_tool_calls=True),
-                 tools=[set_plan, mark_step, get_weather, search_hotels, book_hotel])
+                 tools=[function_tool(f, strict_mode=f is not signatures.set_plan) for f in signatures.TOOLS])
 
 
 class Harness:

@@ -16,6 +16,7 @@ import shutil
 import sqlite3
 import tempfile
 
+import signatures
 import workload
 
 NAME, LABEL = "langgraph", "LangGraph"
@@ -83,32 +84,7 @@ def build(reply_for, checkpointer=None):
         def bind_tools(self, tools, **kwargs):
             return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
-    @tool
-    def set_plan(steps: list[dict]) -> dict:
-        """制定或替换整个计划。"""
-        return workload.set_plan(steps)
-
-    @tool
-    def mark_step(index: int, status: str, note: str = "") -> dict:
-        """记录计划中某一步的状态。"""
-        return workload.mark_step(index, status, note)
-
-    @tool
-    def get_weather(city: str, date: str) -> dict:
-        """查询某城市某天的天气预报。"""
-        return workload.get_weather(city, date)
-
-    @tool
-    def search_hotels(city: str, check_in: str, nights: int = 1) -> dict:
-        """搜索某城市可入住的酒店。"""
-        return workload.search_hotels(city, check_in, nights)
-
-    @tool
-    def book_hotel(hotel_id: str, room_type: str, check_in: str, nights: int) -> dict:
-        """预订酒店。"""
-        return workload.book_hotel(hotel_id, room_type, check_in, nights)
-
-    return agent_graph(ScriptedChatModel(), [set_plan, mark_step, get_weather, search_hotels, book_hotel], checkpointer)
+    return agent_graph(ScriptedChatModel(), [tool(f) for f in signatures.TOOLS], checkpointer)
 
 
 def agent_graph(chat_model, tools, checkpointer=None):
