@@ -46,12 +46,15 @@ class Run:
     window: context.Window = dataclasses.field(default_factory=context.Window)
     elapsed: float = 0.0          # seconds the run has worked in the loop, resumes added up
     since: float | None = None    # when the current stretch of work began (time.monotonic)
-    writer: audit.Writer | None = dataclasses.field(default=None, repr=False, compare=False)   # this run's audit writes
+    writer: audit.Writer = dataclasses.field(init=False, repr=False, compare=False)    # this run's audit writes
 
     # the policy's limits, as the loop reads them
     max_turns = property(lambda r: r.policy.max_turns, lambda r, v: setattr(r.policy, "max_turns", v))
     budget = property(lambda r: r.policy.token_budget, lambda r, v: setattr(r.policy, "token_budget", v))
     compact_budget = property(lambda r: r.policy.compact_budget, lambda r, v: setattr(r.policy, "compact_budget", v))
+
+    def __post_init__(self):
+        self.writer = audit.Writer(self.path, self.fsync)
 
 
 def run(r, ask, toolset, report=lambda kind, **data: None):
@@ -219,8 +222,6 @@ def snapshot(r):
 
 
 def save(r):
-    if r.writer is None or (r.writer.path, r.writer.fsync) != (r.path, r.fsync):
-        r.writer = audit.Writer(r.path, r.fsync)
     r.writer.write(snapshot(r))
 
 

@@ -117,8 +117,7 @@ class Harness:
         last = [t["status"] for rec in r.trace[-expected_turns:] for t in rec["tools"]]
         if any(s != "ok" for s in last):
             raise RuntimeError(f"run {r.run_id}: timed tool outcomes {last}")
-        folder, name = os.path.split(r.path)
-        for path in (r.path, *(os.path.join(folder, f".{name}.{slot}") for slot in ("a", "b"))):
+        for path in (r.path, *r.writer.slots):
             try:
                 os.remove(path)          # the run's file and its two spares (audit.Writer)
             except OSError:

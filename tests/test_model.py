@@ -87,9 +87,42 @@ def test_a_failure_of_the_sdks_own_parsing_is_a_model_error():
     assert caught.value.kind == "unparseable"
 
 
-def test_the_sdks_response_types_are_built_once_before_any_request():
-    import openai
-    model._warm(openai)
-    assert model._WARM["done"]
-    built = openai.types.chat.ChatCompletion.construct(**model._SAMPLE)
-    assert built.choices[0].message.tool_calls[0].function.name == "f"
+def test_warming_builds_every_response_type_a_reply_touches():
+    """In a fresh process: after model._warm, parsing replies of every shape the loop reads (text,
+    content parts, tool calls, usage with details, a refusal) completes no further pydantic model,
+    so threads that parse their first replies together find them all built."""
+    import subprocess
+    import sys
+    from conftest import ROOT
+    code = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import openai, model
+from openai._models import construct_type
+from openai.types.chat import ChatCompletion
+from pydantic._internal._mock_val_ser import MockCoreSchema
+
+def deferred():
+    seen, todo = set(), [openai.BaseModel]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                todo.append(sub)
+    return {c for c in seen if isinstance(c.__dict__.get("__pydantic_core_schema__"), MockCoreSchema)}
+
+model._warm(openai)
+before = deferred()
+call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+for message in ({"role": "assistant", "content": "好的"}, {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "assistant", "content": [{"type": "text", "text": "x"}], "refusal": "no"}):
+    construct_type(type_=ChatCompletion, value={
+        "id": "r", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": message, "logprobs": None}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5,
+                  "prompt_tokens_details": {"cached_tokens": 1}, "completion_tokens_details": {"reasoning_tokens": 0}}})
+print(sorted(c.__name__ for c in before - deferred()))
+"""
+    out = subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]"], f"built only on a reply's first parse: {out.stdout}"
