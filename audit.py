@@ -1,7 +1,7 @@
 """The audit file: one JSON snapshot per run that is both the record and the resume point.
 
-Invariants: a snapshot is written atomically (temp file, fsync, rename, fsync of the folder),
-so the file on disk is always a whole snapshot, never half of one, even under kill -9.
+Invariants: a snapshot is written atomically (a spare file, fsync, a link renamed over the file,
+fsync of the folder), so the file on disk is always a whole snapshot, never half of one, even under kill -9.
 Loading checks version, structure and tool-call pairing and refuses a bad file with a clear
 message (AuditError). A run is used by one process at a time (RunLock, released by the OS when
 its holder dies). Run ids are checked before they touch a path.
