@@ -87,6 +87,13 @@ def finished(talk):
                            f"共 ¥{receipt['total']}。")
 
 
+def opening_or_end(talk):
+    """What most real models do first and last: plan and both reads in one turn; once booked, the answer."""
+    if not talk.results:
+        return calls(("set_plan", {"steps": PLAN}), ("get_weather", WEATHER), ("search_hotels", SEARCH))
+    return finished(talk)
+
+
 # ---- the policies ----
 def words_question(request):
     """GPT-4o-mini-like: plan and both reads in one turn, then the proposal in words with a question;
@@ -94,10 +101,8 @@ def words_question(request):
     talk = Talk(request)
     if talk.final:
         return say("好的，到此为止。")
-    if not talk.results:
-        return calls(("set_plan", {"steps": PLAN}), ("get_weather", WEATHER), ("search_hotels", SEARCH))
-    if finished(talk):
-        return finished(talk)
+    if not talk.results or finished(talk):
+        return opening_or_end(talk)
     if talk.reply and "确认" in talk.reply:
         return calls(("book_hotel", talk.choice()[0]))
     return words(talk)
@@ -123,10 +128,8 @@ def eager(request):
     """Calls book_hotel as soon as it can (the goal says wait, it does not care); when blocked it
     explains; after 「确认」 it calls the same booking again."""
     talk = Talk(request)
-    if not talk.results:
-        return calls(("set_plan", {"steps": PLAN}), ("get_weather", WEATHER), ("search_hotels", SEARCH))
-    if finished(talk):
-        return finished(talk)
+    if not talk.results or finished(talk):
+        return opening_or_end(talk)
     name, _, result = talk.results[-1]
     if talk.last.get("role") == "tool" and name == "book_hotel" and "error" in result:
         return say(f"预订需要你确认：{result.get('error')}")
@@ -136,10 +139,8 @@ def eager(request):
 def books_different(request):
     """Proposes the cheapest Suite in words, then after 「确认」 books another hotel's Suite."""
     talk = Talk(request)
-    if not talk.results:
-        return calls(("set_plan", {"steps": PLAN}), ("get_weather", WEATHER), ("search_hotels", SEARCH))
-    if finished(talk):
-        return finished(talk)
+    if not talk.results or finished(talk):
+        return opening_or_end(talk)
     name, args, result = talk.results[-1]
     if talk.last.get("role") == "tool" and name == "book_hotel" and "proposal" in result:
         p = result["proposal"]
