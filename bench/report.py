@@ -293,6 +293,9 @@ def _finish(f):
                     + ("met" if billed_ok else "NOT met") + ".")
     elif "ours" not in done:
         text.append("Target: not checked (ours did not finish).")
+    else:
+        text.append("Target: not checked (no peer framework finished; `pip install -r bench/requirements-peers.txt` "
+                    "runs them beside ours).")
     return "\n\n".join(text)
 
 
