@@ -46,6 +46,10 @@ def parse(argv):
         p.error("--reply 只接受 TEXT 和可选的 RUN_ID 两个值")
     if args.max_turns is not None and not 1 <= args.max_turns <= 1000:
         p.error("--max-turns 应在 1 到 1000 之间")
+    broken = [k for k, v in vars(args).items() if any(isinstance(x, str) and not config.utf8(x)
+                                                      for x in (v if isinstance(v, list) else [v]))]
+    if broken:
+        p.error(f"--{broken[0].replace('_', '-')} 含有不是 UTF-8 的字节，请检查终端或脚本的编码")
     if args.goal is not None and not args.goal.strip():
         p.error("--goal 不能为空")
     if args.json and args.check is None:

@@ -15,6 +15,17 @@ import config
 
 STATUSES = ("running", "suspended", "done", "stopped", "error")
 _encode = json.JSONEncoder(ensure_ascii=False).encode     # no indent: keeps the C encoder
+_ascii = json.JSONEncoder().encode
+
+
+def _utf8(value):
+    """`value` as UTF-8 JSON. A lone surrogate (bytes that were not UTF-8, passed on by the OS or a
+    JSON \\udcxx escape) cannot be UTF-8: that value is written with JSON escapes, which load back
+    to the same string."""
+    try:
+        return _encode(value).encode()
+    except UnicodeEncodeError:
+        return _ascii(value).encode()
 
 
 class AuditError(Exception):
@@ -133,12 +144,12 @@ class Writer:
 
         def item(value):
             hit = items.get(id(value))
-            text = hit[1] if hit is not None and hit[0] is value else _encode(value).encode()
+            text = hit[1] if hit is not None and hit[0] is value else _utf8(value)
             fresh[id(value)] = (value, text)
             return text
 
         head = {k: v for k, v in snapshot.items() if not isinstance(v, list)}
-        parts = [_encode(head)[:-1].encode() if head else b"{"]
+        parts = [_utf8(head)[:-1] if head else b"{"]
         for key, value in snapshot.items():
             if isinstance(value, list):
                 parts += (b",\n " if len(parts) > 1 or head else b"\n ", _KEYS.get(key) or _key(key))
@@ -209,6 +220,8 @@ def load(path):
         raise AuditError(f"找不到审计文件 {path}") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise AuditError(f"审计文件 {path} 无法读取或已损坏：{exc}") from None
+    except RecursionError:
+        raise AuditError(f"审计文件 {path} 已损坏：嵌套层数过深") from None
     problem = structure_problem(snapshot) or pairing_problem(snapshot["messages"])
     if problem:
         raise AuditError(f"审计文件 {path} 不可用：{problem}")

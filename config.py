@@ -115,7 +115,18 @@ class Policy:
                                  f"{'长度' if kind in (str, list) else '数'}）")
             if key == "tools" and not all(isinstance(v, str) for v in value):
                 raise ValueError("策略字段 tools 应是工具名的列表")
+            if not all(utf8(v) for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)):
+                raise ValueError(f"策略字段 {key} 含有不是 UTF-8 的字符")
         return dataclasses.replace(base or cls(), **data)
+
+
+def utf8(text):
+    """Whether `text` can be written as UTF-8 (no lone surrogates: bytes that were not UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def policy(env=None):

@@ -4,22 +4,28 @@ Invariants: guards see only the calls and memory, never a tool's effect; they ne
 run's memory (the proposal a blocked write becomes is carried in its result and enters memory
 through absorb); every decision is a named Decision, and every blocked call gets an Outcome,
 hence a tool message. They name no tool: they read each call's declaration (kind,
-prerequisites, sources, effect). Checks, in order: repeated (blocked before), arguments, calls
-per turn, budget, spin, plan first, plan order, provenance, unconfirmed write.
+prerequisites, sources, effect). Checks, in order: duplicate (the same call earlier in this
+turn), repeated (blocked before), arguments, calls per turn, budget, spin, plan first, plan order,
+provenance, unconfirmed write.
 
 Calls earlier in the same turn count as they will have happened: each decision is made against
 a fork of memory into which the calls decided before it were folded by memory's own fold (a
 state call with the result its pure tool will give, `preview`; any other allowed call as run,
-outcome unknown; a blocked call as blocked). A spin is a call that already ran SPIN_REPEATS
-times since the last user message, an A-B-A-B alternation, or a call blocked before and sent
-again unchanged with nothing new in between. A write runs only when the user confirmed it: the
-blocked write they were shown, or the proposal in words they confirmed, if the write is what it
-stated (memory.unshown).
+outcome unknown; a blocked call as blocked). A write whose prerequisites or sources run earlier
+in the same turn is decided after they ran, with their outcomes folded in: `screen` yields the
+calls in batches, and the caller executes each batch before the next is decided. A spin is
+repetition across turns: a call that already ran SPIN_REPEATS times since the last user
+message, an A-B-A-B alternation, or a call blocked before and sent again unchanged with nothing
+new in between; the same call twice in one turn is a duplicate, answered by pointing to the
+first. A write runs only when the user confirmed it: the blocked write they were shown, or the
+proposal in words they confirmed, if the write is what it stated (memory.unshown). A write that
+differs from it is blocked without withdrawing the confirmation (the model is told what the user
+confirmed); sent again unchanged, it becomes the new proposal, put to the user.
 """
 import dataclasses
 
 import config
-from calls import Outcome
+from calls import Outcome, cut
 
 @dataclasses.dataclass(frozen=True)
 class Decision:
@@ -27,31 +33,54 @@ class Decision:
     allowed: bool
     reason: str = ""
     propose: bool = False       # the blocked write becomes the proposal put to the user
+    differs: bool = False       # the write is not what the user confirmed; the confirmation stands
 
 
 ALLOW = Decision("all", True)
 
 
-def screen(pending, memory, budget=None, preview=None):
-    """Split a turn's calls into those allowed to run and those blocked (id → Outcome).
-    `preview(call, view)`: the result a state call's pure tool will give, or None."""
-    allowed, blocked, turn = [], {}, _Turn(memory)
-    for call in pending:
+def screen(pending, memory, budget=None, preview=None, outcomes=None):
+    """Yield a turn's calls in batches (allowed, blocked id → Outcome). A write that depends on a
+    call allowed earlier in the turn waits for the next batch: before deciding it, the outcomes the
+    caller put in `outcomes` for the batch before are folded in. `preview(call, view)`: the result a
+    state call's pure tool will give, or None."""
+    turn, waiting = _Turn(memory), list(pending)
+    while waiting:
+        allowed, blocked, waiting = _batch(turn, waiting, budget, preview)
+        yield allowed, blocked
+        for call in turn.unknown:                 # ran in that batch: now their outcomes are known
+            if outcomes is not None and call.id in outcomes:
+                turn.view.absorb(call, outcomes[call.id].result, counted=True)
+        turn.ahead, turn.unknown = set(), []
+
+
+def _same_call(call, other):
+    return other is not None and call.signature == other.signature
+
+
+def _batch(turn, calls, budget, preview):
+    allowed, blocked, later = [], {}, []
+    for call in calls:
+        if turn.depends(call):
+            later.append(call)
+            continue
         decision = turn.decide(call, budget)
         if decision.allowed:
             allowed.append(call)
             result = preview(call, turn.view) if preview and call.kind == "state" else None
             if result is None:
                 turn.view.ran(call)                   # it will have run; its outcome is not known yet
+                turn.unknown.append(call)
             else:
                 turn.view.absorb(call, result)
         else:
-            extra = turn.proposal_for(call, decision.reason) if decision.propose else {}
+            extra = turn.proposal_for(call, decision.reason) if decision.propose else \
+                {"confirmed": turn.confirmed()} if decision.differs else {}
             outcome = Outcome({"error": decision.reason, "blocked_by": decision.guard, **extra},
                               status="blocked", guard=decision.guard)
             blocked[call.id] = outcome
             turn.view.absorb(call, outcome.result)
-    return allowed, blocked
+    return allowed, blocked, later
 
 
 class _Turn:
@@ -60,9 +89,25 @@ class _Turn:
     def __init__(self, memory):
         self.memory, self.view = memory, memory.fork()
         self.proposed, self.wrote, self.seen = False, False, 0
+        self.signatures, self.ahead = {}, set()      # signature -> its place in the turn; tools run this batch
+        self.unknown = []                            # calls of this batch whose outcome is not known yet
+
+    def depends(self, call):
+        """Whether this write needs the outcome of a call allowed in the current batch."""
+        needs = {*call.tool.requires, *(s.tool for s in call.tool.sources)} if call.kind == "write" and call.tool else ()
+        return any(name in self.ahead for name in needs)
 
     def decide(self, call, budget):
         self.seen += 1
+        first = self.signatures.setdefault(call.signature, self.seen)
+        if first != self.seen:
+            return Decision("duplicate", False, f"与本轮第 {first} 个调用完全相同，没有重复执行；它的结果就是这个调用的结果")
+        decision = self._checked(call, budget)
+        if decision.allowed:
+            self.ahead.add(call.name)
+        return decision
+
+    def _checked(self, call, budget):
         for check in (self.repeated, self.arguments, self.too_many, self.budget, self.spin, self.plan_first,
                       self.plan_order, self.provenance, self.unconfirmed_write):
             decision = check(call, budget)
@@ -95,7 +140,7 @@ class _Turn:
     def repeated(self, call, budget):
         """A call blocked before, sent again unchanged with nothing new since: a spin, whatever
         blocked it (checked first, so that bad arguments sent again are counted too)."""
-        if self.view.blocked.get(call.signature):
+        if self.view.blocked.get(call.signature) and not _same_call(call, self.view.differs):
             return Decision("spin", False, "这个调用刚被拦截过，之后没有任何新情况，原样再发也会被拦截（打转）；"
                             "请按之前的错误提示修改参数，或换个做法")
         return ALLOW
@@ -147,11 +192,14 @@ class _Turn:
             return ALLOW
         if self.proposed:
             return Decision("unconfirmed_write", False, "一次只能提出一个写操作，等用户确认后再说")
+        if memory.confirmed and not _same_call(call, memory.differs):
+            return Decision("unconfirmed_write", False, f"这与用户确认的方案不一致（{missing}），没有执行。用户的确认"
+                            "仍然有效：请按用户确认的方案原样调用；确实要改，就用文字向用户说明新方案", differs=True)
         if memory.confirmed:
-            return Decision("unconfirmed_write", False, f"这与用户确认的方案不一致（{missing}），没有执行；"
-                            "已作为新提案，需要用户再次确认", propose=True)
-        return Decision("unconfirmed_write", False, "这个写操作需要用户确认，没有执行，已作为提案交给用户。请用文字"
-                        "向用户说明提案的全部内容并停止调用工具，等用户回复「确认」", propose=True)
+            return Decision("unconfirmed_write", False, f"这与用户确认的方案不一致（{missing}），再次发出后已作为新提案"
+                            "交给用户，需要用户再次确认", propose=True)
+        return Decision("unconfirmed_write", False, "这个写操作需要用户确认，没有执行，已作为提案交给用户。"
+                        "用户确认之前不要再调用它", propose=True)
 
     def unconfirmed(self, call):
         """Why the user's confirmation does not cover this write ('' when it does)."""
@@ -162,6 +210,10 @@ class _Turn:
             differ = [k for k, _ in call.tool.effect if call.args.get(k) != memory.proposal.get(k)]
             return "、".join(f"{k}={call.args.get(k)!r}，提案是 {memory.proposal.get(k)!r}" for k in differ)
         return "、".join(f"{k}={call.args.get(k)!r} 不是用户确认的方案里写明的" for k in memory.unshown(call))
+
+    def confirmed(self):
+        """What the user confirmed: the blocked write's arguments, or the proposal in words."""
+        return self.view.proposal if self.view.proposal is not None else cut(self.view.offer or "", 600)
 
     def proposal_for(self, call, reason):
         """The blocked write as the proposal the user will be asked to confirm: its effect, with what

@@ -79,18 +79,18 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
             if answered(r, reply, sent, report):
                 return r
             continue
-        pending = toolset.prepare(reply.tool_calls)                        # parse + validate arguments
-        allowed, blocked = screen(pending, memory, r.budget, toolset.preview)  # guards, before anything runs
-        outcomes = {**execute(memory, allowed, toolset, limit=r.policy.result_max_chars), **blocked}
+        pending, outcomes = toolset.prepare(reply.tool_calls), {}           # parse + validate arguments
+        for allowed, blocked in screen(pending, memory, r.budget, toolset.preview, outcomes):  # guards, before
+            outcomes.update(execute(memory, allowed, toolset, limit=r.policy.result_max_chars), **blocked)  # running
         tool_msgs = tool_messages(pending, outcomes, r.policy.result_max_chars)    # flatten in request order
         messages.extend([reply.message, *tool_msgs])                       # one step: never half a turn
         memory.absorb_turn(pending, [outcomes[c.id].result for c in pending])
         r.trace.append(_record(r, reply, sent, pending, outcomes))
         save(r)                                                            # audit after flatten
         report("turn", run=r, reply=reply, calls=pending, outcomes=outcomes)
-        stop = _stop_reason(r)
+        stop = _stop_reason(r) or _proposed(r, pending, outcomes)
         if stop:
-            return finish(r, "stopped", *stop)
+            return finish(r, *stop)
     return last_answer(r, ask, toolset, report)
 
 
@@ -196,9 +196,21 @@ def _worked(r):
 
 def _stop_reason(r):
     if r.memory.spins >= config.SPIN_LIMIT:
-        return "spin", f"已拦截 {r.memory.spins} 次打转调用，停止运行"
+        return "stopped", "spin", f"已拦截 {r.memory.spins} 次打转调用，停止运行"
     if r.memory.used_tokens > r.budget:
-        return "budget", f"已用 {r.memory.used_tokens} tokens，超过预算 {r.budget}"
+        return "stopped", "budget", f"已用 {r.memory.used_tokens} tokens，超过预算 {r.budget}"
+    return None
+
+
+def _proposed(r, pending, outcomes):
+    """A write was blocked as a proposal and nothing else in the turn needs the model: the run waits
+    for the user at once (the proposal is shown exactly; asking the model to repeat it in words
+    would cost a call and add nothing)."""
+    results = [outcomes[c.id].result for c in pending]
+    if r.memory.proposal is None or r.memory.confirmed or not any("proposal" in x for x in results):
+        return None
+    if all("error" not in x or "proposal" in x or x.get("blocked_by") == "duplicate" for x in results):
+        return "suspended", "awaiting_confirmation"
     return None
 
 

@@ -34,6 +34,8 @@ class Memory:
         self.confirmed = False    # the user confirmed the proposal or offer, and it is not used up yet
         self.unwritten = False    # after that confirmation the model answered instead of writing
         self.declined = False     # the user's last reply declined the write
+        self.differs = None       # the last write blocked as not what the user confirmed (a Call; the
+                                  # confirmation stands; sent again, it becomes the new proposal)
         self.writes = []          # [{"tool", "args" (its effect), "receipt"}] of the writes made
         self.runs = {}            # call signature -> times it ran since the last user message
         self.recent = []          # signatures of the last calls that ran, newest last
@@ -83,12 +85,14 @@ class Memory:
         for call, result in blocked + [p for p in pairs if p not in blocked]:
             self.absorb(call, result)
 
-    def absorb(self, call, result):
-        """Take one call's result (the JSON object its tool message holds) into memory."""
+    def absorb(self, call, result, counted=False):
+        """Take one call's result (the JSON object its tool message holds) into memory; `counted`:
+        its run was already counted (`ran`, while the turn was screened)."""
         if "blocked_by" in result:
             self._absorb_blocked(call, result)
             return
-        count_run(self.runs, self.recent, call.signature)
+        if not counted:
+            count_run(self.runs, self.recent, call.signature)
         if "error" in result:
             return
         self.done_tools.add(call.name)
@@ -99,7 +103,7 @@ class Memory:
             _names(result, self.names)
         if call.kind == "write":
             self.writes.append({"tool": call.name, "args": _effect(call), "receipt": result})
-            self.proposal, self.offer, self.confirmed, self.unwritten = None, None, False, False
+            self.proposal, self.offer, self.confirmed, self.unwritten, self.differs = None, None, False, False, None
         tool = call.tool
         if tool is not None and tool.absorb is not None:
             tool.absorb(self.facts.setdefault(tool.namespace, {}), call.args or {}, result)
@@ -111,17 +115,29 @@ class Memory:
         count_run(self.runs, self.recent, call.signature)
 
     def _absorb_blocked(self, call, result):
+        """A blocked call. A duplicate within one turn changes nothing (the first call stands for it);
+        a write that differs from what the user confirmed leaves the confirmation standing."""
+        if result["blocked_by"] == "duplicate":
+            return
+        if result["blocked_by"] == "unconfirmed_write" and "confirmed" in result:
+            self.differs = call
+            return
         self.blocked[call.signature] = self.blocked.get(call.signature, 0) + 1
         if result["blocked_by"] == "spin":
             self.spins += 1
         elif result["blocked_by"] == "unconfirmed_write" and isinstance(result.get("proposal"), dict):
             self.proposal, self.offer, self.confirmed, self.declined = result["proposal"], None, False, False
+            self.differs = None
 
     def absorb_answer(self, text):
         """A model answer without tool calls. While the task's write is still to do, an answer
         after progress that names something the reads found (an id or its name) is a proposal in
         words; after a confirmation the offer stays as the user confirmed it (a new text is not
-        what they saw when they said 「确认」)."""
+        what they saw when they said 「确认」). After a write was blocked as not what the user
+        confirmed, an answer that names that other write's id or choice proposes it: the
+        confirmation gives way to the new offer."""
+        if self.confirmed and self.differs is not None and self._names_other(words.plain(text)):
+            self.proposal, self.confirmed, self.differs = None, False, None
         if self.confirmed:
             self.unwritten = True
         elif not self.writes and self.proposal is None and not self.declined and self.progress:
@@ -129,11 +145,30 @@ class Memory:
             named = not self.names or any(words.names_in(plain, i, n) for i, n in self.names.items())
             self.offer = text if named else None
 
+    def _names_other(self, plain):
+        """Whether a text names what the blocked write `differs` had in place of the confirmed one."""
+        call, offer = self.differs, words.plain(self.offer or "")
+        for arg, how in call.tool.effect if call.tool else ():
+            value = (call.args or {}).get(arg)
+            other = value != self.proposal.get(arg) if self.proposal is not None else \
+                not self._says(offer, call.tool, arg, how, value)
+            if other and self._says(plain, call.tool, arg, how, value):
+                return True
+        return False
+
+    def _says(self, plain, tool, arg, how, value):
+        """Whether a plain text states this value of a write's effect argument."""
+        if how in ("id", "choice") and isinstance(value, str):
+            return words.names_in(plain, value, self.names.get(value), *tool.aliases.get(value, ()))
+        if how == "date" and isinstance(value, str):
+            return value in words.dates(plain, value[:4])
+        return how == "count" and value in words.counts(plain, tool.units.get(arg, ()))
+
     def absorb_user(self, text):
         """A user reply: 「确认」 confirms a pending proposal or offer; anything else withdraws it
         (and may decline). Either way it is new information, so repeating a call after it is not
         a spin, and the loop may nudge again."""
-        self.runs, self.recent, self.blocked, self.nudged = {}, [], {}, set()
+        self.runs, self.recent, self.blocked, self.nudged, self.differs = {}, [], {}, set(), None
         self.said.append(text)
         if not self.goal:
             self.goal = text

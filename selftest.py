@@ -110,7 +110,7 @@ class Box:
         r, ts = self.begin(run_id, ts)
         turns = self.drive(r, ts, [calls(("set_plan", {"steps": PLAN})),
                                    calls(("get_weather", WEATHER), ("search_hotels", HOTELS)),
-                                   calls(("book_hotel", SUITE)), says(PROPOSAL)])
+                                   calls(("book_hotel", SUITE))])
         expect(r.status == "suspended" and r.memory.proposal is not None, "演示运行应在提案处挂起")
         return r, ts, turns
 
@@ -181,11 +181,11 @@ def booked_once(box, say):
     loop.add_user(r, config.CONFIRM_TEXT)
     turns = box.drive(r, ts, [calls(("book_hotel", SUITE, "b1"), ("book_hotel", SUITE, "b2")),
                               calls(("book_hotel", SUITE, "b3")), says(FINAL)])
-    b1, b2 = _outcome(turns, 5, "b1"), _outcome(turns, 5, "b2")
+    b1, b2 = _outcome(turns, 4, "b1"), _outcome(turns, 4, "b2")
     expect(b1.status == "ok" and b2.status == "blocked", "确认只授权一次：同批第一次执行，第二次被拦截")
     say(f"用户「{config.CONFIRM_TEXT}」后，同一批两次 book_hotel：第一次执行（{b1.result['booking_id']}），"
         f"第二次执行前被护栏 {b2.guard} 拦截")
-    b3 = _outcome(turns, 6, "b3")
+    b3 = _outcome(turns, 5, "b3")
     expect(b3.status == "blocked", "下一轮再次预订应被护栏拦截")
     say(f"下一轮再请求一次：执行前被护栏 {b3.guard} 拦截")
     again = toolset.ToolSet("twice", tools.BookingStore(box.store.path))     # as a new process would, guards bypassed
@@ -198,8 +198,9 @@ def booked_once(box, say):
 
 
 def proposal_in_words(box, say):
-    """The way most models ask: a proposal in words; one 「确认」 books what it stated, and a booking
-    that differs from it becomes a new, concrete proposal instead of running."""
+    """The way most models ask: a proposal in words; one 「确认」 books what it stated. A booking that
+    differs from it is blocked without withdrawing the confirmation: the model corrects itself and
+    books what the user confirmed."""
     r, ts = box.begin("words")
     box.drive(r, ts, [calls(("set_plan", {"steps": PLAN}), ("get_weather", WEATHER), ("search_hotels", HOTELS)),
                       says(PROPOSAL)])
@@ -207,14 +208,14 @@ def proposal_in_words(box, say):
            f"文字提案应挂起等待确认，实际 {r.status}/{r.reason}")
     say(f"模型不调 book_hotel，直接用文字提案：「{PROPOSAL[:30]}…」→ 挂起等待确认")
     loop.add_user(r, config.CONFIRM_TEXT)
-    box.drive(r, ts, [calls(("book_hotel", dict(SUITE, hotel_id="XA-003"), "d1")), says("改订曲江，请再确认。")])
-    expect(box.store.count() == 0 and r.memory.proposal and r.memory.proposal["hotel_id"] == "XA-003",
-           "与确认的文字不同的预订不应执行，而应成为新提案")
-    say(f"用户「确认」后模型却订 XA-003：没有执行，成为新的具体提案（{r.memory.proposal['why'][:40]}…），再次挂起")
-    loop.add_user(r, config.CONFIRM_TEXT)
-    box.drive(r, ts, [calls(("book_hotel", dict(SUITE, hotel_id="XA-003"), "d2")), says(FINAL)])
-    expect(box.store.count() == 1 and r.status == "done", f"再次确认后应恰好订一笔，实际 {box.store.count()}")
-    say("再确认一次后，按新提案订出一笔；运行完成")
+    turns = box.drive(r, ts, [calls(("book_hotel", dict(SUITE, hotel_id="XA-003"), "d1")),
+                              calls(("book_hotel", SUITE, "d2")), says(FINAL)])
+    d1 = next(o["d1"] for _, o, _ in turns.values() if "d1" in o)
+    expect(d1.guard == "unconfirmed_write" and "confirmed" in d1.result, "与确认的文字不同的预订不应执行")
+    say("用户「确认」后模型却订 XA-003：没有执行；模型被告知用户确认的是什么，确认仍然有效")
+    expect(box.store.count() == 1 and r.status == "done" and r.memory.writes[0]["args"]["hotel_id"] == "XA-001",
+           f"模型改订用户确认的酒店后应恰好订一笔，实际 {box.store.count()}")
+    say("模型随即按用户确认的方案（XA-001）下单：订出一笔，不需要再确认一次；运行完成")
 
 
 def compaction(box, say):
@@ -259,7 +260,7 @@ def spin_or_retry(box, say):
         calls(("get_weather", '{"city": "西安", "date": "2026-10-01"}')),
         calls(("get_weather", '{"date":"2026-10-01","city":"西安"}')),
         calls(("get_weather", '{ "date" : "2026-10-01" ,  "city" : "西安" }'), ("search_hotels", HOTELS)),
-        calls(("book_hotel", SUITE)), says(PROPOSAL)])
+        calls(("book_hotel", SUITE))])
     kinds = [(t, _outcome(turns, t, "c1")) for t in (2, 3, 4, 5)]
     expect(kinds[0][1].guard == "arguments" and kinds[1][1].status == "ok", "写错的参数应被拦截，改正后的重试应执行")
     say("get_weather 日期写成 2026-10-1 → 参数校验拦截；改正后重试 → 执行（不算打转）")
@@ -270,7 +271,7 @@ def spin_or_retry(box, say):
     expect(blocked.guard == "unconfirmed_write", "未确认的预订应被拦截成提案")
     loop.add_user(r, config.CONFIRM_TEXT)
     turns = box.drive(r, ts, [calls(("book_hotel", SUITE)), says(FINAL)])
-    retry = _outcome(turns, 8, "c1")
+    retry = _outcome(turns, 7, "c1")
     expect(retry.status == "ok" and r.status == "done", f"确认后重试被拦截过的写操作不应算打转，实际 {retry.status}/{retry.guard}")
     say(f"book_hotel 先被拦截成提案，用户「{config.CONFIRM_TEXT}」后原样重试 → 执行（被拦截的调用从未执行，不计打转）")
 
@@ -411,7 +412,7 @@ def _local_booking(box):
 
 SCENARIOS = [("同一批三个调用：两个读 + 一个未确认的 book_hotel", batch_of_three),
              ("确认后同一预订请求两次（同批一次、下一轮一次）：只有一行", booked_once),
-             ("文字提案：一次「确认」授权写明的预订，不同的预订成为新提案", proposal_in_words),
+             ("文字提案：一次「确认」授权写明的预订；不同的预订被拦下，确认仍然有效", proposal_in_words),
              ("上下文压缩：只按大小触发；压缩副本保留结构、回执和每个 tool_call_id，原列表不变", compaction),
              ("打转与重试：重复被拦，改正后的重试和确认后的重试放行", spin_or_retry),
              ("参数溯源：编造的 hotel_id 在执行前被拦截", provenance),

@@ -120,4 +120,6 @@ def load_policy(path):
         raise Refused(f"无法读取策略文件 {path}：{exc.strerror or exc}") from None
     except ValueError as exc:
         raise Refused(f"策略文件 {path} 不可用：{exc}") from None
+    except RecursionError:
+        raise Refused(f"策略文件 {path} 不可用：嵌套层数过深") from None
 

@@ -28,6 +28,9 @@ from calls import Call, Source, Tool, ToolError, normalise, settled, validate
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 
 
+MAX_DEPTH = 32       # arguments nested deeper than this are refused (no schema of ours goes near it)
+
+
 def parse_arguments(text):
     """The ladder: strip Markdown fences → json → json5 → give up with the problem stated.
 
@@ -37,15 +40,41 @@ def parse_arguments(text):
         return None, "arguments 必须是 JSON 字符串"
     match = FENCE.match(text)
     body = (match.group(1) if match else text).strip() or "{}"
+    value, problem = _decoded(body)
+    if problem is None and _depth(value) > MAX_DEPTH:
+        problem = f"嵌套超过 {MAX_DEPTH} 层"
+    if problem is not None:
+        return None, f"arguments 不是合法 JSON（{problem}）：{text[:200]}"
+    return value, None
+
+
+def _decoded(body):
+    """(value, None) or (None, why) for the text of the arguments: json, then json5."""
     try:
         return json.loads(body), None
     except ValueError as exc:
         problem = str(exc)
+    except RecursionError:
+        return None, "嵌套层数过深"
     try:
         import json5
         return json5.loads(body), None
+    except RecursionError:
+        return None, "嵌套层数过深"
     except Exception:       # json5 raises several types for bad text; all mean "not parseable"
-        return None, f"arguments 不是合法 JSON（{problem}）：{text[:200]}"
+        return None, problem
+
+
+def _depth(value):
+    """How deeply `value` nests lists and objects, counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def idempotency_key(run_id, call):

@@ -137,14 +137,15 @@ def eager(request):
 
 
 def books_different(request):
-    """Proposes the cheapest Suite in words, then after 「确认」 books another hotel's Suite."""
+    """Proposes the cheapest Suite in words, then after 「确认」 books another hotel's Suite; told that is
+    not what the user confirmed, it proposes that other hotel in words."""
     talk = Talk(request)
     if not talk.results or finished(talk):
         return opening_or_end(talk)
     name, args, result = talk.results[-1]
-    if talk.last.get("role") == "tool" and name == "book_hotel" and "proposal" in result:
-        p = result["proposal"]
-        return say(f"抱歉，我改订了 {p['hotel_name']}（{p['hotel_id']}）{p['room_type']}，共 ¥{p['total']}，请再确认一次。")
+    if talk.last.get("role") == "tool" and name == "book_hotel" and "confirmed" in result:
+        return say(f"抱歉，我想改订曲江国际酒店（{args['hotel_id']}）{args['room_type']}，共 ¥{960 * args['nights']}，"
+                   "请再确认一次。")
     if talk.reply == "确认":
         return calls(("book_hotel", dict(talk.choice()[0], hotel_id="XA-003")))
     return words(talk)

@@ -83,9 +83,22 @@ def test_a_refund_other_than_the_one_confirmed_is_a_new_proposal(tmp_path, fake_
     ask, _ = fake_model([tool_calls(("set_plan", PLAN), ("get_order", {"order_id": "A1001"})),
                          tool_calls(("track_shipment", {"tracking": "SF7788"})),
                          text("建议退款 A1001 ¥899，确认吗？"),
-                         tool_calls(("refund_order", {"order_id": "A1001", "amount": 500})), text("金额改了，请再确认")])
+                         tool_calls(("refund_order", {"order_id": "A1001", "amount": 500})), text("金额改成 500 了，请再确认")])
     loop.run(r, ask, tools)
     loop.add_user(r, "确认")
     loop.run(r, ask, tools)
     assert (r.status, r.reason, refunds.count()) == ("suspended", "awaiting_confirmation", 0)
-    assert r.memory.proposal["amount"] == 500 and "why" in r.memory.proposal
+    assert not r.memory.confirmed and "再确认" in r.memory.offer      # the other refund, proposed in words
+
+
+def test_a_refund_the_model_insists_on_is_a_new_proposal_shown_exactly(tmp_path, fake_model):
+    r, tools, refunds = setup(tmp_path)
+    other = ("refund_order", {"order_id": "A1001", "amount": 500})
+    ask, _ = fake_model([tool_calls(("set_plan", PLAN), ("get_order", {"order_id": "A1001"})),
+                         tool_calls(("track_shipment", {"tracking": "SF7788"})),
+                         text("建议退款 A1001 ¥899，确认吗？"), tool_calls(other), tool_calls(other)])
+    loop.run(r, ask, tools)
+    loop.add_user(r, "确认")
+    loop.run(r, ask, tools)
+    assert (r.status, r.reason, refunds.count()) == ("suspended", "awaiting_confirmation", 0)
+    assert r.memory.proposal["amount"] == 500 and "why" in r.memory.proposal and not r.memory.confirmed

@@ -36,8 +36,16 @@ def ready(plan=True, weather=True, hotels=True):
     return m
 
 
+def screened(calls, memory, **options):
+    """Every batch screen yields, together (no outcomes: a deferred write is decided without them)."""
+    allowed, blocked = [], {}
+    for batch, stopped in screen(list(calls), memory, **options):
+        allowed, blocked = allowed + batch, {**blocked, **stopped}
+    return allowed, blocked
+
+
 def decide(memory, *calls):
-    allowed, blocked = screen(list(calls), memory, preview=TS.preview)
+    allowed, blocked = screened(calls, memory, preview=TS.preview)
     return [c.id for c in allowed], {k: (o.guard, o.result) for k, o in blocked.items()}
 
 
@@ -105,9 +113,14 @@ def test_confirmation_allows_exactly_the_proposed_write():
     m = _proposed()
     m.absorb_user("确认")
     assert decide(m, call("book_hotel", BOOK)) == (["c1"], {})
-    _, blocked = decide(m, call("book_hotel", dict(BOOK, nights=3)))
+    other = call("book_hotel", dict(BOOK, nights=3))
+    _, blocked = decide(m, other)
     assert blocked["c1"][0] == "unconfirmed_write" and "不一致" in blocked["c1"][1]["error"]
-    assert blocked["c1"][1]["proposal"]["nights"] == 3
+    assert "proposal" not in blocked["c1"][1] and blocked["c1"][1]["confirmed"]["nights"] == 2
+    m.absorb(other, blocked["c1"][1])
+    assert m.confirmed and decide(m, call("book_hotel", BOOK)) == (["c1"], {})   # the confirmation stands
+    _, again = decide(m, other)                                                    # insisting: a new proposal
+    assert again["c1"][1]["proposal"]["nights"] == 3 and again["c1"][1]["proposal"]["why"]
 
 
 @pytest.mark.parametrize("reply", ["好的", "确认吧", " 确认", "yes", "不订了"])
@@ -192,7 +205,7 @@ def test_bad_arguments_are_blocked_by_the_arguments_check():
 def test_over_budget_blocks_everything():
     m = ready()
     m.used_tokens = 1000
-    allowed, blocked = screen([call("get_weather", WEATHER)], m, budget=999)
+    allowed, blocked = screened([call("get_weather", WEATHER)], m, budget=999)
     assert allowed == [] and blocked["c1"].guard == "budget"
 
 

@@ -122,3 +122,48 @@ def test_a_booking_store_locked_by_another_process(suspended):
     again = run_agent("--confirm", cwd=cwd)                  # the store is free again: confirming books once
     assert again.returncode == 0 and _count(cwd) == 1
     assert read_audit(cwd / "audit", "s")["status"] == "done"
+
+
+@pytest.mark.parametrize("args", [("--goal", "订酒店\udcff"), ("--run-id", "u", "--goal", "\udc80\udc81")])
+def test_bytes_that_are_not_utf8_in_a_goal_are_refused_before_any_state(tmp_path, args):
+    out = run_agent(*args, cwd=tmp_path)
+    assert out.returncode == 2 and "UTF-8" in out.stderr
+    _no_traceback(out)
+    assert not (tmp_path / "audit").exists() or not [p for p in os.listdir(tmp_path / "audit") if p.startswith("run-")]
+
+
+def test_bytes_that_are_not_utf8_in_a_reply_leave_the_run_as_it_was(suspended):
+    cwd, path = suspended
+    before = path.read_bytes()
+    out = run_agent("--reply", "换成\udcff", "s", cwd=cwd)
+    assert out.returncode == 2 and "UTF-8" in out.stderr and path.read_bytes() == before
+    _no_traceback(out)
+    assert run_agent("--reply", "不订了", "s", cwd=cwd).returncode == 0      # no stray lock left behind
+
+
+@pytest.mark.parametrize("body", ['{"max_turns": ' + "[" * 10000 + "]" * 10000 + "}",
+                                  '{"final_prompt": "\\udcff"}', "[" * 10000 + "]" * 10000])
+def test_a_hostile_policy_file_is_refused(tmp_path, body):
+    (tmp_path / "p.json").write_text(body, encoding="utf-8")
+    out = run_agent("--policy", "p.json", cwd=tmp_path)
+    assert out.returncode == 2 and "策略文件" in out.stderr
+    _no_traceback(out)
+
+
+@pytest.mark.parametrize("mode", [("--confirm", "s"), ("--resume", "s"), ("--reply", "好", "s"), ("--check", "s")])
+def test_an_audit_file_nested_ten_thousand_deep_is_refused(suspended, mode):
+    cwd, path = suspended
+    path.write_text('{"messages": ' + "[" * 10000 + "]" * 10000 + "}", encoding="utf-8")
+    out = run_agent(*mode, cwd=cwd)
+    assert out.returncode == 2
+    _no_traceback(out)
+
+
+def test_a_lone_surrogate_from_the_model_is_written_and_read_back(tmp_path):
+    import loop
+    import toolset
+    store = tools.BookingStore(tmp_path / "b.db")
+    r = loop.begin(str(tmp_path), "z", "目标\udcff", toolset.ToolSet("z", store), "m", fsync=False)
+    r.messages.append({"role": "assistant", "content": "答复\ud800"})
+    loop.save(r)
+    assert audit.load(r.path)["messages"][-1]["content"] == "答复\ud800"

@@ -75,10 +75,10 @@ def test_bookings_the_guards_stop(fake_model, new_run, script, guard):
 
 
 def test_a_different_booking_than_the_one_confirmed_is_not_made(fake_model, new_run):
-    r, store, _ = confirmed(fake_model, new_run, [tool_calls(("book_hotel", dict(BOOK, room_type="Standard"))),
-                                                  text("改订标准间，请确认。")])
+    other = tool_calls(("book_hotel", dict(BOOK, room_type="Standard")))
+    r, store, _ = confirmed(fake_model, new_run, [other, other])       # insists: the new proposal, shown exactly
     check(r, store, "suspended", 0)
-    assert r.memory.proposal["room_type"] == "Standard" and not r.memory.confirmed
+    assert r.memory.proposal["room_type"] == "Standard" and r.memory.proposal["why"] and not r.memory.confirmed
 
 
 def test_twice_in_one_batch_after_confirmation_books_once(fake_model, new_run):
@@ -178,3 +178,14 @@ def test_a_failing_endpoint_ends_in_error_and_resume_continues(fake_model, new_r
     ask.close()
     check(again, store, "suspended", 0)
     assert again.turn > 1
+
+
+def test_tool_arguments_nested_ten_thousand_deep_go_back_as_a_tool_error(fake_model, new_run):
+    r, ts, store = new_run()
+    deep = '{"steps": ' + "[" * 10000 + "]" * 10000 + "}"
+    ask, _ = fake_model([tool_calls(("set_plan", deep)), tool_calls(("set_plan", {"steps": PLAN})), text("好")])
+    loop.run(r, ask, ts)
+    first = tool_results(r)[0]
+    assert first["blocked_by"] == "arguments" and "嵌套" in first["error"] and r.turn >= 2
+    again, _, _ = loop.reopen(r.path.rsplit("/", 1)[0], "t1", lambda snap: ts, lambda snap: None)
+    assert again.memory.plan                                  # the record rebuilds: a resume does not crash

@@ -31,7 +31,7 @@ def test_selftest_never_imports_the_model_client(tmp_path):
 
 
 def test_selftest_fails_when_guards_let_everything_through(monkeypatch):
-    monkeypatch.setattr(loop, "screen", lambda pending, memory, budget=None, preview=None: (list(pending), {}))
+    monkeypatch.setattr(loop, "screen", lambda pending, memory, *rest: iter([(list(pending), {})]))
     code, out = run_selftest()
     assert code == 1
     assert "c3 应被 unconfirmed_write 拦截" in out and "应被 provenance 拦截" in out
