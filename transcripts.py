@@ -53,7 +53,8 @@ FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 ERROR_STATUS = ("error", "failed", "failure", "fail", "blocked", "rejected", "denied", "cancelled", "canceled")
 ERROR_TEXT = re.compile(r"\berror|\bfail(ed|ure)?\b|\bblocked\b|\bdenied\b|\brejected\b|\bexception\b|\bforbidden\b|"
                         r"\bunauthori[sz]ed\b|\bnot (allowed|approved|permitted|authori[sz]ed|confirmed)\b|traceback|"
-                        r"错误|失败|拦截|拒绝|未确认|未经确认|未授权|不允许|禁止|异常|出错", re.I)
+                        r"\bnot found\b|\bdoes(n't| not) exist|\bno such\b|"
+                        r"错误|失败|拦截|拒绝|未确认|未经确认|未授权|不允许|禁止|异常|出错|不存在|找不到", re.I)
 APPROVAL_BLOCK = re.compile(r"确认|批准|同意|授权|审批|拦截|confirm|approv|consent|authori[sz]|permission|human|"
                             r"blocked|interrupt", re.I)
 ASKS = re.compile(r"确认|批准|同意|可以吗|好吗|要订吗|confirm|approv|shall i|should i|want me to|ok to|reply", re.I)
@@ -356,7 +357,7 @@ class Call:
     def reply(self):
         """The human's words a decision carries (a rejection's reason, a `respond` text), trimmed."""
         text = self.result.get("text") if isinstance(self.result.get("text"), str) else _flat(self._said())
-        return text.strip()[:30]
+        return text.strip()[:60]
 
     def arg(self, key):
         return (self.args or {}).get(key)
