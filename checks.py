@@ -9,7 +9,8 @@ The conversation is read by transcripts.py (what the shapes are, and how turns, 
 proposals and replies are read). The rules the verdicts add:
 - Rain: a weather condition that mentions rain (rain, drizzle, shower, thunder, 雨) and does not
   deny it (no rain, 无雨, 不下雨); WMO weather codes count too. The weather that counts for a booking
-  is the last successful forecast for its check-in date before it.
+  is the last successful forecast for its check-in date before it; with none the check is pending (weather looked
+  up after the booking does not count).
 - Nothing to judge is not a pass: a check whose subject never happened (no business call took
   effect, no booking took effect) is pending, and the report says how far the task got.
 """

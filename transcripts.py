@@ -8,21 +8,31 @@ Input shapes, detected item by item: this project's audit snapshot (a JSON objec
 items are OpenAI Chat Completions messages, OpenAI Responses / Agents SDK items (`message`,
 `function_call`, `function_call_output`, `reasoning`..., mixed with plain role dicts, tool results
 often a Python repr), LangChain / LangGraph messages (`{"type", "data"}` from messages_to_dict, the
-same fields without `data`, or role dicts whose `tool_calls` are `{name, args, id}`). Everything is
-read into one conversation: user and assistant messages, tool calls, tool results.
+same fields without `data`, or role dicts whose `tool_calls` are `{name, args, id}`), Anthropic Messages
+(role dicts whose content holds `tool_use` / `tool_result` blocks, or dumped responses `{"type": "message",
+"stop_reason", ...}`), pydantic-ai messages (`kind` request/response with `parts` by `part_kind`). A content block
+or part kind no format has is Unreadable: no shape is read as another. Everything is read into one conversation:
+user and assistant messages, tool calls, tool results.
 
 How the conversation is read (the rules the verdicts rest on; the README says them in words):
 - Turn N is the N-th model response (an assistant message; in a Responses list, the consecutive
   items of one response). A call is named by turn, tool and call id.
 - A call took effect when its result is not an error. An error is any of: an `error` (or
   `errors`) value, `isError`/`is_error` true, `ok`/`success` false, a status that says it failed,
-  a tool message marked `status: "error"`, an MCP result with `isError`, or a text result that
-  says it failed or was blocked. Our `blocked_by` marker is one such error. A call without a
-  result has an unknown outcome: it never passes a check, and a check it could break is pending.
+  a tool message marked `status: "error"`, an MCP result with `isError`, Anthropic `is_error`, a pydantic-ai
+  `retry-prompt` or `outcome` failed/retried/denied, or a text result that says it failed, was blocked or does
+  not exist. Our `blocked_by` marker is one such error. A call without a result (pydantic-ai `interrupted`
+  too) has an unknown outcome: it never passes a check, and a check it could break is pending.
+- A decision recorded by a framework (Call.decision): a rejection ('reject': Agents SDK "Tool execution was
+  not approved.", LangChain HITL middleware `lc_source: hitl_interrupt_decision`, pydantic-ai `denied`, or any
+  result saying the user did not approve) or the middleware's `respond` (the reviewer's text in the tool's
+  place). The call did not take effect; it was a proposal and the decision answers it. A closing answer after
+  such a decision (not a question) finishes the run.
 - Order: a call comes before another when its turn is earlier. Within one turn only
   set_plan/mark_step count as happening first; business calls of one batch are concurrent.
 - A user message whose `name` is "loop" was written by an agent loop, not the user: it never
-  answers, confirms or declines anything.
+  answers, confirms or declines anything; nor does a LangChain HumanMessage marked `lc_source` (the harness
+  wrote it) or a pydantic-ai retry prompt that answers no call.
 - A proposal is a book_hotel call blocked for want of approval (an error result that asks for
   confirmation; it proposes its own arguments), or an assistant answer without tool calls that is
   followed by a user message and speaks of booking (a booking word, or a hotel or room type the
