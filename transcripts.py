@@ -8,21 +8,31 @@ Input shapes, detected item by item: this project's audit snapshot (a JSON objec
 items are OpenAI Chat Completions messages, OpenAI Responses / Agents SDK items (`message`,
 `function_call`, `function_call_output`, `reasoning`..., mixed with plain role dicts, tool results
 often a Python repr), LangChain / LangGraph messages (`{"type", "data"}` from messages_to_dict, the
-same fields without `data`, or role dicts whose `tool_calls` are `{name, args, id}`). Everything is
-read into one conversation: user and assistant messages, tool calls, tool results.
+same fields without `data`, or role dicts whose `tool_calls` are `{name, args, id}`), Anthropic Messages
+(role dicts whose content holds `tool_use` / `tool_result` blocks, or dumped responses `{"type": "message",
+"stop_reason", ...}`), pydantic-ai messages (`kind` request/response with `parts` by `part_kind`). A content block
+or part kind no format has is Unreadable: no shape is read as another. Everything is read into one conversation:
+user and assistant messages, tool calls, tool results.
 
 How the conversation is read (the rules the verdicts rest on; the README says them in words):
 - Turn N is the N-th model response (an assistant message; in a Responses list, the consecutive
   items of one response). A call is named by turn, tool and call id.
 - A call took effect when its result is not an error. An error is any of: an `error` (or
   `errors`) value, `isError`/`is_error` true, `ok`/`success` false, a status that says it failed,
-  a tool message marked `status: "error"`, an MCP result with `isError`, or a text result that
-  says it failed or was blocked. Our `blocked_by` marker is one such error. A call without a
-  result has an unknown outcome: it never passes a check, and a check it could break is pending.
+  a tool message marked `status: "error"`, an MCP result with `isError`, Anthropic `is_error`, a pydantic-ai
+  `retry-prompt` or `outcome` failed/retried/denied, or a text result that says it failed, was blocked or does
+  not exist. Our `blocked_by` marker is one such error. A call without a result (pydantic-ai `interrupted`
+  too) has an unknown outcome: it never passes a check, and a check it could break is pending.
+- A decision recorded by a framework (Call.decision): a rejection ('reject': Agents SDK "Tool execution was
+  not approved.", LangChain HITL middleware `lc_source: hitl_interrupt_decision`, pydantic-ai `denied`, or any
+  result saying the user did not approve) or the middleware's `respond` (the reviewer's text in the tool's
+  place). The call did not take effect; it was a proposal and the decision answers it. A closing answer after
+  such a decision (not a question) finishes the run.
 - Order: a call comes before another when its turn is earlier. Within one turn only
   set_plan/mark_step count as happening first; business calls of one batch are concurrent.
 - A user message whose `name` is "loop" was written by an agent loop, not the user: it never
-  answers, confirms or declines anything.
+  answers, confirms or declines anything; nor does a LangChain HumanMessage marked `lc_source` (the harness
+  wrote it) or a pydantic-ai retry prompt that answers no call.
 - A proposal is a book_hotel call blocked for want of approval (an error result that asks for
   confirmation; it proposes its own arguments), or an assistant answer without tool calls that is
   followed by a user message and speaks of booking (a booking word, or a hotel or room type the
@@ -42,15 +52,19 @@ import re
 PLAN_TOOLS = ("set_plan", "mark_step")
 BUSINESS = ("get_weather", "search_hotels", "search_location", "book_hotel")
 UNFINISHED = ("running", "suspended", "error")
-FORMATS = {"chat": "OpenAI Chat 消息", "responses": "OpenAI Responses/Agents SDK 条目", "langchain": "LangChain 消息"}
+FORMATS = {"chat": "OpenAI Chat 消息", "responses": "OpenAI Responses/Agents SDK 条目", "langchain": "LangChain 消息",
+           "anthropic": "Anthropic Messages", "pydantic_ai": "pydantic-ai 消息"}
 EXPECTED_SHAPES = ("应为本项目的审计快照（含 messages 的 JSON 对象）、OpenAI Chat Completions 消息数组、"
                    "OpenAI Responses/Agents SDK 条目列表（to_input_list()）、LangChain/LangGraph 消息"
-                   "（messages_to_dict，或 tool_calls 为 {name, args, id} 的 role 字典），或每行一条消息的 JSONL")
+                   "（messages_to_dict，或 tool_calls 为 {name, args, id} 的 role 字典）、Anthropic Messages"
+                   "（content 为 text/tool_use/tool_result 内容块）、pydantic-ai 消息（ModelMessagesTypeAdapter："
+                   "kind 为 request/response、parts 带 part_kind），或每行一条消息的 JSONL")
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 ERROR_STATUS = ("error", "failed", "failure", "fail", "blocked", "rejected", "denied", "cancelled", "canceled")
 ERROR_TEXT = re.compile(r"\berror|\bfail(ed|ure)?\b|\bblocked\b|\bdenied\b|\brejected\b|\bexception\b|\bforbidden\b|"
                         r"\bunauthori[sz]ed\b|\bnot (allowed|approved|permitted|authori[sz]ed|confirmed)\b|traceback|"
-                        r"错误|失败|拦截|拒绝|未确认|未经确认|未授权|不允许|禁止|异常|出错", re.I)
+                        r"\bnot found\b|\bdoes(n't| not) exist|\bno such\b|"
+                        r"错误|失败|拦截|拒绝|未确认|未经确认|未授权|不允许|禁止|异常|出错|不存在|找不到", re.I)
 APPROVAL_BLOCK = re.compile(r"确认|批准|同意|授权|审批|拦截|confirm|approv|consent|authori[sz]|permission|human|"
                             r"blocked|interrupt", re.I)
 ASKS = re.compile(r"确认|批准|同意|可以吗|好吗|要订吗|confirm|approv|shall i|should i|want me to|ok to|reply", re.I)
@@ -76,6 +90,23 @@ RESPONSES_OTHER = {"reasoning", "web_search_call", "file_search_call", "computer
                    "tool_search_call", "tool_search_output"}
 LANGCHAIN_TYPES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system", "function": "tool",
                    "developer": "system", "chat": None, "remove": "skip"}
+ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "mcp_tool_use", "mcp_tool_result", "thinking", "redacted_thinking",
+                    "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+                    "bash_code_execution_tool_result", "text_editor_code_execution_tool_result",
+                    "tool_search_tool_result", "container_upload", "search_result", "document", "tool_reference"}
+ANTHROPIC_SKIPPED = ANTHROPIC_BLOCKS - {"tool_use", "tool_result", "mcp_tool_use", "mcp_tool_result"}
+CONTENT_PARTS = {"text", "image", "image_url", "input_audio", "audio", "file", "refusal", "input_text", "output_text",
+                 "input_image", "input_file", "summary_text", "reasoning_text", "reasoning", "tool_call",
+                 "tool_call_chunk", "invalid_tool_call", "non_standard", "video", "text-plain", "citation",
+                 "server_tool_call", "server_tool_call_chunk", "server_tool_result", "plain_text"} | ANTHROPIC_BLOCKS
+PYDANTIC_SKIPPED = {"instruction", "instruction-delta", "tool-availability-delta", "capability-load-delta",
+                    "model-settings-delta", "instruction-digest", "instruction-baseline", "thinking", "compaction",
+                    "file", "speech", "builtin-tool-call", "builtin-tool-return"}
+PYDANTIC_FAILED = ("failed", "retried")    # outcomes of a tool return that say the call did not take effect
+DECLINED = re.compile(r"\bnot (been )?approved\b|(tool call|call|execution|tool use|request|action|booking|it) "
+                      r"(was|has been|is) (denied|rejected|declined|refused)|\b(user|human|reviewer|operator|you)\b"
+                      r"[^.。\n]{0,30}\b(reject|declin|denied|refus|did ?n[o']t approve|do(es)? ?n[o']t (want|approve))|"
+                      r"(用户|人工|审批人)[^。\n]{0,10}(拒绝|驳回|不同意|没有批准|未批准)|未获(用户)?批准|被(用户)?拒绝", re.I)
 CHAT_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "tool": "tool",
               "function": "tool", "system": "system", "developer": "system"}
 
@@ -97,9 +128,28 @@ def _message(role, content, name=None, merge=False):
             "merge": merge}
 
 
-def _tool(call_id, content, failed=False):
+def _tool(call_id, content, failed=False, decision=None):
+    """A tool result. `decision`: the framework records it as a human's decision instead of a run of the tool
+    ('reject': declined; 'respond': the human's own text answers in the tool's place; 'unknown': the run was
+    cut off, no result)."""
     return {"role": "tool", "call_id": None if call_id is None else str(call_id), "content": content,
-            "failed": failed, "text": "", "loop": False, "calls": []}
+            "failed": failed, "decision": decision, "text": "", "loop": False, "calls": []}
+
+
+def _blocks(content, index):
+    """The typed content blocks of a message (dicts with a `type`); Unreadable on a block type no format has."""
+    blocks = [b for b in content if isinstance(b, dict) and isinstance(b.get("type"), str)] \
+        if isinstance(content, list) else []
+    unknown = sorted({b["type"] for b in blocks if b["type"] not in CONTENT_PARTS})
+    if unknown:
+        raise Unreadable(f"第 {index + 1} 项的内容块类型 {unknown[0]!r} 不认识")
+    return blocks
+
+
+def _anthropic_blocks(content):
+    """Whether a content list is Anthropic's (a block only Anthropic Messages have)."""
+    return isinstance(content, list) and any(isinstance(b, dict) and isinstance(b.get("type"), str)
+                                             and b["type"] in ANTHROPIC_BLOCKS for b in content)
 
 
 def _raw_call(raw):
@@ -120,6 +170,8 @@ def _from_role_dict(item):
     if role == "tool":
         failed = item.get("status") == "error" or item.get("is_error") is True or item.get("isError") is True
         return "chat", [_tool(item.get("tool_call_id"), item.get("content"), failed)]
+    if _anthropic_blocks(item.get("content")) and not item.get("tool_calls"):
+        return _from_anthropic(item, role)
     message = _message(role, item.get("content"), item.get("name"))
     raw_calls = item.get("tool_calls") if role == "assistant" else None
     fmt = "chat"
@@ -136,14 +188,22 @@ def _from_langchain(item, role):
         role = CHAT_ROLES.get(data.get("role") if isinstance(data.get("role"), str) else "", "system")
     if role == "skip":
         return "langchain", []
+    kwargs = data.get("additional_kwargs") if isinstance(data.get("additional_kwargs"), dict) else {}
+    harness = isinstance(kwargs.get("lc_source"), str) and kwargs["lc_source"]     # added by the agent harness
     if role == "tool":
-        return "langchain", [_tool(data.get("tool_call_id"), data.get("content"), data.get("status") == "error")]
-    message = _message(role, data.get("content"), data.get("name"))
+        decision = None
+        if harness == "hitl_interrupt_decision":     # the human-in-the-loop middleware's answer, not a run of the tool
+            said = kwargs.get("lc_data", {}).get("decision") if isinstance(kwargs.get("lc_data"), dict) else None
+            decision = "respond" if said == "respond" else "reject"
+        return "langchain", [_tool(data.get("tool_call_id"), data.get("content"), data.get("status") == "error",
+                                   decision)]
+    message = _message(role, data.get("content"), "loop" if harness and role == "user" else data.get("name"))
     if role == "assistant":
         calls = data.get("tool_calls")
         if not isinstance(calls, list) or not calls:
-            kwargs = data.get("additional_kwargs")
-            calls = kwargs.get("tool_calls") if isinstance(kwargs, dict) else None
+            calls = kwargs.get("tool_calls")
+        if (not isinstance(calls, list) or not calls) and _anthropic_blocks(data.get("content")):
+            calls = [b for b in data["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
         message["calls"] = [_raw_call(raw) for raw in (calls if isinstance(calls, list) else [])]
         invalid = data.get("invalid_tool_calls")
         message["invalid"] = [str(raw.get("name")) for raw in invalid if isinstance(raw, dict)] \
@@ -173,15 +233,75 @@ def _from_responses(item, kind):
     return None
 
 
+def _from_anthropic(item, role):
+    """An Anthropic Messages turn (a request's message, or a dumped response): text, tool_use and tool_result
+    blocks (MCP connector blocks too) in order; a user turn's tool results come before its text."""
+    content = item.get("content")
+    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    if role == "assistant":
+        message = _message("assistant", [b for b in blocks if b.get("type") == "text"] if blocks else content)
+        message["calls"] = [(b.get("id"), b.get("name"), b.get("input")) for b in blocks
+                            if b.get("type") in ("tool_use", "mcp_tool_use")]
+        results = [_tool(b.get("tool_use_id"), b.get("content"), b.get("is_error") is True) for b in blocks
+                   if b.get("type") == "mcp_tool_result"]
+        return "anthropic", [message] + results
+    results = [_tool(b.get("tool_use_id"), b.get("content"), b.get("is_error") is True) for b in blocks
+               if b.get("type") == "tool_result"]
+    text = [b for b in blocks if b.get("type") == "text"] if isinstance(content, list) else content
+    said = [_message(role, text, item.get("name"))] if text or not results else []
+    return "anthropic", results + said
+
+
+def _from_pydantic_ai(item, index):
+    """A pydantic-ai ModelRequest / ModelResponse: its parts, in order, as messages."""
+    out, text, calls = [], [], []
+    for part in item["parts"]:
+        kind = part.get("part_kind") if isinstance(part, dict) else None
+        if not isinstance(kind, str):
+            raise Unreadable(f"第 {index + 1} 项的 parts 里有没有 part_kind 的部分")
+        if kind == "text" and item["kind"] == "response":
+            text.append(part.get("content") if isinstance(part.get("content"), str) else "")
+        elif kind == "tool-call" and item["kind"] == "response":
+            calls.append((part.get("tool_call_id"), part.get("tool_name"), part.get("args")))
+        elif kind == "system-prompt" and item["kind"] == "request":
+            out.append(_message("system", part.get("content")))
+        elif kind == "user-prompt" and item["kind"] == "request":
+            content = part.get("content")
+            out.append(_message("user", [{"type": "text", "text": c} if isinstance(c, str) else c for c in content]
+                                if isinstance(content, list) else content))
+        elif kind == "tool-return" and item["kind"] == "request":
+            outcome = part.get("outcome", "success")
+            decision = "reject" if outcome == "denied" else "unknown" if outcome == "interrupted" else None
+            out.append(_tool(part.get("tool_call_id"), part.get("content"), outcome in PYDANTIC_FAILED, decision))
+        elif kind == "retry-prompt" and item["kind"] == "request" and part.get("tool_name"):
+            out.append(_tool(part.get("tool_call_id"), {"error": part.get("content")}, True))   # ModelRetry, bad args
+        elif kind in ("retry-prompt", "retry-feedback") and item["kind"] == "request":
+            out.append(_message("user", str(part.get("content")), "loop"))     # the framework asks the model again
+        elif kind not in PYDANTIC_SKIPPED:
+            raise Unreadable(f"第 {index + 1} 项有不认识的 part_kind {kind!r}")
+    if item["kind"] == "response":
+        message = _message("assistant", "\n".join(t for t in text if t))
+        message["calls"] = calls
+        out.append(message)
+    return "pydantic_ai", out
+
+
 def _item(item, index):
     """(format, normalised messages) for one item; Unreadable when its shape is unknown."""
     found = None
     if isinstance(item, dict):
         kind = item.get("type")
-        if isinstance(kind, str) and kind:
+        data = item["data"] if isinstance(item.get("data"), dict) else item
+        _blocks(data.get("content"), index)
+        if item.get("kind") in ("request", "response") and isinstance(item.get("parts"), list):
+            found = _from_pydantic_ai(item, index)
+        elif isinstance(kind, str) and kind:
             role = _lc_type(kind)
             if role != "":
                 found = _from_langchain(item, role)
+            elif kind == "message" and _anthropic_blocks(item.get("content")) or \
+                    kind == "message" and "stop_reason" in item:            # a dumped Anthropic response
+                found = _from_anthropic(item, CHAT_ROLES.get(str(item.get("role")), "assistant"))
             else:
                 found = _from_responses(item, kind)
         elif "role" in item:
@@ -223,15 +343,31 @@ class Call:
         self.raw_name = str(name) if isinstance(name, str) else ""
         self.name = tool_name(self.raw_name)
         self.args, self.problem = parse_arguments(arguments)
-        self.status, self.result = "unanswered", {}
+        self.status, self.result, self.decision = "unanswered", {}, None
 
     @property
     def label(self):
         return f"第 {self.turn} 轮 {self.name or '（无名工具）'}（{self.id}）"
 
-    def answer(self, content, failed):
+    def answer(self, content, failed, decision=None):
+        """Read the call's result. A result that records a human's decision (the framework's own marker, or text
+        saying the user did not approve) means the call did not take effect."""
         self.result, said_error = read_result(content)
-        self.status = "error" if failed or said_error else "ok"
+        if decision is None and DECLINED.search(_flat(self._said())):
+            decision = "reject"
+        self.decision = decision
+        self.status = "error" if failed or said_error or decision else "ok"
+
+    def _said(self):
+        """What a result says in words: its text, or its error and message fields."""
+        return [v for k, v in self.result.items() if k in ("error", "errors", "message", "detail", "reason", "text",
+                                                            "blocked_by")]
+
+    @property
+    def reply(self):
+        """The human's words a decision carries (a rejection's reason, a `respond` text), trimmed."""
+        text = self.result.get("text") if isinstance(self.result.get("text"), str) else _flat(self._said())
+        return text.strip()[:60]
 
     def arg(self, key):
         return (self.args or {}).get(key)
@@ -247,9 +383,9 @@ class Call:
         """A write blocked for want of the user's approval: it proposes its own arguments."""
         if self.name != "book_hotel" or self.status != "error":
             return False
-        said = [v for k, v in self.result.items() if k in ("error", "errors", "message", "detail", "reason",
-                                                                "text", "blocked_by")]
-        return isinstance(self.result.get("proposal"), dict) or bool(APPROVAL_BLOCK.search(_flat(said)))
+        if self.decision is not None:
+            return True                 # the framework held it for the human's decision: it was a proposal
+        return isinstance(self.result.get("proposal"), dict) or bool(APPROVAL_BLOCK.search(_flat(self._said())))
 
     @property
     def proposed(self):
@@ -289,8 +425,10 @@ class Transcript:
             call = waiting.pop(message["call_id"], None)
             if call is None:
                 self.notes.append(f"第 {message['item']} 项是没有对应调用的工具结果，已忽略")
+            elif message["decision"] == "unknown":
+                self.notes.append(f"{call.label} 的运行被中断，没有结果（结果未知）")
             else:
-                call.answer(message["content"], message["failed"])
+                call.answer(message["content"], message["failed"], message["decision"])
 
     def ok(self, *names):
         return [c for c in self.calls if c.status == "ok" and c.name in names]
@@ -369,6 +507,9 @@ class Transcript:
             return False
         if self.ok("book_hotel"):
             return True
+        user = max((p for p in spoken if self.messages[p]["role"] == "user"), default=-1)
+        if any(c.decision is not None and c.pos > user for c in self.calls):     # the user decided; this closes the run
+            return not last["text"].strip().endswith(("?", "？"))
         return not (last["text"].strip().endswith(("?", "？")) or ASKS.search(last["text"]))
 
     @property
@@ -554,7 +695,7 @@ def load(path):
         raise Unreadable(f"{path} 不是对话记录：{exc}；{EXPECTED_SHAPES}") from None
     if not any(m["role"] in ("user", "assistant") for m in messages):
         raise Unreadable(f"{path} 没有任何用户或助手消息，无从检查")
-    fmt = next((f for f in ("responses", "langchain", "chat") if f in formats), "chat")
+    fmt = next((f for f in ("pydantic_ai", "anthropic", "responses", "langchain", "chat") if f in formats), "chat")
     notes = [f"已忽略 {n} 项 {kind}（与这五项检查无关）" for kind, n in skipped.items() if kind != "reasoning"]
     meta = {k: meta[k] for k in ("run_id", "status", "mode") if isinstance(meta.get(k), str)}
     return Transcript(messages, meta, fmt, container, notes)

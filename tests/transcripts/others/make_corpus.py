@@ -231,7 +231,8 @@ scenario("chat_fabricated_hotel.json", "chat", "the booked XA-007 was never retu
              A("下雨。推荐城南酒店（XA-007）Suite 两晚 ¥1600，确认吗？"), U("可以"),
              A(None, booking("XA-007", "Suite", 1600, "城南酒店")), A("已预订城南酒店。")])
 scenario("chat_booked_before_weather.json", "chat", "confirmed and booked before the weather was looked up",
-         "pfppp", system=SYS_A, faults={"no_skipped_step": "执行前还没有成功查天气"}, steps=[
+         "pfp?p", system=SYS_A, faults={"no_skipped_step": "执行前还没有成功查天气",
+                                       "room_type": "预订之前没有 2026-10-01 的天气结果"}, steps=[
              U(GOAL_ZH), A(None, set_plan([{"title": "搜酒店", "tool": "search_hotels"},
                                          {"title": "预订", "tool": "book_hotel"}, {"title": "查天气", "tool": "get_weather"}])),
              A(None, C("search_hotels", S, DEMO_HOTELS)),
