@@ -52,6 +52,10 @@ class ToolFailed(MCPError):
     """The tool ran and reported a failure (an `isError` result); the text says why."""
 
 
+class MCPAuthError(MCPError):
+    """A remote server refused our credentials (HTTP 401 or 403): never retried, never a fallback."""
+
+
 def encode(message):
     """One message as a line; ValueError for NaN or infinities (not JSON)."""
     text = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
@@ -319,7 +323,7 @@ class Client:
             if self.starts > self.max_restarts:
                 raise MCPError(f"MCP 服务已重启 {self.max_restarts} 次，不再重试；{self.last_death}")
             self.starts += 1
-            conn = _Connection(self.command, self.env)
+            conn = self._connect()
             try:
                 self._handshake(conn)
             except MCPError:
@@ -327,6 +331,15 @@ class Client:
                 raise
             self.conn = conn
             return conn
+
+    def _connect(self):
+        """A new, not yet initialised connection (here: a server process)."""
+        return _Connection(self.command, self.env)
+
+    @property
+    def where(self):
+        """The server, as the user named it (its command line)."""
+        return " ".join(self.command)
 
     def _handshake(self, conn):
         if self.mode != "legacy":
@@ -340,7 +353,7 @@ class Client:
                     return
                 problem = f"server/discover 只支持 {versions!r}"
             except MCPError as exc:
-                if conn.closed:
+                if conn.closed or isinstance(exc, MCPAuthError):
                     raise
                 problem = str(exc)
             if self.mode == "modern":
