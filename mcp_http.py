@@ -404,7 +404,7 @@ class HTTPClient(mcp_tools.Client):
         super().__init__(command=[url], env={}, timeout=timeout, mode=mode, probe_timeout=probe_timeout,
                          max_restarts=max_restarts, close_grace=close_grace)
         self.target, self.token = Target(url), check_token(token)
-        self.url = self.target.url
+        self.url, self.refused = self.target.url, None
 
     def _connect(self):
         return _Session(self.target, self.token, self.timeout)
@@ -413,8 +413,21 @@ class HTTPClient(mcp_tools.Client):
     def where(self):
         return self.url
 
+    def _live(self):
+        if self.refused is not None:                    # the server said no: it is not asked again
+            raise self.refused
+        try:
+            return super()._live()
+        except MCPAuthError as exc:
+            self.refused = exc
+            raise
+
     def request(self, method, params=None):
         try:
-            return super().request(method, params)
-        except SessionExpired:
-            return super().request(method, params)     # _live opens a new session (a counted restart)
+            try:
+                return super().request(method, params)
+            except SessionExpired:
+                return super().request(method, params)  # _live opens a new session (a counted restart)
+        except MCPAuthError as exc:
+            self.refused = exc
+            raise
