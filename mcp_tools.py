@@ -11,6 +11,9 @@ the server dies; stdout garbage and unsolicited messages are skipped; stderr is 
 close() always ends the process (stdin EOF, wait, SIGTERM, SIGKILL). The client returns what
 the server said (a JSON object) or raises MCPError; what may reach the model is toolset's call.
 
+The same Client speaks Streamable HTTP in mcp_http.HTTPClient, which gives it another kind of
+connection (`_connect`); `python mcp_tools.py --http [HOST:]PORT` serves over HTTP (mcp_http_server).
+
 This module never imports tools.py, nor tools.py it; it needs only the standard library.
 """
 import collections
