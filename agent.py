@@ -41,6 +41,8 @@ def parse(argv):
                    "compact_budget、final_prompt、tools）；续跑时给出则替换记录的策略")
     p.add_argument("--mcp", action="store_true", help="天气改由 MCP 服务提供（search_location + get_weather）；续跑沿用运行开始时的模式")
     p.add_argument("--mcp-server", metavar="CMD", help="MCP 服务的启动命令（环境变量 AGENT_MCP_SERVER；默认用本 Python 运行 mcp_tools.py）")
+    p.add_argument("--mcp-url", metavar="URL", help="改连 Streamable HTTP 的 MCP 服务，不启动进程（环境变量 AGENT_MCP_URL；"
+                   "令牌：AGENT_MCP_TOKEN）；续跑沿用运行开始时的地址")
     args = p.parse_args(argv)
     if args.reply is not None and len(args.reply) > 2:
         p.error("--reply 只接受 TEXT 和可选的 RUN_ID 两个值")
@@ -94,6 +96,9 @@ def main(argv=None):
     except (audit.AuditError, UsageError) as exc:
         print(f"错误：{exc}", file=sys.stderr)
         return 2
+    except mcp_tools.MCPAuthError as exc:      # a remote server refused us: like the model service's auth
+        print(f"错误：MCP 模式无法运行：{exc}", file=sys.stderr)
+        return 3
     except mcp_tools.MCPError as exc:
         print(f"错误：MCP 模式无法运行：{exc}", file=sys.stderr)
         return 2
@@ -116,6 +121,7 @@ def drive(args, env):
     command = _split(args.mcp_server or env["mcp_server"] or "") or None
     if command is None and env["mcp_server"]:
         raise UsageError("环境变量 AGENT_MCP_SERVER 不是合法的命令行")
+    url, token = _mcp_http(args, env, how)
     policy = session.load_policy(args.policy) if args.policy else None
     if how is None and not os.path.isdir(audit_dir):
         os.makedirs(audit_dir, exist_ok=True)
@@ -124,12 +130,36 @@ def drive(args, env):
     with audit.RunLock(audit_dir, run_id):
         if how is None:
             r, toolset = session.start(audit_dir, run_id, args.goal or config.DEFAULT_GOAL,
-                                       "mcp" if args.mcp else "local", command, _with_turns(policy, args))
+                                       "mcp" if args.mcp else "local", command, _with_turns(policy, args),
+                                       mcp_url=url, mcp_token=token)
             print(f"新运行 {r.run_id}\n目标：{r.messages[1]['content']}")
             _mcp_line(toolset)
         else:
-            r, toolset = _reopen(session, args, audit_dir, run_id, how, command, policy)
+            r, toolset = _reopen(session, args, audit_dir, run_id, how, command, policy, token)
         return _go(session, r, toolset, args, env)
+
+
+def _mcp_http(args, env, how):
+    """(URL, token) of the Streamable HTTP MCP server of a new `--mcp` run, (None, token) when it
+    spawns one; the token comes from the environment. A resume takes the URL its run recorded.
+    Explicit options win over the environment; --mcp-url and --mcp-server together are refused."""
+    import mcp_http
+    import mcp_tools
+    try:
+        token = mcp_http.check_token(env["mcp_token"])
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if how:
+        return None, token
+    if args.mcp_url and not args.mcp:
+        raise UsageError(mcp_http.say("cli_needs_mcp"))
+    if args.mcp_url and args.mcp_server:
+        raise UsageError(mcp_http.say("cli_one_server"))
+    url = args.mcp_url or (env["mcp_url"] if args.mcp and not args.mcp_server else None)
+    try:
+        return (mcp_http.Target(url).url if url else None), token
+    except mcp_tools.MCPError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _with_turns(policy, args):
@@ -141,7 +171,7 @@ def _with_turns(policy, args):
 def _mcp_line(toolset):
     if toolset.mcp is not None:
         client = toolset.mcp
-        print(f"MCP 模式：天气由 MCP 服务提供（{' '.join(client.command)}，协议 {client.version}，"
+        print(f"MCP 模式：天气由 MCP 服务提供（{client.where}，协议 {client.version}，"
               f"工具 {', '.join(sorted(toolset.remote))}）")
 
 
@@ -159,10 +189,14 @@ def _target(args):
     return args.confirm if args.confirm is not None else args.resume
 
 
-def _reopen(session, args, audit_dir, run_id, how, command, policy):
-    r, toolset, warnings = session.reopen(audit_dir, run_id, how, command, policy)
+def _reopen(session, args, audit_dir, run_id, how, command, policy, token=None):
+    r, toolset, warnings = session.reopen(audit_dir, run_id, how, command, policy, mcp_token=token)
     if args.mcp and r.mode != "mcp":
         print(f"注意：运行 {run_id} 以 {r.mode} 模式开始，续跑沿用该模式（忽略 --mcp）", file=sys.stderr)
+    if args.mcp_url and args.mcp_url != r.mcp_url:
+        import mcp_http
+        print(mcp_http.say("cli_keeps_server", run_id=run_id, where=r.mcp_url or mcp_http.say("cli_local_process")),
+              file=sys.stderr)
     for key in warnings:
         print(f"注意：审计文件中 memory.{key} 与 messages 记录不一致，已按 messages 重建", file=sys.stderr)
     if args.max_turns:

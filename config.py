@@ -147,6 +147,8 @@ def settings(env=None):
         "model": env.get("AGENT_MODEL") or DEFAULT_MODEL,
         "audit_dir": env.get("AGENT_AUDIT_DIR") or "audit",
         "mcp_server": env.get("AGENT_MCP_SERVER") or None,
+        "mcp_url": env.get("AGENT_MCP_URL") or None,          # a Streamable HTTP MCP server instead of a process
+        "mcp_token": env.get("AGENT_MCP_TOKEN") or None,      # its bearer token (and our --http server's); never recorded
         # the MCP server's own settings (read by `python mcp_tools.py`)
         "mcp_weather": env.get("AGENT_MCP_WEATHER") or "offline",
         "mcp_geocoding_url": env.get("AGENT_MCP_GEOCODING_URL") or "https://geocoding-api.open-meteo.com/v1/search",

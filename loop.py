@@ -46,6 +46,7 @@ class Run:
     window: context.Window = dataclasses.field(default_factory=context.Window)
     elapsed: float = 0.0          # seconds the run has worked in the loop, resumes added up
     since: float | None = None    # when the current stretch of work began (time.monotonic)
+    mcp_url: str | None = None    # MCP mode over HTTP: the server's URL (a resume goes back to it)
     writer: audit.Writer = dataclasses.field(init=False, repr=False, compare=False)    # this run's audit writes
 
     # the policy's limits, as the loop reads them
@@ -230,7 +231,8 @@ def snapshot(r):
             "created": r.created, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "limits": {"max_turns": r.max_turns, "budget": r.budget}, "policy": r.policy.to_dict(),
             "elapsed": round(_worked(r), 3), "epoch": r.window.to_dict(), "answer": r.answer,
-            "messages": r.messages, "memory": r.memory.to_dict(), "tools": r.tools, "trace": r.trace}
+            "messages": r.messages, "memory": r.memory.to_dict(), "tools": r.tools, "trace": r.trace,
+            **({"mcp_url": r.mcp_url} if r.mcp_url else {})}
 
 
 def save(r):
@@ -253,7 +255,8 @@ def begin(audit_dir, run_id, goal, toolset, model, max_turns=None, budget=None, 
     policy = dataclasses.replace(policy or config.policy())
     policy.max_turns, policy.token_budget = max_turns or policy.max_turns, budget or policy.token_budget
     r = Run(run_id, path, toolset.mode, model, [{"role": "system", "content": ""}, {"role": "user", "content": goal}],
-            memory, toolset.schemas, policy=policy, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), fsync=fsync)
+            memory, toolset.schemas, policy=policy, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), fsync=fsync,
+            mcp_url=getattr(toolset, "mcp_url", None))
     r.messages[0] = system_message(memory, 0)
     save(r)
     return r
@@ -278,7 +281,7 @@ def reopen(audit_dir, run_id, toolset_for, accept):
             trace=snap["trace"], status=snap["status"], reason=snap.get("reason", ""), turn=snap["turn"],
             policy=_recorded_policy(snap), created=snap.get("created", ""), answer=snap.get("answer", ""),
             window=context.Window.from_dict(snap.get("epoch"), snap["messages"]),
-            elapsed=float(snap.get("elapsed") or 0.0))
+            elapsed=float(snap.get("elapsed") or 0.0), mcp_url=snap.get("mcp_url"))
     return r, toolset, warnings
 
 

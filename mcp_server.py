@@ -364,7 +364,12 @@ def serve(stdin, stdout, server):
         stdout.flush()
 
 
-def main():
+def main(argv=None):
+    """Serve over stdio; `--http [HOST:]PORT` serves over Streamable HTTP instead (mcp_http_server)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--http"]:
+        import mcp_http_server
+        return mcp_http_server.main(argv[1:])
     out, sys.stdout = sys.stdout.buffer, sys.stderr         # a stray print() can never corrupt the protocol
     try:
         settings = config.settings()

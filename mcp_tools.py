@@ -11,6 +11,9 @@ the server dies; stdout garbage and unsolicited messages are skipped; stderr is 
 close() always ends the process (stdin EOF, wait, SIGTERM, SIGKILL). The client returns what
 the server said (a JSON object) or raises MCPError; what may reach the model is toolset's call.
 
+The same Client speaks Streamable HTTP in mcp_http.HTTPClient, which gives it another kind of
+connection (`_connect`); `python mcp_tools.py --http [HOST:]PORT` serves over HTTP (mcp_http_server).
+
 This module never imports tools.py, nor tools.py it; it needs only the standard library.
 """
 import collections
@@ -50,6 +53,10 @@ class MCPTimeout(MCPError):
 
 class ToolFailed(MCPError):
     """The tool ran and reported a failure (an `isError` result); the text says why."""
+
+
+class MCPAuthError(MCPError):
+    """A remote server refused our credentials (HTTP 401 or 403): never retried, never a fallback."""
 
 
 def encode(message):
@@ -319,7 +326,7 @@ class Client:
             if self.starts > self.max_restarts:
                 raise MCPError(f"MCP 服务已重启 {self.max_restarts} 次，不再重试；{self.last_death}")
             self.starts += 1
-            conn = _Connection(self.command, self.env)
+            conn = self._connect()
             try:
                 self._handshake(conn)
             except MCPError:
@@ -327,6 +334,15 @@ class Client:
                 raise
             self.conn = conn
             return conn
+
+    def _connect(self):
+        """A new, not yet initialised connection (here: a server process)."""
+        return _Connection(self.command, self.env)
+
+    @property
+    def where(self):
+        """The server, as the user named it (its command line)."""
+        return " ".join(self.command)
 
     def _handshake(self, conn):
         if self.mode != "legacy":
@@ -340,7 +356,7 @@ class Client:
                     return
                 problem = f"server/discover 只支持 {versions!r}"
             except MCPError as exc:
-                if conn.closed:
+                if conn.closed or isinstance(exc, MCPAuthError):
                     raise
                 problem = str(exc)
             if self.mode == "modern":

@@ -44,18 +44,20 @@ def accept(how, snap):
         raise Refused(f"运行 {snap['run_id']} {hint.format(reason=reason)}")
 
 
-def tool_set(audit_dir, run_id, mode, mcp_command=None, schemas=None, visible=None):
-    """The run's tool set; in MCP mode it connects now, unless recorded `schemas` spare it that."""
+def tool_set(audit_dir, run_id, mode, mcp_command=None, schemas=None, visible=None, mcp_url=None, mcp_token=None):
+    """The run's tool set; in MCP mode it connects now, unless recorded `schemas` spare it that.
+    `mcp_url`: the MCP server over HTTP instead of a process (`mcp_token`: its bearer token)."""
     store = tools.BookingStore(os.path.join(audit_dir, "bookings.db"))
     return toolset.ToolSet(run_id, store, mode, mcp_command=mcp_command if mode == "mcp" else None,
-                           schemas=schemas if mode == "mcp" else None, visible=visible)
+                           schemas=schemas if mode == "mcp" else None, visible=visible, mcp_url=mcp_url,
+                           mcp_token=mcp_token)
 
 
-def start(audit_dir, run_id, goal, mode, mcp_command=None, policy=None):
+def start(audit_dir, run_id, goal, mode, mcp_command=None, policy=None, mcp_url=None, mcp_token=None):
     """A new run, its first snapshot written: (run, tool set)."""
     os.makedirs(audit_dir, exist_ok=True)
     policy = policy or config.policy()
-    ts = tool_set(audit_dir, run_id, mode, mcp_command, visible=policy.tools)
+    ts = tool_set(audit_dir, run_id, mode, mcp_command, visible=policy.tools, mcp_url=mcp_url, mcp_token=mcp_token)
     try:
         return loop.begin(audit_dir, run_id, goal, ts, "", policy=policy), ts
     except BaseException:
@@ -63,15 +65,16 @@ def start(audit_dir, run_id, goal, mode, mcp_command=None, policy=None):
         raise
 
 
-def reopen(audit_dir, run_id, how, mcp_command=None, policy=None):
+def reopen(audit_dir, run_id, how, mcp_command=None, policy=None, mcp_token=None):
     """A recorded run, accepted for `how` ("confirm", "reply", "resume"): (run, tool set, warnings).
-    `policy` replaces the recorded one when given."""
+    `policy` replaces the recorded one when given. A run started over HTTP goes back to its recorded URL."""
     if not os.path.isdir(audit_dir):
         raise Refused(f"审计目录 {audit_dir} 不存在")
     r, ts, warnings = loop.reopen(
         audit_dir, run_id,
         lambda snap: tool_set(audit_dir, run_id, snap["mode"], mcp_command, snap["tools"],
-                              (policy.tools if policy else (snap.get("policy") or {}).get("tools"))),
+                              (policy.tools if policy else (snap.get("policy") or {}).get("tools")),
+                              mcp_url=snap.get("mcp_url"), mcp_token=mcp_token),
         lambda snap: accept(how, snap))
     if policy is not None:
         r.policy = policy

@@ -90,18 +90,24 @@ class ToolSet:
 
     timeout = config.TOOL_TIMEOUT     # seconds the executor gives a call whose tool declares none
 
-    def __init__(self, run_id, store=None, mode="local", mcp_command=None, schemas=None, tools=None, visible=None):
+    def __init__(self, run_id, store=None, mode="local", mcp_command=None, schemas=None, tools=None, visible=None,
+                 mcp_url=None, mcp_token=None):
         """`tools`: the declarations (default: the Xi'an task's, over `store`); `schemas`: the tool
         list a resumed run recorded (MCP mode takes its MCP tools from it instead of asking the
         server); `mcp_command`: argv of the MCP server (default: ours); `visible`: the names this
-        run may see (the planning tools always), filtered before the schemas are built."""
+        run may see (the planning tools always), filtered before the schemas are built; `mcp_url`: a
+        Streamable HTTP MCP server instead of a process (`mcp_token`: its bearer token)."""
         self.run_id, self.store, self.mode, self._async = run_id, store, mode, {}
         declared = list(tools) if tools is not None else local_tools.declarations(store)
         if not any(t.name == "set_plan" for t in declared):
             declared = plan.tools('{"steps": [{"title": "第一步", "tool": "某个工具"}]}') + declared
-        self.mcp, remote = None, {}
-        if mode == "mcp":
+        self.mcp, remote, self.mcp_url = None, {}, mcp_url if mode == "mcp" else None
+        if mode == "mcp" and mcp_url:
+            import mcp_http
+            self.mcp = mcp_http.HTTPClient(mcp_url, mcp_token, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS)
+        elif mode == "mcp":
             self.mcp = mcp_tools.Client(mcp_command, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS)
+        if mode == "mcp":
             remote = _recorded(schemas) if schemas is not None else self._listed()
         self.remote = set(remote)
         self.tools = _placed(declared, {name: self._mcp_tool(name, spec, declared) for name, spec in remote.items()})
@@ -199,6 +205,8 @@ class ToolSet:
             payload = self.mcp.call_tool(call.name, call.args)
         except mcp_tools.ToolFailed as exc:
             raise ToolError(f"{call.name} 失败：{' '.join(exc.message.split())[:300]}") from None
+        except mcp_tools.MCPAuthError as exc:                 # names the server; a retry would not help
+            raise ToolError(exc.message[:300]) from None
         except mcp_tools.MCPError as exc:
             raise ToolError(f"MCP 调用 {call.name} 失败：{exc.message[:300]}；可以稍后重试") from None
         return trim(call.name, payload)

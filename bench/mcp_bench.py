@@ -3,6 +3,11 @@ stdio session, our hand-written client and server beside the official SDK's clie
 (and the two crossed), then the seed article's approach of spawning a server per call.
 
     python bench/mcp_bench.py [--seconds S] [--spawns N] [--sdk-spawns N] [--json PATH]
+    python bench/mcp_bench.py --http-vs-stdio [N]
+
+`--http-vs-stdio`: only our client against our server, N (default 100) sequential calls over a
+stdio session and over a Streamable HTTP session (`mcp_tools.py --http 127.0.0.1:0`), in both
+protocol eras; prints each median and the HTTP/stdio ratio.
 
 Prints, per setup: the median and 90th-percentile round trip and calls per second (sequential
 calls, one in flight). The SDK rows need the `mcp` package (test-only dependency); without it
@@ -14,7 +19,9 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -58,6 +65,59 @@ def ours_persistent(command, mode, seconds):
         return timed_loop(lambda: client.call_tool("get_weather", ARGS), seconds), client.version
     finally:
         client.close()
+
+
+def counted_loop(call, count):
+    """`count` calls after a warm-up: the list of round trips and the wall time."""
+    for _ in range(WARMUP):
+        call()
+    times, started = [], time.perf_counter()
+    for _ in range(count):
+        begin = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - begin)
+    return times, time.perf_counter() - started
+
+
+def ours_stdio_counted(mode, count):
+    client = mcp_tools.Client(OUR_SERVER, env=environment(), mode=mode, timeout=30).start()
+    try:
+        return counted_loop(lambda: client.call_tool("get_weather", ARGS), count), client.version
+    finally:
+        client.close()
+
+
+def ours_http_counted(mode, count):
+    """Our client against `python mcp_tools.py --http 127.0.0.1:0` (stopped with SIGTERM after)."""
+    import mcp_http
+    proc = subprocess.Popen(OUR_SERVER + ["--http", "127.0.0.1:0"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment())
+    try:
+        url = proc.stderr.readline().decode().split()[-1]
+        threading.Thread(target=proc.stderr.read, daemon=True).start()
+        client = mcp_http.HTTPClient(url, mode=mode, timeout=30).start()
+        try:
+            return counted_loop(lambda: client.call_tool("get_weather", ARGS), count), client.version
+        finally:
+            client.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def http_vs_stdio(count):
+    print(f"MCP tools/call (get_weather), ours client -> ours server, {count} sequential calls per row · "
+          f"Python {platform.python_version()} · {platform.system()} {platform.machine()} · {os.cpu_count()} CPUs")
+    rows = []
+    for mode in ("auto", "legacy"):
+        stdio, http = (dict(summary(name, *outcome[0]), protocol=outcome[1]) for name, outcome in
+                       ((f"stdio ({mode})", ours_stdio_counted(mode, count)),
+                        (f"Streamable HTTP ({mode})", ours_http_counted(mode, count))))
+        rows += [stdio, http]
+        print(f"  {mode:<6} protocol {stdio['protocol']}: median stdio {stdio['median_ms']:.3f} ms · "
+              f"HTTP {http['median_ms']:.3f} ms · HTTP/stdio {http['median_ms'] / stdio['median_ms']:.2f}x")
+    print(table(rows))
+    return rows
 
 
 def ours_spawned(count):
@@ -144,7 +204,15 @@ def main(argv=None):
     parser.add_argument("--spawns", type=int, default=20, help="calls for our spawn-per-call row")
     parser.add_argument("--sdk-spawns", type=int, default=5, help="calls for the SDK spawn-per-call row (0: skip)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument("--http-vs-stdio", type=int, nargs="?", const=100, metavar="N",
+                        help="only: N calls over stdio and over Streamable HTTP, medians and their ratio")
     options = parser.parse_args(argv)
+    if options.http_vs_stdio:
+        rows = http_vs_stdio(options.http_vs_stdio)
+        if options.json:
+            with open(options.json, "w", encoding="utf-8") as f:
+                json.dump({"python": platform.python_version(), "rows": rows}, f, indent=1)
+        return 0
     if not sdk_available():
         print("mcp (the official SDK) is not installed: SDK rows skipped", file=sys.stderr)
     started = time.perf_counter()
