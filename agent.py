@@ -41,6 +41,8 @@ def parse(argv):
                    "compact_budget、final_prompt、tools）；续跑时给出则替换记录的策略")
     p.add_argument("--mcp", action="store_true", help="天气改由 MCP 服务提供（search_location + get_weather）；续跑沿用运行开始时的模式")
     p.add_argument("--mcp-server", metavar="CMD", help="MCP 服务的启动命令（环境变量 AGENT_MCP_SERVER；默认用本 Python 运行 mcp_tools.py）")
+    p.add_argument("--agent", metavar="FILE", help="Python 文件，定义 AGENT = calls.Agent(...)：你自己的智能体（默认：西安订酒店）；"
+                   "续跑时不必再给，审计文件记得它")
     p.add_argument("--mcp-url", metavar="URL", help="改连 Streamable HTTP 的 MCP 服务，不启动进程（环境变量 AGENT_MCP_URL；"
                    "令牌：AGENT_MCP_TOKEN）；续跑沿用运行开始时的地址")
     args = p.parse_args(argv)
@@ -94,7 +96,7 @@ def main(argv=None):
     try:
         return drive(args, env)
     except (audit.AuditError, UsageError) as exc:
-        print(f"错误：{exc}", file=sys.stderr)
+        print(_error(exc), file=sys.stderr)
         return 2
     except mcp_tools.MCPAuthError as exc:      # a remote server refused us: like the model service's auth
         print(f"错误：MCP 模式无法运行：{exc}", file=sys.stderr)
@@ -105,6 +107,12 @@ def main(argv=None):
     except OSError as exc:
         print(f"错误：无法读写审计目录：{exc}", file=sys.stderr)
         return 2
+
+
+def _error(exc):
+    """An error line in the language of its message (an English agent's refusals are English)."""
+    import texts
+    return f"错误：{exc}" if texts.CJK.search(str(exc)) else f"error: {exc}"
 
 
 def drive(args, env):
@@ -122,6 +130,7 @@ def drive(args, env):
     if command is None and env["mcp_server"]:
         raise UsageError("环境变量 AGENT_MCP_SERVER 不是合法的命令行")
     url, token = _mcp_http(args, env, how)
+    agent = session.load_agent(args.agent) if args.agent else None
     policy = session.load_policy(args.policy) if args.policy else None
     if how is None and not os.path.isdir(audit_dir):
         os.makedirs(audit_dir, exist_ok=True)
@@ -129,13 +138,12 @@ def drive(args, env):
         raise UsageError(f"审计目录 {audit_dir} 不存在")
     with audit.RunLock(audit_dir, run_id):
         if how is None:
-            r, toolset = session.start(audit_dir, run_id, args.goal or config.DEFAULT_GOAL,
-                                       "mcp" if args.mcp else "local", command, _with_turns(policy, args),
-                                       mcp_url=url, mcp_token=token)
-            print(f"新运行 {r.run_id}\n目标：{r.messages[1]['content']}")
+            r, toolset = session.start(audit_dir, run_id, args.goal or "", "mcp" if args.mcp else "local", command,
+                                       _with_turns(policy, args, agent), mcp_url=url, mcp_token=token, agent=agent)
+            print(r.say("cli.new_run", run_id=r.run_id, goal=r.messages[1]["content"]))
             _mcp_line(toolset)
         else:
-            r, toolset = _reopen(session, args, audit_dir, run_id, how, command, policy, token)
+            r, toolset = _reopen(session, args, audit_dir, run_id, how, command, policy, token, agent)
         return _go(session, r, toolset, args, env)
 
 
@@ -162,9 +170,10 @@ def _mcp_http(args, env, how):
         raise UsageError(str(exc)) from None
 
 
-def _with_turns(policy, args):
+def _with_turns(policy, args, agent=None):
     import dataclasses
-    policy = policy or config.policy()
+    import loop
+    policy = policy or (loop.agent_policy(agent) if agent else config.policy())
     return dataclasses.replace(policy, max_turns=args.max_turns) if args.max_turns else policy
 
 
@@ -189,43 +198,49 @@ def _target(args):
     return args.confirm if args.confirm is not None else args.resume
 
 
-def _reopen(session, args, audit_dir, run_id, how, command, policy, token=None):
-    r, toolset, warnings = session.reopen(audit_dir, run_id, how, command, policy, mcp_token=token)
+def _reopen(session, args, audit_dir, run_id, how, command, policy, token=None, agent=None):
+    r, toolset, warnings = session.reopen(audit_dir, run_id, how, command, policy, mcp_token=token, agent=agent)
+    say = r.say
     if args.mcp and r.mode != "mcp":
-        print(f"注意：运行 {run_id} 以 {r.mode} 模式开始，续跑沿用该模式（忽略 --mcp）", file=sys.stderr)
+        print(say("cli.keeps_mode", run_id=run_id, mode=r.mode), file=sys.stderr)
     if args.mcp_url and args.mcp_url != r.mcp_url:
         import mcp_http
         print(mcp_http.say("cli_keeps_server", run_id=run_id, where=r.mcp_url or mcp_http.say("cli_local_process")),
               file=sys.stderr)
     for key in warnings:
-        print(f"注意：审计文件中 memory.{key} 与 messages 记录不一致，已按 messages 重建", file=sys.stderr)
+        print(say("cli.rebuilt", key=key), file=sys.stderr)
     if args.max_turns:
         r.max_turns = args.max_turns
-    print(f"续跑运行 {r.run_id}（第 {r.turn} 轮之后，已用 {r.memory.used_tokens} tokens）")
+    print(say("cli.resumed", run_id=r.run_id, turn=r.turn, tokens=r.memory.used_tokens))
     try:
         session.answer(r, how, args.reply[0] if args.reply else None)
     except BaseException:
         toolset.close()
         raise
     if how != "resume":
-        print(f"用户：{r.messages[-1]['content']}")
+        print(say("cli.user", text=r.messages[-1]["content"]))
     return r, toolset
 
 
 def _go(session, r, toolset, args, env):
     import loop
+    say = r.say
 
     def on_retry(attempt, total, wait, error):
-        print(f"   模型请求失败（{error.kind}），{wait:.1f} 秒后重试（{attempt}/{total}）", file=sys.stderr)
-    ask, closer, what = session.chat(env, args.offline, args.model, on_retry)
+        print(say("cli.retry", kind=error.kind, wait=wait, attempt=attempt, total=total), file=sys.stderr)
+    try:
+        ask, closer, what = session.chat(env, args.offline, args.model, on_retry, r.agent)
+    except BaseException:
+        toolset.close()
+        raise
     print(what)
     r.model = ask.model
     started = time.perf_counter()
     try:
         loop.run(r, ask, toolset, report)
     except KeyboardInterrupt:
-        loop.finish(r, "stopped", "interrupted", "被用户中断（Ctrl-C）")
-        print(f"\n已中断。继续：python agent.py --resume {r.run_id}", file=sys.stderr)
+        loop.finish(r, "stopped", "interrupted", say("stop.interrupted", signal="Ctrl-C"))
+        print("\n" + say("cli.interrupted", run_id=r.run_id), file=sys.stderr)
         return 130
     finally:
         closer()
@@ -236,46 +251,47 @@ def _go(session, r, toolset, args, env):
 
 def report(kind, run, reply=None, calls=(), outcomes=None, text=""):
     """Print one turn, the model's answer, or the loop's nudge, as it happens."""
+    say = run.say
     if kind == "nudge":
-        print("   循环提示（不是用户答复）：" + text)
+        print("   " + say("cli.nudge", text=text))
         return
     trace = run.trace[-1]
-    print(f"── 第 {run.turn} 轮 · 模型 {reply.seconds:.2f}s · 本轮 {reply.tokens} tokens"
-          f"{'（估算）' if reply.estimated else ''} · 累计 {run.memory.used_tokens} tokens"
-          f" · 发送 {trace['chars_sent']} 字符（全量历史 {trace['chars_full']}）")
+    print(say("cli.turn", turn=run.turn, seconds=reply.seconds, tokens=reply.tokens,
+              estimated=say("cli.estimated") if reply.estimated else "", total=run.memory.used_tokens,
+              sent=trace["chars_sent"], full=trace["chars_full"]))
     if kind == "answer":
-        print("   模型答复：" + run.answer.replace("\n", "\n   "))
+        print("   " + say("cli.answer", text=run.answer.replace("\n", "\n   ")))
         return
     if reply.message.get("content"):
-        print("   模型：" + reply.message["content"].strip().replace("\n", " ")[:200])
+        print("   " + say("cli.model", text=reply.message["content"].strip().replace("\n", " ")[:200]))
     together = [c.name for c in calls if outcomes[c.id].concurrent]
     if together:
-        print(f"   并发执行：{', '.join(together)}")
+        print("   " + say("cli.together", names=", ".join(together)))
     for call in calls:
         outcome = outcomes[call.id]
-        where = f"拦截[{outcome.guard}]" if outcome.status == "blocked" else f"{outcome.seconds:.3f}s"
-        print(f"   {MARK.get(outcome.status, '?')} {call.name} {call.arguments[:160]} → {_gist(call, outcome.result)}"
-              f"（{where}）")
+        where = say("cli.blocked", guard=outcome.guard) if outcome.status == "blocked" else f"{outcome.seconds:.3f}s"
+        print(f"   {MARK.get(outcome.status, '?')} {call.name} {call.arguments[:160]} → "
+              + say("cli.outcome", gist=_gist(call, outcome.result, say), where=where))
 
 
-def _gist(call, result):
+def _gist(call, result, say):
     """One line of a result: what its tool's declaration says, or the start of its JSON."""
     if "error" in result:
-        return "错误：" + str(result["error"])[:120]
+        return say("cli.error", error=str(result["error"])[:120])
     gist = call.tool.gist if call.tool else None
     return gist(result) if gist else json.dumps(result, ensure_ascii=False)[:120]
 
 
 def _proposal_lines(r, toolset):
     """What the user is asked to confirm, and why a second confirmation when there is one."""
-    memory, p = r.memory, r.memory.proposal
+    memory, p, say = r.memory, r.memory.proposal, r.say
     if r.reason == "confirmed_no_write":
-        return ("你已确认，但模型没有下单，而是答复了文字（见上方模型答复）。可以再次确认让它下单，或用 --reply 说明。\n"
-                "   确认过的方案：" + " ".join(memory.offer.split())[:300] if memory.offer else "你已确认，但模型没有下单。")
+        offer = " ".join(memory.offer.split())[:300] if memory.offer else ""
+        return say("cli.confirmed_no_write") + ("\n   " + say("cli.confirmed_offer", offer=offer) if offer else "")
     if p is None:
-        return "提案：见上方模型答复。确认后，模型下的单必须是这段话写明的酒店和房型（日期、晚数也要对得上），否则不会执行"
-    line = f"提案（{p.get('tool')}）：{_shown(toolset, p.get('tool'), p)}"
-    return line + (f"\n   需要再次确认：{p['why']}" if p.get("why") else "")
+        return say("cli.offer_above")
+    line = say("cli.proposal", tool=p.get("tool"), shown=_shown(toolset, p.get("tool"), p))
+    return line + ("\n   " + say("cli.why", why=p["why"]) if p.get("why") else "")
 
 
 def _shown(toolset, name, values):
@@ -286,22 +302,23 @@ def _shown(toolset, name, values):
 
 def summary(r, seconds, toolset):
     """How the run ended, and what the user can do next."""
-    where = f"审计文件：{r.path}"
-    head = f"运行 {r.run_id} · {r.turn} 轮 · {r.memory.used_tokens} tokens · 本次用时 {seconds:.2f}s"
+    say, agent = r.say, (f" --agent {r.agent.file}" if r.agent.file else "")
+    where = say("cli.audit_file", path=r.path)
+    head = say("cli.head", run_id=r.run_id, turns=r.turn, tokens=r.memory.used_tokens, seconds=seconds)
     if r.status == "suspended" and r.reason in ("awaiting_confirmation", "confirmed_no_write"):
-        print(f"\n⏸ 已挂起，等待你确认。{head}\n   {_proposal_lines(r, toolset)}\n   确认预订：python agent.py --confirm {r.run_id}\n"
-              f"   不订或修改：python agent.py --reply \"不订了\" {r.run_id}\n   {where}")
+        print("\n" + say("cli.wait_confirm", head=head, proposal=_proposal_lines(r, toolset), run_id=r.run_id,
+                         confirm=r.agent.confirm[0], where=where))
     elif r.status == "suspended":
-        print(f"\n⏸ 已挂起，等待你答复。{head}\n   答复：python agent.py --reply \"...\" {r.run_id}\n   {where}")
+        print("\n" + say("cli.wait_reply", head=head, run_id=r.run_id, where=where))
     elif r.status == "done":
-        made = "；".join(f"已完成 {w['tool']}：{_shown(toolset, w['tool'], w['receipt'])}" for w in r.memory.writes) \
-            or "没有执行任何写操作"
-        print(f"\n✔ 完成。{head}\n   {made}\n   {where}")
+        made = say("list.sep").join(say("cli.made", tool=w["tool"], shown=_shown(toolset, w["tool"], w["receipt"]))
+                                    for w in r.memory.writes) or (say("cli.no_write") if r.memory.writable else "")
+        print("\n" + say("cli.done", head=head, made=made, where=where))
     elif r.status == "stopped":
-        print(f"\n■ 已停止（{r.reason}）：{r.detail}\n   {head}\n   {where}")
+        print("\n" + say("cli.stopped", reason=r.reason, detail=r.detail, head=head, where=where))
     else:
-        print(f"\n✖ 模型服务失败（{r.reason}）：{r.detail}\n   {head}\n   运行已保存，稍后可继续："
-              f"python agent.py --resume {r.run_id}\n   {where}", file=sys.stderr)
+        print("\n" + say("cli.failed", reason=r.reason, detail=r.detail, head=head, run_id=r.run_id, where=where),
+              file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""Constants, prompts and the environment: the one place a setting is read.
+"""Constants, limits and the environment: the one place a setting is read. No task text: an
+agent's prompt, confirm replies and goal are its declaration's (calls.Agent); what the loop says
+is texts.py's.
 
 Invariants: imports no project module; holds no logic beyond reading the environment
 (`settings()` reads it at call time, never at import, so tests and many runs stay isolated).
@@ -10,10 +12,6 @@ import signal
 
 AUDIT_VERSION = 1
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-CONFIRM_TEXT = "确认"                  # the one user message that confirms (only --confirm sends it)
-
-DEFAULT_GOAL = ("帮我订 2026-10-01 西安的酒店，住两晚。如果那天下雨就订 Suite，否则订 Standard。"
-                "预订前必须先等我确认。")
 DEFAULT_MODEL = "gpt-4o-mini"
 OFFLINE_MODEL = "offline"
 
@@ -52,31 +50,6 @@ MCP_TOOLS = {
 MCP_TIMEOUT = 8.0               # seconds per MCP request; under TOOL_TIMEOUT, so the MCP error is what the model sees
 MCP_RESTARTS = 3                # server restarts allowed in one process before calls fail fast
 
-SYSTEM_PROMPT = """你是订酒店助手，只能通过工具获取信息和下单。规则：
-1. 先调用 set_plan 制定计划，步骤按 set_plan 的说明写。
-2. set_plan 和互不依赖的查询（天气、酒店搜索）可以在同一轮里一起调用。
-3. hotel_id 只能取自本次运行 search_hotels 的结果，不要编造。
-4. 查到天气和酒店后，先不要下单：用中文向用户提出具体的预订方案——酒店名称和 hotel_id、房型、入住日期、晚数、每晚价格和总价——然后停止调用工具，等用户回复「确认」。
-5. 用户回复「确认」后，按你提出的方案原样调用 book_hotel；用户要求修改时，按新要求重新提出方案。
-6. 工具返回 error 时，按错误提示修正参数或调整计划，不要原样重复。
-7. 预订完成后用中文给出最终答复：天气、酒店、房型、总价、订单号。"""
-
-MEMORY_HEADER = "【运行记忆】（系统根据工具结果整理，截至第 {turn} 轮；之后的进展见后面的对话）"
-MEMORY_EMPTY = "【运行记忆】尚无计划和工具结果"     # the block of a run that has settled nothing yet
-FINAL_PROMPT = "已经达到最大轮数。请不要再调用工具，直接基于已有信息用中文回复用户。"
-# what the loop itself tells the model, recorded as user messages named "loop" (never a user reply)
-LOOP_NAME = "loop"
-NUDGES = {
-    "written_call": "〔系统提示〕你把工具调用写进了回复正文，系统不会执行正文里的调用。请用真正的工具调用（tool_calls）重新发出。",
-    "idle": "〔系统提示〕任务还没有进展：还没有成功调用过任何查询或写入工具，也没有向用户提出方案。请按计划调用工具推进任务，"
-            "不要只回复文字。",
-    "empty_reply": "〔系统提示〕你上一次的回复是空的。请继续完成任务：调用工具，或用文字答复用户。",
-    "length": "〔系统提示〕你上一次的回复太长，被截断了。请简短回复，或分步调用工具。",
-}
-# a user reply that declines the task's write (a change request is not a decline)
-DECLINE = re.compile(r"不订|不要订|不预订|别订|不用了|不需要|取消|算了|放弃|\bno\b|\bcancel|don'?t book|never ?mind", re.I)
-
-
 @dataclasses.dataclass
 class Policy:
     """A run's limits, as one object, so that one loop serves tenants with different limits. The
@@ -87,7 +60,8 @@ class Policy:
                                                 # added up); past it the run stops at the next turn
     result_max_chars: int = TOOL_RESULT_MAX_CHARS   # a tool result longer than this is cut
     compact_budget: int = COMPACT_BUDGET        # estimated tokens: a bigger request is compacted first
-    final_prompt: str = FINAL_PROMPT            # the convergence instruction at max turns
+    final_prompt: str | None = None             # the convergence instruction at max turns (None: the
+                                                # agent's language's)
     tools: list | None = None                   # declared tools this run may see (planning tools always); None: all
 
     RULES = {"max_turns": (int, 1, 1000), "token_budget": (int, 1, 10**9), "deadline": ((int, float), 0.001, 10**7),
@@ -107,7 +81,7 @@ class Policy:
             raise ValueError(f"策略里没有字段 {', '.join(map(str, unknown))}；可用：{', '.join(cls.RULES)}")
         for key, value in data.items():
             kind, low, high = cls.RULES[key]
-            if value is None and key in ("deadline", "tools"):
+            if value is None and key in ("deadline", "tools", "final_prompt"):
                 continue
             size = len(value) if isinstance(value, (str, list)) else value
             if isinstance(value, bool) or not isinstance(value, kind) or not low <= size <= high:

@@ -14,7 +14,7 @@ results shrink further, to stubs of their top-level facts.
 import json
 
 import config
-from calls import chars, cut  # noqa: F401  (chars: re-exported for the benchmarks)
+from calls import ZH, chars, cut  # noqa: F401  (chars: re-exported for the benchmarks)
 
 SHORT = 80          # a string longer than this is prose: dropped from a compacted result
 LIST_MAX = 20       # items of a list a compacted result keeps
@@ -40,12 +40,12 @@ class Window:
         return cls(start, room if isinstance(room, int) and not isinstance(room, bool) else None,
                    data.get("turn") if isinstance(data.get("turn"), int) else 0)
 
-    def request(self, messages, tool_of):
+    def request(self, messages, tool_of, say=ZH):
         """The messages to send now (a new list; the record is not touched). `tool_of(name)`: the
-        declaration of a tool (calls.Tool) or None."""
+        declaration of a tool (calls.Tool) or None; `say`: the agent's catalogue (cut notes)."""
         if self._old is None:           # computed once per epoch: the same bytes every turn
-            self._old = compact(messages[1:self.start], tool_of, self.room)
-        return [messages[0], *self._old, *map(recent, messages[self.start:])]
+            self._old = compact(messages[1:self.start], tool_of, self.room, say)
+        return [messages[0], *self._old, *(recent(m, say) for m in messages[self.start:])]
 
 
 def boundary(messages, rounds=config.RECENT_ROUNDS):
@@ -54,15 +54,15 @@ def boundary(messages, rounds=config.RECENT_ROUNDS):
     return starts[-rounds] if len(starts) > rounds else None
 
 
-def recent(message):
+def recent(message, say=ZH):
     """A message since the epoch's start as sent: a long tool result cut head-and-tail."""
     content = message.get("content")
     if message.get("role") == "tool" and isinstance(content, str) and len(content) > config.RECENT_RESULT_MAX_CHARS:
-        return dict(message, content=cut(content, config.RECENT_RESULT_MAX_CHARS))
+        return dict(message, content=cut(content, config.RECENT_RESULT_MAX_CHARS, say))
     return message
 
 
-def compact(messages, tool_of, room=None):
+def compact(messages, tool_of, room=None, say=ZH):
     """`messages` (a slice of the record) compacted: data results to their short fields (and the
     fields their tool declares `keep`), old prose cut; then, oldest first, results to stubs until
     the whole fits `room` characters."""
@@ -70,7 +70,7 @@ def compact(messages, tool_of, room=None):
              for c in m.get("tool_calls") or ()}
     tools = {i: tool_of(n) for i, n in names.items() if n}
     keep = _kept(messages, tools)
-    out = [_compacted(m, keep, tools.get(m.get("tool_call_id"))) for m in messages]
+    out = [_compacted(m, keep, tools.get(m.get("tool_call_id")), say) for m in messages]
     if room is None:
         return out
     total = chars(out)
@@ -78,7 +78,7 @@ def compact(messages, tool_of, room=None):
         if total <= room:
             break
         if message.get("role") == "tool" and message.get("tool_call_id") not in keep:
-            stub = _stub(messages[i].get("content") or "")
+            stub = _stub(messages[i].get("content") or "", say)
             if len(stub) < len(message["content"]):
                 total -= len(message["content"]) - len(stub)
                 out[i] = dict(message, content=stub)
@@ -104,33 +104,33 @@ def _failed(content):
     return value is None or "error" in value
 
 
-def _compacted(message, keep, tool):
+def _compacted(message, keep, tool, say):
     role, content = message.get("role"), message.get("content")
     if not isinstance(content, str):
         return message
     if role == "tool" and message.get("tool_call_id") not in keep:
-        short = _shrunk(content, tool.keep if tool else ())
+        short = _shrunk(content, tool.keep if tool else (), say)
     elif role == "assistant":
-        short = cut(content, config.OLD_PROSE_CHARS)
+        short = cut(content, config.OLD_PROSE_CHARS, say)
     else:
         return message
     return message if short is content else dict(message, content=short)
 
 
-def _shrunk(content, whole=()):
+def _shrunk(content, whole=(), say=ZH):
     """A data result without its prose: a JSON object of its short fields (and the `whole` ones)
     plus a note of what went."""
     value = _object(content)
     if value is None:
-        return cut(content, config.OLD_PROSE_CHARS)
+        return cut(content, config.OLD_PROSE_CHARS, say)
     dropped = {}
     kept = _short_fields({k: v for k, v in value.items() if k not in whole}, "", dropped, 0)
     kept.update({k: value[k] for k in whole if k in value})
     if not dropped:
         return content
     parts = sorted(dropped.items(), key=lambda kv: -kv[1])
-    kept["_compacted"] = (f"原结果 {len(content)} 字符，省略了 " + "、".join(f"{p}（{n} 字符）" for p, n in parts[:4])
-                          + ("等" if len(parts) > 4 else ""))
+    kept["_compacted"] = say("compact.parts", size=len(content), more=say("compact.more") if len(parts) > 4 else "",
+                             parts=say.join(say("compact.part", part=p, size=n) for p, n in parts[:4]))
     text = json.dumps(kept, ensure_ascii=False)
     return text if len(text) < len(content) else content
 
@@ -162,14 +162,14 @@ def _note(dropped, path, value):
     dropped[path] = dropped.get(path, 0) + size
 
 
-def _stub(content):
+def _stub(content, say=ZH):
     """The last resort for an old result: its top-level facts only."""
     value = _object(content)
     if value is None:
-        return cut(content, 100)
+        return cut(content, 100, say)
     kept = {k: v for k, v in value.items() if isinstance(v, (int, float, bool)) or v is None
             or isinstance(v, str) and len(v) <= STUB_SHORT}
-    kept["_compacted"] = f"已压缩（原 {len(content)} 字符），要点见运行记忆"
+    kept["_compacted"] = say("compact.whole", size=len(content))
     return json.dumps(kept, ensure_ascii=False)
 
 

@@ -20,29 +20,29 @@ import threading
 import time
 
 import config
-from calls import Outcome, ToolError, settled
+from calls import ZH, Outcome, ToolError, settled
 
 
 def execute(memory, calls, toolset, timeout=None, limit=None):
     """Run `calls` (already screened); returns {call id: Outcome}. Each call gets `timeout`
     seconds, by default its tool's (`toolset.timeout_for`); results are fitted to `limit` chars."""
-    limit = limit or config.TOOL_RESULT_MAX_CHARS
+    limit, say = limit or config.TOOL_RESULT_MAX_CHARS, memory.say
     reads = [c for c in calls if c.kind == "read"]
     serial = [c for c in calls if c.kind != "read"]
     waiting = {c.id: _start(toolset, c, memory) for c in reads if not toolset.inline(c)}   # start together
     outcomes, view = {}, memory.fork() if len(serial) > 1 else memory
     for call in reads:
         if call.id not in waiting:
-            outcomes[call.id] = _inline(toolset, call, memory, limit)
+            outcomes[call.id] = _inline(toolset, call, memory, limit, say)
     for call in serial:
-        outcome = _inline(toolset, call, view, limit) if toolset.inline(call) else \
-            _outcome(_start(toolset, call, view), call, toolset, _timeout(toolset, call, timeout), limit)
+        outcome = _inline(toolset, call, view, limit, say) if toolset.inline(call) else \
+            _outcome(_start(toolset, call, view), call, toolset, _timeout(toolset, call, timeout), limit, say)
         outcomes[call.id] = outcome
         if call.kind == "state" and view is not memory:
             view.absorb(call, outcome.result)
     for call in reads:
         if call.id in waiting:
-            outcomes[call.id] = _outcome(waiting[call.id], call, toolset, _timeout(toolset, call, timeout), limit,
+            outcomes[call.id] = _outcome(waiting[call.id], call, toolset, _timeout(toolset, call, timeout), limit, say,
                                          concurrent=len(waiting) > 1)
     return {c.id: outcomes[c.id] for c in calls}
 
@@ -55,14 +55,14 @@ def _start(toolset, call, view):
     return _Async(toolset, call, view) if toolset.is_async(call) else _Job(toolset.run, call, view)
 
 
-def _inline(toolset, call, view, limit):
+def _inline(toolset, call, view, limit, say):
     """A pure, bounded tool run here and now."""
     started = time.perf_counter()
     try:
         value, exc = toolset.run(call, view), None
     except Exception as error:      # any failure of a tool is data for the model
         value, exc = None, error
-    outcome = _settle(value, exc, limit)
+    outcome = _settle(value, exc, limit, say)
     outcome.seconds = time.perf_counter() - started
     config.fault("after_tool")
     return outcome
@@ -179,47 +179,46 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_WORKERS.reset)
 
 
-def _outcome(job, call, toolset, timeout, limit, concurrent=False):
+def _outcome(job, call, toolset, timeout, limit, say, concurrent=False):
     if not job.wait(timeout):
-        outcome = _timed_out(call, toolset, timeout)
-        outcome.result, outcome.content = settled(outcome.result, limit)
+        outcome = _timed_out(call, toolset, timeout, say)
+        outcome.result, outcome.content = settled(outcome.result, limit, say)
         outcome.seconds = time.perf_counter() - job.started
     else:
-        outcome = _settle(job.value, job.exc, limit)
+        outcome = _settle(job.value, job.exc, limit, say)
         outcome.seconds = job.seconds
     outcome.concurrent = concurrent
     config.fault("after_tool")
     return outcome
 
 
-def _settle(value, exc, limit):
+def _settle(value, exc, limit, say):
     """What a tool returned or raised, as the Outcome the record will hold."""
     if exc is not None:
-        message = str(exc) if isinstance(exc, ToolError) else f"工具内部错误：{type(exc).__name__}: {exc}"
+        message = str(exc) if isinstance(exc, ToolError) else say("tool.internal", kind=type(exc).__name__, error=exc)
         result, status = {"error": message}, "error"
     else:
         result = value if isinstance(value, dict) else {"value": value}
         status = "error" if "error" in result else "ok"
     outcome = Outcome({}, status=status)
-    outcome.result, outcome.content = settled(result, limit)
+    outcome.result, outcome.content = settled(result, limit, say)
     return outcome
 
 
-def _timed_out(call, toolset, timeout):
+def _timed_out(call, toolset, timeout, say):
     if call.kind != "write":
-        return Outcome({"error": f"{call.name} 超过 {timeout:g} 秒没有返回，已放弃；可以稍后重试或换个做法"},
-                       status="timeout")
+        return Outcome({"error": say("tool.timeout", tool=call.name, seconds=timeout)}, status="timeout")
     try:
         receipt = toolset.reconcile(call)
     except ToolError:
         receipt = None
     if receipt is not None:
         return Outcome(dict(receipt, reconciled=True), status="ok")
-    return Outcome({"error": f"{call.name} 超过 {timeout:g} 秒没有返回，结果未知；按幂等键没有查到这笔预订。"
-                    "可以用完全相同的参数重试，系统保证不会重复预订", "outcome": "unknown"}, status="unknown")
+    return Outcome({"error": say("tool.unknown", tool=call.name, seconds=timeout), "outcome": "unknown"},
+                   status="unknown")
 
 
-def tool_messages(pending, outcomes, limit=None):
+def tool_messages(pending, outcomes, limit=None, say=ZH):
     """Exactly one tool message per call, in request order, each its settled outcome's text."""
     messages = []
     for call in pending:
@@ -227,6 +226,6 @@ def tool_messages(pending, outcomes, limit=None):
             raise RuntimeError(f"no outcome for tool call {call.id}: executor and guards lost a call")
         outcome = outcomes[call.id]
         if not outcome.content:              # blocked by a guard: settled here
-            outcome.result, outcome.content = settled(outcome.result, limit or config.TOOL_RESULT_MAX_CHARS)
+            outcome.result, outcome.content = settled(outcome.result, limit or config.TOOL_RESULT_MAX_CHARS, say)
         messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
     return messages

@@ -87,7 +87,7 @@ class _Turn:
     """One turn's decisions: `view` is memory with the calls decided so far folded in."""
 
     def __init__(self, memory):
-        self.memory, self.view = memory, memory.fork()
+        self.memory, self.view, self.say = memory, memory.fork(), memory.say
         self.proposed, self.wrote, self.seen = False, False, 0
         self.signatures, self.ahead = {}, set()      # signature -> its place in the turn; tools run this batch
         self.unknown = []                            # calls of this batch whose outcome is not known yet
@@ -101,7 +101,7 @@ class _Turn:
         self.seen += 1
         first = self.signatures.setdefault(call.signature, self.seen)
         if first != self.seen:
-            return Decision("duplicate", False, f"与本轮第 {first} 个调用完全相同，没有重复执行；它的结果就是这个调用的结果")
+            return Decision("duplicate", False, self.say("guard.duplicate", first=first))
         decision = self._checked(call, budget)
         if decision.allowed:
             self.ahead.add(call.name)
@@ -121,34 +121,33 @@ class _Turn:
     def too_many(self, call, budget):
         if self.seen <= config.MAX_CALLS_PER_TURN:
             return ALLOW
-        return Decision("too_many_calls", False, f"一轮最多执行 {config.MAX_CALLS_PER_TURN} 个调用，这个没有执行")
+        return Decision("too_many_calls", False, self.say("guard.too_many", limit=config.MAX_CALLS_PER_TURN))
 
     def budget(self, call, budget):
         if budget is None or self.memory.used_tokens <= budget:
             return ALLOW
-        return Decision("budget", False, f"已用 {self.memory.used_tokens} tokens，超过预算 {budget}，本次运行停止")
+        return Decision("budget", False, self.say("guard.budget", used=self.memory.used_tokens, budget=budget))
 
     def spin(self, call, budget):
         sig, runs = call.signature, self.view.runs
         if runs.get(sig, 0) >= config.SPIN_REPEATS:
-            return Decision("spin", False, f"相同的调用已执行 {runs[sig]} 次（打转），请换参数、换做法或直接回答")
+            return Decision("spin", False, self.say("guard.spin", times=runs[sig]))
         last = self.view.recent[-3:]
         if len(last) == 3 and last[0] == last[2] != sig == last[1]:
-            return Decision("spin", False, "两个调用来回交替（A-B-A-B 打转），请换做法或直接回答")
+            return Decision("spin", False, self.say("guard.alternation"))
         return ALLOW
 
     def repeated(self, call, budget):
         """A call blocked before, sent again unchanged with nothing new since: a spin, whatever
         blocked it (checked first, so that bad arguments sent again are counted too)."""
         if self.view.blocked.get(call.signature) and not _same_call(call, self.view.differs):
-            return Decision("spin", False, "这个调用刚被拦截过，之后没有任何新情况，原样再发也会被拦截（打转）；"
-                            "请按之前的错误提示修改参数，或换个做法")
+            return Decision("spin", False, self.say("guard.repeated"))
         return ALLOW
 
     def plan_first(self, call, budget):
-        if call.kind == "state" or self.view.plan:
+        if call.kind == "state" or self.view.plan or not self.view.agent.planning:
             return ALLOW
-        return Decision("plan_first", False, "请先调用 set_plan 制定计划，再调用业务工具")
+        return Decision("plan_first", False, self.say("guard.plan_first"))
 
     def plan_order(self, call, budget):
         view = self.view
@@ -156,14 +155,14 @@ class _Turn:
             return ALLOW
         missing = [t for t in call.tool.requires if t not in view.done_tools]
         if missing:
-            return Decision("plan_order", False, f"{call.name} 之前必须先成功调用：{', '.join(missing)}")
+            return Decision("plan_order", False, self.say("guard.requires", tool=call.name, missing=", ".join(missing)))
         steps = [s for s in view.plan if s.get("tool") == call.name]
         step = next((s for s in steps if view.step_status(s["index"]) != "done"), steps[-1] if steps else None)
         undone = [d for d in (step or {}).get("after", []) if 1 <= d <= len(view.plan)
                   and view.step_status(d) != "done"]
         if not undone:
             return ALLOW
-        return Decision("plan_order", False, f"计划第 {step['index']} 步依赖的第 {undone} 步还没完成，请先完成它们")
+        return Decision("plan_order", False, self.say("guard.plan_order", index=step["index"], undone=undone))
 
     def provenance(self, call, budget):
         for source in call.tool.sources:
@@ -171,11 +170,21 @@ class _Turn:
                 continue
             values = [call.args[a] for a in source.args]
             if not self.view.sourced(source, values):
-                offered = self.view.sourced_values(source) if len(source.args) == 1 else []
-                return Decision("provenance", False, f"{'、'.join(f'{a}={v!r}' for a, v in zip(source.args, values))} "
-                                f"不在本次运行 {source.tool} 的结果里：只能用它返回的值，不要编造"
-                                + (f"；可用：{', '.join(offered[:20])}" if offered else f"（请先调用 {source.tool}）"))
+                return Decision("provenance", False, self._unsourced(source, values))
         return ALLOW
+
+    def _unsourced(self, source, values):
+        """Why these values are refused, and what may be used instead (or what is missing)."""
+        say, view = self.say, self.view
+        offered = view.sourced_values(source) if len(source.args) == 1 else []
+        shown = say.join(f"{a}={v!r}" for a, v in zip(source.args, values))
+        if offered:
+            hint = say("guard.provenance_offered", offered=", ".join(offered[:20]))
+        elif view.results.get(source.tool):          # it ran, yet nothing is found where the declaration looks
+            hint = say("guard.provenance_path", source=source.tool, path=source.path, field=source.fields[0])
+        else:
+            hint = say("guard.provenance_first", source=source.tool)
+        return say("guard.provenance", values=shown, source=source.tool) + hint
 
     def unconfirmed_write(self, call, budget):
         if call.kind != "write":
@@ -183,37 +192,36 @@ class _Turn:
         memory = self.view
         done = memory.written(call)
         if done:
-            return Decision("unconfirmed_write", False, f"这个写操作已经完成（结果：{str(done)[:200]}），不要重复执行")
+            return Decision("unconfirmed_write", False, self.say("guard.written", receipt=str(done)[:200]))
         missing = self.unconfirmed(call)
         if not missing:
             if self.wrote:
-                return Decision("unconfirmed_write", False, "一次确认只授权一次写操作，本轮已经执行过一次")
+                return Decision("unconfirmed_write", False, self.say("guard.once"))
             self.wrote = True
             return ALLOW
         if self.proposed:
-            return Decision("unconfirmed_write", False, "一次只能提出一个写操作，等用户确认后再说")
+            return Decision("unconfirmed_write", False, self.say("guard.one_proposal"))
         if memory.confirmed and not _same_call(call, memory.differs):
-            return Decision("unconfirmed_write", False, f"这与用户确认的方案不一致（{missing}），没有执行。用户的确认"
-                            "仍然有效：请按用户确认的方案原样调用；确实要改，就用文字向用户说明新方案", differs=True)
+            return Decision("unconfirmed_write", False, self.say("guard.differs", missing=missing), differs=True)
         if memory.confirmed:
-            return Decision("unconfirmed_write", False, f"这与用户确认的方案不一致（{missing}），再次发出后已作为新提案"
-                            "交给用户，需要用户再次确认", propose=True)
-        return Decision("unconfirmed_write", False, "这个写操作需要用户确认，没有执行，已作为提案交给用户。"
-                        "用户确认之前不要再调用它", propose=True)
+            return Decision("unconfirmed_write", False, self.say("guard.insists", missing=missing), propose=True)
+        return Decision("unconfirmed_write", False, self.say("guard.unconfirmed"), propose=True)
 
     def unconfirmed(self, call):
         """Why the user's confirmation does not cover this write ('' when it does)."""
         memory = self.view
+        say = self.say
         if not memory.confirmed:
-            return "用户还没有确认"
+            return say("guard.not_confirmed")
         if memory.proposal is not None:
             differ = [k for k, _ in call.tool.effect if call.args.get(k) != memory.proposal.get(k)]
-            return "、".join(f"{k}={call.args.get(k)!r}，提案是 {memory.proposal.get(k)!r}" for k in differ)
-        return "、".join(f"{k}={call.args.get(k)!r} 不是用户确认的方案里写明的" for k in memory.unshown(call))
+            return say.join(say("guard.differs_arg", arg=k, value=call.args.get(k), proposed=memory.proposal.get(k))
+                            for k in differ)
+        return say.join(say("guard.unshown_arg", arg=k, value=call.args.get(k)) for k in memory.unshown(call))
 
     def confirmed(self):
         """What the user confirmed: the blocked write's arguments, or the proposal in words."""
-        return self.view.proposal if self.view.proposal is not None else cut(self.view.offer or "", 600)
+        return self.view.proposal if self.view.proposal is not None else cut(self.view.offer or "", 600, self.say)
 
     def proposal_for(self, call, reason):
         """The blocked write as the proposal the user will be asked to confirm: its effect, with what

@@ -8,7 +8,12 @@ so the audit encodes each one once and each request extends the previous one bet
 every way out of the loop sets status and reason and writes the audit file; turn numbers and
 tokens continue across resumes. What the loop itself tells the model (a nudge) is a user
 message named "loop", recorded as such and never taken for the user's reply; the final-answer
-instruction goes into the system message of that one request, never into the record.
+instruction goes into the system message of that one request, never into the record. Everything
+the loop says is in the run's agent's language (texts.py); the system prompt is the agent's own.
+
+Resuming is part of this layer: `reopen` loads a run from its audit file, `accept(how, snap)` says
+whether a run in that state may be resumed that way ("confirm", "reply", "resume"), `answer` adds
+the user's part (the agent's first confirm reply, another reply, or nothing) before `run` goes on.
 """
 import dataclasses
 import json
@@ -18,10 +23,10 @@ import time
 import audit
 import config
 import context
-from calls import chars
+from calls import Agent, chars
 from executor import execute, tool_messages
 from guards import screen
-from memory import Memory, rebuild
+from memory import LOOP_NAME, Memory, rebuild
 from model import ModelError, estimate_tokens
 
 
@@ -47,6 +52,7 @@ class Run:
     elapsed: float = 0.0          # seconds the run has worked in the loop, resumes added up
     since: float | None = None    # when the current stretch of work began (time.monotonic)
     mcp_url: str | None = None    # MCP mode over HTTP: the server's URL (a resume goes back to it)
+    agent: Agent | None = None    # whose run it is: prompt, confirm replies, language, planning
     writer: audit.Writer = dataclasses.field(init=False, repr=False, compare=False)    # this run's audit writes
 
     # the policy's limits, as the loop reads them
@@ -56,6 +62,11 @@ class Run:
 
     def __post_init__(self):
         self.writer = audit.Writer(self.path, self.fsync)
+        self.agent = self.agent or self.memory.agent
+
+    @property
+    def say(self):
+        return self.agent.say
 
 
 def run(r, ask, toolset, report=lambda kind, **data: None):
@@ -83,7 +94,7 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
         pending, outcomes = toolset.prepare(reply.tool_calls), {}           # parse + validate arguments
         for allowed, blocked in screen(pending, memory, r.budget, toolset.preview, outcomes):  # guards, before
             outcomes.update(execute(memory, allowed, toolset, limit=r.policy.result_max_chars), **blocked)  # running
-        tool_msgs = tool_messages(pending, outcomes, r.policy.result_max_chars)    # flatten in request order
+        tool_msgs = tool_messages(pending, outcomes, r.policy.result_max_chars, r.say)   # flatten in request order
         messages.extend([reply.message, *tool_msgs])                       # one step: never half a turn
         memory.absorb_turn(pending, [outcomes[c.id].result for c in pending])
         r.trace.append(_record(r, reply, sent, pending, outcomes))
@@ -99,23 +110,24 @@ def compact(r, toolset, tools_chars):
     """This turn's request and its size in characters. Over the compaction budget, a new epoch
     starts first: the history before the recent rounds is compacted and the memory block
     rewritten, together."""
-    outgoing = r.window.request(r.messages, toolset.tool)
+    outgoing = r.window.request(r.messages, toolset.tool, r.say)
     size = chars(outgoing)
     if estimate_tokens(size + tools_chars) <= r.compact_budget:
         return outgoing, size
     start = context.boundary(r.messages)
     if start is None or start <= r.window.start:
         return outgoing, size                                             # nothing older left to compact
-    r.messages[0] = system_message(r.memory, r.turn)
-    since = chars([r.messages[0], *map(context.recent, r.messages[start:])])
+    r.messages[0] = system_message(r.agent, r.memory, r.turn)
+    since = chars([r.messages[0], *(context.recent(m, r.say) for m in r.messages[start:])])
     room = int(r.compact_budget * config.COMPACT_TARGET * config.CHARS_PER_TOKEN) - tools_chars - since
     r.window = context.Window(start, max(0, room), r.turn)
-    outgoing = r.window.request(r.messages, toolset.tool)
+    outgoing = r.window.request(r.messages, toolset.tool, r.say)
     return outgoing, chars(outgoing)
 
 
-def system_message(memory, turn):
-    return {"role": "system", "content": config.SYSTEM_PROMPT + "\n\n" + memory.render(turn)}
+def system_message(agent, memory, turn):
+    """The agent's instructions, then the memory block."""
+    return {"role": "system", "content": agent.instructions + "\n\n" + memory.render(turn)}
 
 
 def answered(r, reply, sent, report):
@@ -131,21 +143,21 @@ def answered(r, reply, sent, report):
         return finish(r, status, reason)
     nudge(r, reason)
     save(r)
-    report("nudge", run=r, text=config.NUDGES[reason])
+    report("nudge", run=r, text=r.say(f"nudge.{reason}"))
     return None
 
 
 def nudge(r, kind):
     """The loop tells the model, once, what is wrong with its answer: a user message named "loop"."""
-    r.messages.append({"role": "user", "name": config.LOOP_NAME, "content": config.NUDGES[kind]})
-    r.memory.absorb_nudge(config.NUDGES[kind])
+    r.messages.append({"role": "user", "name": LOOP_NAME, "content": r.say(f"nudge.{kind}")})
+    r.memory.absorb_nudge(r.say(f"nudge.{kind}"))
 
 
 def failed(r, exc):
     """The model service failed. A reply that could not be used (empty, cut off) leaves a nudge in
     the record, so that a resume sends something new instead of the same request again."""
     r.memory.used_tokens += exc.tokens
-    if exc.kind in config.NUDGES and config.NUDGES[exc.kind] != r.messages[-1].get("content"):
+    if exc.kind in ("empty_reply", "length") and r.say(f"nudge.{exc.kind}") != r.messages[-1].get("content"):
         nudge(r, exc.kind)
     return finish(r, "error", exc.kind, str(exc))
 
@@ -155,22 +167,23 @@ def last_answer(r, ask, toolset, report):
     The instruction is added to this request's system message only (templates that accept a
     system message only first take it; a resume never stacks it)."""
     outgoing, size = compact(r, toolset, len(json.dumps(r.tools, ensure_ascii=False)))
-    outgoing[0] = dict(outgoing[0], content=outgoing[0]["content"] + "\n\n" + r.policy.final_prompt)
-    size += len("\n\n" + r.policy.final_prompt)
+    prompt = r.policy.final_prompt or r.say("final_prompt")
+    outgoing[0] = dict(outgoing[0], content=outgoing[0]["content"] + "\n\n" + prompt)
+    size += len("\n\n" + prompt)
     try:
         reply = ask(outgoing, r.tools, final=True)
     except ModelError as exc:
         return failed(r, exc)
     r.turn += 1
     r.memory.used_tokens += reply.tokens
-    message = {"role": "assistant", "content": reply.text or "（模型没有给出答复）"}
+    message = {"role": "assistant", "content": reply.text or r.say("no_answer")}
     if reply.tool_calls:
         reply.notes.append(f"dropped {len(reply.tool_calls)} tool call(s) from the tool-free final answer")
     r.messages.append(message)
     r.trace.append(_record(r, reply, (size, chars(r.messages)), [], {}))
     r.answer = message["content"]
     report("answer", run=r, reply=reply)
-    return finish(r, "stopped", "max_turns", f"达到最大轮数 {r.max_turns}")
+    return finish(r, "stopped", "max_turns", r.say("stop.max_turns", limit=r.max_turns))
 
 
 def finish(r, status, reason, detail=""):
@@ -184,10 +197,10 @@ def finish(r, status, reason, detail=""):
 def _over_limit(r, need):
     """Why the next request must not be sent: the token budget, or the policy's deadline."""
     if r.memory.used_tokens + need > r.budget:
-        return "budget", f"下一次请求约需 {need} tokens，会超出预算 {r.budget}"
+        return "budget", r.say("stop.budget_ahead", need=need, budget=r.budget)
     deadline = r.policy.deadline
     if deadline is not None and _worked(r) >= deadline:
-        return "deadline", f"运行已工作 {_worked(r):.1f} 秒，达到时限 {deadline:g} 秒；放宽时限后可以 --resume 继续"
+        return "deadline", r.say("stop.deadline", worked=_worked(r), deadline=deadline)
     return None
 
 
@@ -197,9 +210,9 @@ def _worked(r):
 
 def _stop_reason(r):
     if r.memory.spins >= config.SPIN_LIMIT:
-        return "stopped", "spin", f"已拦截 {r.memory.spins} 次打转调用，停止运行"
+        return "stopped", "spin", r.say("stop.spin", spins=r.memory.spins)
     if r.memory.used_tokens > r.budget:
-        return "stopped", "budget", f"已用 {r.memory.used_tokens} tokens，超过预算 {r.budget}"
+        return "stopped", "budget", r.say("stop.budget", used=r.memory.used_tokens, budget=r.budget)
     return None
 
 
@@ -231,7 +244,8 @@ def snapshot(r):
             "created": r.created, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "limits": {"max_turns": r.max_turns, "budget": r.budget}, "policy": r.policy.to_dict(),
             "elapsed": round(_worked(r), 3), "epoch": r.window.to_dict(), "answer": r.answer,
-            "messages": r.messages, "memory": r.memory.to_dict(), "tools": r.tools, "trace": r.trace,
+            "agent": r.agent.declared(), "messages": r.messages, "memory": r.memory.to_dict(), "tools": r.tools,
+            "trace": r.trace,
             **({"mcp_url": r.mcp_url} if r.mcp_url else {})}
 
 
@@ -245,47 +259,120 @@ def stop_clock(r):
 
 
 def begin(audit_dir, run_id, goal, toolset, model, max_turns=None, budget=None, fsync=True, policy=None):
-    """A new run under `policy` (default: config.policy(); `max_turns`, `budget` override it): its
-    first snapshot is on disk before the model is asked anything."""
-    path = audit.path_for(audit_dir, run_id)
+    """A new run of `toolset.agent` under `policy` (default: the agent's, else config.policy();
+    `max_turns`, `budget` override it): its first snapshot is on disk before the model is asked
+    anything. `goal` empty: the agent's default goal."""
+    agent, path = toolset.agent, audit.path_for(audit_dir, run_id)
     if os.path.exists(path):
-        raise audit.AuditError(f"运行 {run_id} 已经存在（{path}）；换一个 --run-id，或用 --resume/--confirm 继续它")
-    memory = Memory().declare(toolset.tools.values())
+        raise audit.AuditError(agent.say("resume.exists", run_id=run_id, path=path))
+    goal = goal or agent.goal
+    memory = Memory(agent=agent).declare(toolset.tools.values())
     memory.absorb_user(goal)
-    policy = dataclasses.replace(policy or config.policy())
+    policy = dataclasses.replace(policy or agent_policy(agent))
     policy.max_turns, policy.token_budget = max_turns or policy.max_turns, budget or policy.token_budget
     r = Run(run_id, path, toolset.mode, model, [{"role": "system", "content": ""}, {"role": "user", "content": goal}],
             memory, toolset.schemas, policy=policy, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), fsync=fsync,
-            mcp_url=getattr(toolset, "mcp_url", None))
-    r.messages[0] = system_message(memory, 0)
+            mcp_url=getattr(toolset, "mcp_url", None), agent=agent)
+    r.messages[0] = system_message(agent, memory, 0)
     save(r)
     return r
+
+
+def agent_policy(agent):
+    """The policy an agent's runs start with: its own (over the environment's), or the environment's."""
+    if agent.policy is None:
+        return config.policy()
+    if isinstance(agent.policy, config.Policy):
+        return agent.policy
+    return config.Policy.from_dict(agent.policy, base=config.policy())
 
 
 def reopen(audit_dir, run_id, toolset_for, accept):
     """A run loaded from its audit file, memory rebuilt from its messages.
 
-    `accept(snapshot)` raises AuditError when the run is not in a state the caller can use;
-    `toolset_for(snapshot)` makes the tool set of the recorded mode. Returns (run, toolset, warnings).
+    `accept(snapshot)` raises AuditError when the run is not in a state the caller can use (for the
+    command line's ways: `lambda snap: accept("confirm", snap)`); `toolset_for(snapshot)` makes the
+    tool set of the recorded mode, for the recorded agent (snap["agent"]: its name, file, confirm
+    replies, language). The confirm replies the run recorded are the ones its record is read with.
+    Returns (run, toolset, warnings).
     """
     path = audit.path_for(audit_dir, run_id)
     snap = audit.load(path)
     if snap["run_id"] != run_id:
-        raise audit.AuditError(f"审计文件 {path} 记录的运行 id 是 {snap['run_id']!r}，与文件名不符")
+        raise audit.AuditError(_language_of(snap)("resume.wrong_id", path=path, recorded=snap["run_id"]))
     accept(snap)
     toolset = toolset_for(snap)
-    memory = rebuild(snap["messages"], toolset.prepare, toolset.tools.values())
+    agent = toolset.agent = _recorded_agent(toolset.agent, snap)
+    memory = rebuild(snap["messages"], toolset.prepare, toolset.tools.values(), agent)
     memory.used_tokens = sum(t.get("tokens", 0) for t in snap["trace"] if isinstance(t, dict))
     warnings = _disagreements(snap["memory"], memory)
     r = Run(snap["run_id"], path, snap["mode"], snap.get("model", ""), snap["messages"], memory, snap["tools"],
             trace=snap["trace"], status=snap["status"], reason=snap.get("reason", ""), turn=snap["turn"],
-            policy=_recorded_policy(snap), created=snap.get("created", ""), answer=snap.get("answer", ""),
+            policy=_recorded_policy(snap, agent), created=snap.get("created", ""), answer=snap.get("answer", ""),
             window=context.Window.from_dict(snap.get("epoch"), snap["messages"]),
-            elapsed=float(snap.get("elapsed") or 0.0), mcp_url=snap.get("mcp_url"))
+            elapsed=float(snap.get("elapsed") or 0.0), mcp_url=snap.get("mcp_url"), agent=agent)
     return r, toolset, warnings
 
 
-def _recorded_policy(snap):
+def _recorded_agent(agent, snap):
+    """The agent with the confirm replies its run recorded (what confirmed then confirms now)."""
+    recorded = (snap.get("agent") or {}).get("confirm") if isinstance(snap.get("agent"), dict) else None
+    if isinstance(recorded, list) and recorded and all(isinstance(c, str) and c.strip() for c in recorded) \
+            and tuple(recorded) != agent.confirm:
+        return dataclasses.replace(agent, confirm=tuple(recorded))
+    return agent
+
+
+# how each way of resuming treats each state: None accepts it, a text key refuses it with that hint
+ACCEPTS = {
+    "confirm": {"suspended": None, "done": "resume.done", "running": "resume.running",
+                "error": "resume.error_confirm", "stopped": "resume.stopped"},
+    "reply": {"suspended": None, "error": None, "done": "resume.done", "running": "resume.running",
+              "stopped": "resume.stopped"},
+    "resume": {"running": None, "error": None, "suspended": "resume.waiting", "done": "resume.finished",
+               "stopped": "resume.stopped"},
+}
+RESUMABLE_STOPS = ("interrupted", "deadline")      # a stopped run that "resume" may continue
+
+
+class Refused(audit.AuditError):
+    """The run is not in a state this way of resuming accepts, or the user's part is not usable."""
+
+
+def accept(how, snap, say=None):
+    """Raise Refused unless a run in this state (an audit snapshot) may be resumed `how`: "confirm"
+    (the user confirms the proposal), "reply" (any other reply; also after a model-service error),
+    "resume" (a run cut off: crash, kill, model outage, Ctrl-C, deadline). A done run takes nothing."""
+    say = say or _language_of(snap)
+    status, reason = snap["status"], snap.get("reason") or ""
+    if how == "resume" and status == "stopped" and reason in RESUMABLE_STOPS:
+        return
+    hint = ACCEPTS[how].get(status)
+    if hint is not None:
+        raise Refused(say("resume.refused", run_id=snap["run_id"], hint=say(hint, reason=reason)))
+
+
+def _language_of(snap):
+    import texts
+    agent = snap.get("agent") if isinstance(snap.get("agent"), dict) else {}
+    return texts.of(agent.get("language") if agent.get("language") in texts.LANGUAGES else "zh")
+
+
+def answer(r, how, text=None):
+    """The user's part of a resume: the agent's first confirm reply ("confirm"), another reply
+    ("reply": never one of the confirm replies, never empty), or nothing ("resume")."""
+    if how == "confirm":
+        add_user(r, r.agent.confirm[0])
+    elif how == "reply":
+        text = (text or "").strip()
+        if not text or r.agent.confirms(text):
+            raise Refused(r.say("resume.bad_reply"))
+        add_user(r, text)
+    else:
+        r.status = "running"
+
+
+def _recorded_policy(snap, agent):
     """The policy an audit file records (older files: their limits)."""
     limits = snap.get("limits") or {}
     recorded = snap.get("policy") or {"max_turns": limits.get("max_turns", config.MAX_TURNS),
@@ -293,7 +380,7 @@ def _recorded_policy(snap):
     try:
         return config.Policy.from_dict(recorded)
     except ValueError as exc:
-        raise audit.AuditError(f"审计文件记录的策略不合法：{exc}") from None
+        raise audit.AuditError(agent.say("resume.bad_policy", error=exc)) from None
 
 
 def _disagreements(stored, rebuilt):

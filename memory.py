@@ -7,20 +7,30 @@ gives the same memory as the live run did (that is how a resume checks an audit 
 
 Proposals and confirmation: a proposal is a blocked write (its exact arguments) or, while the
 task's write has not happened, a model answer after the task made progress (a proposal in
-words). Confirmation comes only from a user message that is exactly 「确认」 after a proposal,
-never from model, tool or loop text; it authorises the proposed write (for words: the ids and
+words). Confirmation comes only from a user message that is one of the agent's confirm replies
+(「确认」 for the Xi'an agent) after a proposal, never from model, tool or loop text; it authorises the proposed write (for words: the ids and
 choices the text named, the dates and counts it or the user stated) and is used up by it. Any
 other user reply withdraws the proposal; a reply that declines ends the task's need to write.
-`render()` projects memory into the system message (context.py lays out what is sent).
+An agent without a write tool has nothing to confirm: its answer ends the run.
+`render()` projects memory into the system message (context.py lays out what is sent), in the
+agent's language.
 """
 import json
-import config
+
+import texts
 import words
-from calls import cut  # noqa: F401  (re-exported: executor and context cut with it)
+from calls import Agent, cut  # noqa: F401  (cut re-exported: executor and context cut with it)
+
+LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)
+NUDGES = ("written_call", "idle", "empty_reply", "length")
+DEFAULT_AGENT = Agent("default", "default", ())        # Chinese, 「确认」, planning on, no tools
 
 
 class Memory:
-    def __init__(self, goal=""):
+    def __init__(self, goal="", agent=None):
+        self.agent = agent or DEFAULT_AGENT    # its confirm replies, language and planning rule the fold
+        self.say = self.agent.say
+        self.writable = True      # the run has a write tool (declare() tells)
         self.goal = goal
         self.said = []            # the user's own messages, the goal first
         self.facts = {}           # namespace -> the facts tools' absorb hooks keep ("plan": steps, marks)
@@ -46,6 +56,8 @@ class Memory:
 
     def declare(self, tools):
         """Start the facts of these tools' namespaces with their declared initial facts."""
+        tools = list(tools)
+        self.writable = any(t.kind == "write" for t in tools) if tools else self.writable
         for tool in tools:
             if tool.initial:
                 self.facts.setdefault(tool.namespace, {k: _copy(v) for k, v in tool.initial.items()})
@@ -140,7 +152,7 @@ class Memory:
             self.proposal, self.confirmed, self.differs = None, False, None
         if self.confirmed:
             self.unwritten = True
-        elif not self.writes and self.proposal is None and not self.declined and self.progress:
+        elif self.writable and not self.writes and self.proposal is None and not self.declined and self.progress:
             plain = words.plain(text)
             named = not self.names or any(words.names_in(plain, i, n) for i, n in self.names.items())
             self.offer = text if named else None
@@ -174,15 +186,15 @@ class Memory:
             self.goal = text
             return
         self.unwritten = False
-        if text == config.CONFIRM_TEXT and (self.proposal is not None or self.offer) and not self.writes:
+        if self.agent.confirms(text) and (self.proposal is not None or self.offer) and not self.writes:
             self.confirmed, self.declined = True, False
         else:
             self.proposal, self.offer, self.confirmed = None, None, False
-            self.declined = bool(config.DECLINE.search(text))
+            self.declined = bool(texts.DECLINE.search(text))
 
     def absorb_nudge(self, text):
         """A message the loop itself sent the model: which nudge it was (never a user reply)."""
-        self.nudged.update(kind for kind, words in config.NUDGES.items() if words == text)
+        self.nudged.update(kind for kind in NUDGES if self.say(f"nudge.{kind}") == text)
 
     def verdict(self, written_calls=()):
         """After a model answer: ("done" | "suspended", reason), or ("nudge", kind) when the loop
@@ -191,6 +203,8 @@ class Memory:
             return "done", "final_answer"
         if written_calls and "written_call" not in self.nudged:
             return "nudge", "written_call"
+        if not self.writable:                   # nothing to confirm: the answer is the result
+            return ("nudge", "idle") if not self.progress and "idle" not in self.nudged else ("done", "final_answer")
         if self.confirmed:
             return "suspended", "confirmed_no_write"
         if self.proposal is not None or self.offer:
@@ -259,21 +273,24 @@ class Memory:
         messages may no longer show in full once compacted. Not the goal: the user's messages are
         never compacted away, and the goal is the first of them, right below. Nothing settled yet
         (a new run): one short line."""
-        lines = [f"计划第 {s['index']} 步：{s['title']}" + (f"（工具 {s['tool']}）" if s.get("tool") else "")
-                 + (f"，依赖 {s['after']}" if s.get("after") else "") + f" —— {self.step_status(s['index'])}"
-                 for s in self.plan]
+        say = self.say
+        lines = [say("memory.step", index=s["index"], title=s["title"], status=self.step_status(s["index"]),
+                     tool=say("memory.step_tool", tool=s["tool"]) if s.get("tool") else "",
+                     after=say("memory.step_after", after=s["after"]) if s.get("after") else "") for s in self.plan]
         for namespace, render in self.hooks.items():
             lines += render(self.facts.get(namespace, {}))
         if self.proposal is not None:
-            state = "用户已确认，可以按这些参数执行" if self.confirmed else "等待用户确认，未确认前不能执行"
-            lines.append(f"待确认的写操作：{json.dumps(self.proposal, ensure_ascii=False)}（{state}）")
+            state = say("memory.proposal_confirmed") if self.confirmed else say("memory.waiting")
+            lines.append(say("memory.proposal", proposal=json.dumps(self.proposal, ensure_ascii=False), state=state))
         elif self.offer:
-            state = "用户已确认，请按这个方案执行" if self.confirmed else "等待用户确认，未确认前不能执行"
-            lines.append(f"向用户提出的方案：{cut(self.offer, 400)}（{state}）")
-        lines += [f"已完成 {w['tool']}：{json.dumps(w['receipt'], ensure_ascii=False)}" for w in self.writes]
+            state = say("memory.offer_confirmed") if self.confirmed else say("memory.waiting")
+            lines.append(say("memory.offer", offer=cut(self.offer, 400, say), state=state))
+        lines += [say("memory.written", tool=w["tool"], receipt=json.dumps(w["receipt"], ensure_ascii=False))
+                  for w in self.writes]
         if not lines:
-            return config.MEMORY_EMPTY
-        return "\n".join([config.MEMORY_HEADER.format(turn=turn), *([] if self.plan else ["计划：尚未制定"]), *lines])
+            return say("memory.empty")
+        unplanned = [say("memory.no_plan")] if self.agent.planning and not self.plan else []
+        return "\n".join([say("memory.header", turn=turn), *unplanned, *lines])
 
     def to_dict(self):
         facts = {k: v for ns, f in self.facts.items() if ns != "plan" for k, v in f.items()}
@@ -345,19 +362,19 @@ def _as_object(content):
     return value if isinstance(value, dict) else {"value": value}
 
 
-def rebuild(messages, prepare, declared=()):
+def rebuild(messages, prepare, declared=(), agent=None):
     """Memory as the messages record it: the same fold the live run performed.
 
     `prepare` turns an assistant message's raw tool calls into Calls (the tool set's); `declared`:
-    the tool set's declarations (for their initial facts).
+    the tool set's declarations (for their initial facts); `agent`: whose run it is.
     """
-    memory, calls, round_ = Memory().declare(declared), {}, []
+    memory, calls, round_ = Memory(agent=agent).declare(declared), {}, []
     for message in [*messages, {}]:
         role = message.get("role")
         if round_ and role != "tool":
             memory.absorb_turn([c for c, _ in round_], [m for _, m in round_])
             round_ = []
-        if role == "user" and message.get("name") == config.LOOP_NAME:
+        if role == "user" and message.get("name") == LOOP_NAME:
             memory.absorb_nudge(message.get("content") or "")
         elif role == "user":
             memory.absorb_user(message.get("content") or "")

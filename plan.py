@@ -1,11 +1,11 @@
 """The planning tools every tool set has: `set_plan` and `mark_step`, declared like any tool.
 
 Invariants: pure functions of their arguments and the state passed in (the current plan, the
-names of the run's tools); a plan step depends only on steps before it; both keep their facts
+names of the run's tools); they speak the agent's language (`tools(example, say)`); a plan step depends only on steps before it; both keep their facts
 in the namespace "plan" (`steps`, `marks`), the only facts the loop's layers read by name, as
 the plan is the loop's own (plan first, plan order, step status).
 """
-from calls import Tool, ToolError
+from calls import ZH, Tool, ToolError
 
 NAMESPACE = "plan"
 
@@ -17,7 +17,7 @@ def steps_of(steps):
             for index, step in enumerate(steps, 1)]
 
 
-def set_plan(steps, tool_names):
+def set_plan(steps, tool_names, say=ZH):
     """The plan as given, checked: known tools, dependencies only on earlier steps; every problem
     names the field to fix. The result tells the model only what it did not write itself: that the
     plan stands, and each step's number (what `after` and mark_step refer to); memory takes the
@@ -27,23 +27,23 @@ def set_plan(steps, tool_names):
         index, tool, after = step["index"], step["tool"], step["after"]
         field = f"arguments.steps[{index - 1}]"
         if tool is not None and tool not in tool_names:
-            problems.append(f"{field}.tool={tool!r} 不是可用的工具；可用：{', '.join(sorted(tool_names))}")
+            problems.append(say("plan.unknown_tool", field=field, tool=tool, tools=", ".join(sorted(tool_names))))
         wrong = [dep for dep in after if dep >= index]
         if wrong:
-            fix = "第 1 步前面没有步骤，请删掉它的 after" if index == 1 else f"只能写 1 到 {index - 1}，或删掉 after"
-            problems.append(f"{field}.after={after} 不对：after 写的是第 {index} 步依赖的、排在它前面的步骤编号，"
-                            f"不能是 {wrong}；{fix}")
+            fix = say("plan.after_first") if index == 1 else say("plan.after_range", last=index - 1)
+            problems.append(say("plan.after_wrong", field=field, after=after, index=index, wrong=wrong, fix=fix))
     if problems:
-        raise ToolError("；".join(problems))
-    return {"plan": f"已记录 {len(plan)} 步：" + "；".join(f"{s['index']} {s['title']}" for s in plan)}
+        raise ToolError(say("schema.sep").join(problems))
+    return {"plan": say("plan.recorded", count=len(plan),
+                        steps=say("plan.step_sep").join(f"{s['index']} {s['title']}" for s in plan))}
 
 
-def mark_step(index, status, plan, note=""):
+def mark_step(index, status, plan, note="", say=ZH):
     """The step marked, named by its number and title (the note is the model's own: not echoed)."""
     if not plan:
-        raise ToolError("还没有计划，请先调用 set_plan")
+        raise ToolError(say("plan.none"))
     if index > len(plan):
-        raise ToolError(f"计划只有 {len(plan)} 步，没有第 {index} 步")
+        raise ToolError(say("plan.no_step", count=len(plan), index=index))
     return {"index": index, "title": plan[index - 1]["title"], "status": status}
 
 
@@ -69,14 +69,19 @@ MARK_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["in
                               "note": {"type": "string", "maxLength": 500}}}
 
 
-def tools(example):
-    """The two planning tools; `example` is a plan of this task shown in set_plan's description."""
+def tools(example="", say=ZH):
+    """The two planning tools, in `say`'s language; `example` is a plan of the agent's task shown in
+    set_plan's description (default: a generic one)."""
+    def planned(steps, tool_names):
+        return set_plan(steps, tool_names, say)
+
+    def marked(index, status, plan, note=""):
+        return mark_step(index, status, plan, note, say)
     return [
-        Tool("set_plan", "制定或替换整个计划。每步只有三个字段：title（标题）；tool（这一步用的工具名，可省略）；"
-             "after（它依赖的、排在它前面的步骤编号，从 1 开始；第 1 步和不依赖别的步骤的不写）。"
-             f"工具参数不写进计划，调用工具时再给。例：{example}", PLAN_SCHEMA, set_plan, kind="state", inline=True,
-             takes=("tool_names",), absorb=_planned, facts=NAMESPACE, gist=lambda r: str(r.get("plan")).partition("：")[0]),
-        Tool("mark_step", "记录计划中某一步的状态（done 或 failed），可附说明。", MARK_SCHEMA, mark_step, kind="state",
-             inline=True, takes=("plan",), absorb=_marked, facts=NAMESPACE,
-             gist=lambda r: f"第 {r.get('index')} 步 {r.get('status')}"),
+        Tool("set_plan", say("plan.set_plan", example=example or say("plan.example")), PLAN_SCHEMA, planned,
+             kind="state", inline=True, takes=("tool_names",), absorb=_planned, facts=NAMESPACE,
+             gist=lambda r: str(r.get("plan")).partition(":" if say.language == "en" else "：")[0]),
+        Tool("mark_step", say("plan.mark_step"), MARK_SCHEMA, marked, kind="state", inline=True, takes=("plan",),
+             absorb=_marked, facts=NAMESPACE, gist=lambda r: say("plan.gist_mark", index=r.get("index"),
+                                                                  status=r.get("status"))),
     ]

@@ -1,6 +1,6 @@
-"""A run's parts, put together for the command line: the tool set (the task's declarations over
-the demo hotel system's store, local or MCP), the model client (online or the built-in offline
-model), a new or reopened run, and which states each way of resuming accepts.
+"""A run's parts, put together for the command line: the agent (the Xi'an agent over the demo
+hotel system's store, or one loaded from a file), its tool set (local or MCP), the model client
+(online, the agent's own offline model, or the built-in one), a new or reopened run.
 
 Invariants: nothing here prints or parses arguments (agent.py does); every refusal is a Refused
 with a message the user can act on; a run is touched only after it was accepted; what is built
@@ -16,48 +16,69 @@ import tools
 import toolset
 
 
-class Refused(audit.AuditError):
-    """The run is not in a state this way of resuming accepts, or the request is not usable."""
+Refused = loop.Refused
+accept = loop.accept           # which states each way of resuming accepts: the loop's rules
 
 
-# how each way of resuming treats each state: None accepts it, a text refuses it with that hint
-ACCEPTS = {
-    "confirm": {"suspended": None, "done": "已经完成，不能再确认或答复，也不会产生新的写操作",
-                "running": "被中断过而不是在等待答复，请用 --resume 继续",
-                "error": "因模型服务失败而中断，请用 --resume 继续（或用 --reply 补充说明）",
-                "stopped": "已停止（{reason}），不能再续跑"},
-    "reply": {"suspended": None, "error": None, "done": "已经完成，不能再确认或答复，也不会产生新的写操作",
-              "running": "被中断过而不是在等待答复，请用 --resume 继续", "stopped": "已停止（{reason}），不能再续跑"},
-    "resume": {"running": None, "error": None, "suspended": "正在等待你的答复：用 --confirm 确认，或 --reply 答复",
-               "done": "已经完成", "stopped": "已停止（{reason}），不能续跑"},
-}
-RESUMABLE_STOPS = ("interrupted", "deadline")      # a stopped run that --resume may continue
+def load_agent(path):
+    """The agent a Python file declares as AGENT (calls.Agent), its `file` set to the file's absolute
+    path; Refused saying what is wrong (no file, an error while importing it, no AGENT, a
+    declaration mistake)."""
+    import importlib.util
+    import traceback
+    from calls import Agent
+    path = os.path.abspath(path)
+    if not os.path.isfile(path):
+        raise Refused(f"--agent {path}: no such file")
+    name = "agent_file_" + "".join(c if c.isalnum() else "_" for c in path)
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except ValueError as exc:                          # a declaration mistake: names the tool and the field
+        raise Refused(f"--agent {path}: {exc}") from None
+    except BaseException as exc:                       # the user's own file failed: where, and why
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        where = next((f for f in reversed(traceback.extract_tb(exc.__traceback__)) if f.filename == path), None)
+        line = f" (line {where.lineno})" if where else ""
+        raise Refused(f"--agent {path}{line}: {type(exc).__name__}: {exc}") from None
+    agent = getattr(module, "AGENT", None)
+    if not isinstance(agent, Agent):
+        raise Refused(f"--agent {path}: the file must define AGENT = calls.Agent(...)")
+    import dataclasses
+    return dataclasses.replace(agent, file=path)
 
 
-def accept(how, snap):
-    """Raise Refused unless a run in this state may be resumed this way."""
-    status, reason = snap["status"], snap.get("reason") or ""
-    if how == "resume" and status == "stopped" and reason in RESUMABLE_STOPS:
-        return
-    hint = ACCEPTS[how].get(status)
-    if hint is not None:
-        raise Refused(f"运行 {snap['run_id']} {hint.format(reason=reason)}")
+def agent_for(audit_dir, given=None, recorded=None):
+    """The agent of a run: the one given (--agent), else the one its audit file recorded (loaded
+    again from its file), else the Xi'an agent over the demo store in `audit_dir`."""
+    if given is not None:
+        if recorded and recorded.get("name") not in (None, given.name):
+            raise Refused(f"--agent {given.file}: the run is {recorded.get('name')!r}'s, not {given.name!r}'s")
+        return given
+    if recorded and recorded.get("file"):
+        return load_agent(recorded["file"])
+    return tools.agent(tools.BookingStore(os.path.join(audit_dir, "bookings.db")))
 
 
-def tool_set(audit_dir, run_id, mode, mcp_command=None, schemas=None, visible=None, mcp_url=None, mcp_token=None):
+def tool_set(audit_dir, run_id, mode, mcp_command=None, schemas=None, visible=None, mcp_url=None, mcp_token=None,
+             agent=None):
     """The run's tool set; in MCP mode it connects now, unless recorded `schemas` spare it that.
     `mcp_url`: the MCP server over HTTP instead of a process (`mcp_token`: its bearer token)."""
-    store = tools.BookingStore(os.path.join(audit_dir, "bookings.db"))
-    return toolset.ToolSet(run_id, store, mode, mcp_command=mcp_command if mode == "mcp" else None,
+    agent = agent or agent_for(audit_dir)
+    return toolset.ToolSet(run_id, None, mode, mcp_command=mcp_command if mode == "mcp" else None,
                            schemas=schemas if mode == "mcp" else None, visible=visible, mcp_url=mcp_url,
-                           mcp_token=mcp_token)
+                           mcp_token=mcp_token, agent=agent)
 
 
-def start(audit_dir, run_id, goal, mode, mcp_command=None, policy=None, mcp_url=None, mcp_token=None):
-    """A new run, its first snapshot written: (run, tool set)."""
+def start(audit_dir, run_id, goal, mode, mcp_command=None, policy=None, mcp_url=None, mcp_token=None, agent=None):
+    """A new run of `agent` (default: the Xi'an agent), its first snapshot written: (run, tool set)."""
     os.makedirs(audit_dir, exist_ok=True)
-    policy = policy or config.policy()
-    ts = tool_set(audit_dir, run_id, mode, mcp_command, visible=policy.tools, mcp_url=mcp_url, mcp_token=mcp_token)
+    agent = agent or agent_for(audit_dir)
+    policy = policy or loop.agent_policy(agent)
+    ts = tool_set(audit_dir, run_id, mode, mcp_command, visible=policy.tools, mcp_url=mcp_url, mcp_token=mcp_token,
+                  agent=agent)
     try:
         return loop.begin(audit_dir, run_id, goal, ts, "", policy=policy), ts
     except BaseException:
@@ -65,51 +86,49 @@ def start(audit_dir, run_id, goal, mode, mcp_command=None, policy=None, mcp_url=
         raise
 
 
-def reopen(audit_dir, run_id, how, mcp_command=None, policy=None, mcp_token=None):
+def reopen(audit_dir, run_id, how, mcp_command=None, policy=None, mcp_token=None, agent=None):
     """A recorded run, accepted for `how` ("confirm", "reply", "resume"): (run, tool set, warnings).
-    `policy` replaces the recorded one when given. A run started over HTTP goes back to its recorded URL."""
+    `policy` replaces the recorded one when given. A run started over HTTP goes back to its recorded
+    URL; a run of an agent from a file reopens that agent (or `agent`, when given)."""
     if not os.path.isdir(audit_dir):
-        raise Refused(f"审计目录 {audit_dir} 不存在")
+        raise Refused((agent.say if agent else tools.agent(None).say)("resume.no_dir", folder=audit_dir))
     r, ts, warnings = loop.reopen(
         audit_dir, run_id,
         lambda snap: tool_set(audit_dir, run_id, snap["mode"], mcp_command, snap["tools"],
                               (policy.tools if policy else (snap.get("policy") or {}).get("tools")),
-                              mcp_url=snap.get("mcp_url"), mcp_token=mcp_token),
+                              mcp_url=snap.get("mcp_url"), mcp_token=mcp_token,
+                              agent=agent_for(audit_dir, agent, snap.get("agent"))),
         lambda snap: accept(how, snap))
     if policy is not None:
         r.policy = policy
     return r, ts, warnings
 
 
-def answer(r, how, text=None):
-    """The user's part of a resume: 「确认」, another reply, or nothing (a plain --resume)."""
-    if how == "confirm":
-        loop.add_user(r, config.CONFIRM_TEXT)
-    elif how == "reply":
-        text = (text or "").strip()
-        if not text or text == config.CONFIRM_TEXT:
-            raise Refused("--reply 不能为空，也不能用来确认；确认请用 --confirm")
-        loop.add_user(r, text)
-    else:
-        r.status = "running"
+answer = loop.answer
 
 
-def chat(env, offline=False, name=None, on_retry=None):
+def chat(env, offline=False, name=None, on_retry=None, agent=None):
     """The model: (ask, close, what it is). Online when a key is set and not `offline`; else the
-    built-in offline model behind the loopback endpoint, through the same client."""
+    agent's own offline model (the built-in one for the Xi'an agent) behind the loopback endpoint,
+    through the same client."""
+    say = (agent or tools.agent(None)).say
     if env["api_key"] and not offline:
         name = name or env["model"]
         ask = model.connect(env["base_url"], env["api_key"], name, env["model_timeout"], env["model_retries"],
                             on_retry=on_retry)
-        return ask, ask.close, f"模型：{name} @ {env['base_url'] or 'https://api.openai.com/v1'}"
-    import offline as offline_model
+        return ask, ask.close, say("cli.online", model=name, url=env["base_url"] or "https://api.openai.com/v1")
+    respond = agent.offline if agent is not None and agent.offline else None
+    if respond is None and agent is not None and agent.file is not None:
+        raise Refused(say("cli.no_offline", name=agent.name))
+    if respond is None:
+        import offline as offline_model
+        respond = offline_model.respond
     from endpoint import Endpoint
-    endpoint = Endpoint(offline_model.respond)
+    endpoint = Endpoint(respond)
     ask = model.connect(endpoint.url, "offline-no-key", config.OFFLINE_MODEL, env["model_timeout"],
                         env["model_retries"], on_retry=on_retry, loopback=True)
-    why = "--offline" if offline else "未设置 OPENAI_API_KEY"
-    return ask, lambda: (ask.close(), endpoint.close()), \
-        f"离线模式：使用内置离线模型（{why}），经 openai 客户端访问 {endpoint.url}"
+    why = "--offline" if offline else say("cli.no_key")
+    return ask, lambda: (ask.close(), endpoint.close()), say("cli.offline", why=why, url=endpoint.url)
 
 
 def load_policy(path):

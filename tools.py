@@ -1,5 +1,6 @@
-"""The Xi'an task's tools, each declared once (`declarations(store)`): pure functions of their
-arguments and of the state passed in, plus the demo hotel system's booking store.
+"""The Xi'an agent (`agent(store)`): its prompt, confirm reply, goal and tools, each tool declared
+once (`declarations(store)`): pure functions of their arguments and of the state passed in, plus
+the demo hotel system's booking store. The one place the Xi'an task is written down.
 
 Invariants: no tool reads or writes run memory; whatever a tool needs (the store, an
 idempotency key) is an argument. A tool returns a JSON object or raises ToolError with a
@@ -15,8 +16,20 @@ import sqlite3
 import time
 
 import config
-import plan
-from calls import Source, Tool, ToolError  # noqa: F401  (ToolError: what these tools raise)
+from calls import Agent, Source, Tool, ToolError  # noqa: F401  (ToolError: what these tools raise)
+
+NAME = "xian-hotel"
+CONFIRM = ("确认",)
+GOAL = ("帮我订 2026-10-01 西安的酒店，住两晚。如果那天下雨就订 Suite，否则订 Standard。"
+        "预订前必须先等我确认。")
+INSTRUCTIONS = """你是订酒店助手，只能通过工具获取信息和下单。规则：
+1. 先调用 set_plan 制定计划，步骤按 set_plan 的说明写。
+2. set_plan 和互不依赖的查询（天气、酒店搜索）可以在同一轮里一起调用。
+3. hotel_id 只能取自本次运行 search_hotels 的结果，不要编造。
+4. 查到天气和酒店后，先不要下单：用中文向用户提出具体的预订方案——酒店名称和 hotel_id、房型、入住日期、晚数、每晚价格和总价——然后停止调用工具，等用户回复「确认」。
+5. 用户回复「确认」后，按你提出的方案原样调用 book_hotel；用户要求修改时，按新要求重新提出方案。
+6. 工具返回 error 时，按错误提示修正参数或调整计划，不要原样重复。
+7. 预订完成后用中文给出最终答复：天气、酒店、房型、总价、订单号。"""
 
 
 CITIES = {"西安": "西安", "xi'an": "西安", "xian": "西安", "xi’an": "西安",
@@ -174,12 +187,17 @@ HOOKS = {   # by tool name: the local tools', and the MCP tools' of the same nam
 }
 
 
+def agent(store):
+    """The Xi'an agent over the booking store `store`: Chinese, planning on, its own room-type check."""
+    return Agent(NAME, INSTRUCTIONS, declarations(store), goal=GOAL, confirm=CONFIRM, language="zh", planning=True,
+                 checks=("room_type_follows_weather",), plan_example=PLAN_EXAMPLE)
+
+
 def declarations(store):
-    """The task's tools: the planning tools, two reads and the one write, over `store`."""
+    """The task's tools: two reads and the one write, over `store` (the planning tools are the loop's)."""
     def book(idempotency_key, run_id, **args):
         return book_hotel(store, idempotency_key, run_id, **args)
     return [
-        *plan.tools(PLAN_EXAMPLE),
         # the two reads stand for remote services: not inline, so they run together, each with a timeout
         Tool("get_weather", fn=get_weather, **SCHEMAS["get_weather"], **HOOKS["get_weather"]),
         Tool("search_hotels", fn=search_hotels, **SCHEMAS["search_hotels"], **HOOKS["search_hotels"]),

@@ -23,7 +23,8 @@ import config
 import mcp_tools
 import plan
 import tools as local_tools
-from calls import Call, Source, Tool, ToolError, normalise, settled, validate
+import texts
+from calls import Agent, Call, Source, Tool, ToolError, normalise, settled, validate
 
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 
@@ -31,36 +32,36 @@ FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 MAX_DEPTH = 32       # arguments nested deeper than this are refused (no schema of ours goes near it)
 
 
-def parse_arguments(text):
+def parse_arguments(text, say=texts.ZH_TEXTS):
     """The ladder: strip Markdown fences → json → json5 → give up with the problem stated.
 
     Returns (value, None) or (None, problem).
     """
     if not isinstance(text, str):
-        return None, "arguments 必须是 JSON 字符串"
+        return None, say("call.not_string")
     match = FENCE.match(text)
     body = (match.group(1) if match else text).strip() or "{}"
-    value, problem = _decoded(body)
+    value, problem = _decoded(body, say)
     if problem is None and _depth(value) > MAX_DEPTH:
-        problem = f"嵌套超过 {MAX_DEPTH} 层"
+        problem = say("call.too_deep", depth=MAX_DEPTH)
     if problem is not None:
-        return None, f"arguments 不是合法 JSON（{problem}）：{text[:200]}"
+        return None, say("call.not_json", problem=problem, text=text[:200])
     return value, None
 
 
-def _decoded(body):
+def _decoded(body, say):
     """(value, None) or (None, why) for the text of the arguments: json, then json5."""
     try:
         return json.loads(body), None
     except ValueError as exc:
         problem = str(exc)
     except RecursionError:
-        return None, "嵌套层数过深"
+        return None, say("call.nested")
     try:
         import json5
         return json5.loads(body), None
     except RecursionError:
-        return None, "嵌套层数过深"
+        return None, say("call.nested")
     except Exception:       # json5 raises several types for bad text; all mean "not parseable"
         return None, problem
 
@@ -91,16 +92,21 @@ class ToolSet:
     timeout = config.TOOL_TIMEOUT     # seconds the executor gives a call whose tool declares none
 
     def __init__(self, run_id, store=None, mode="local", mcp_command=None, schemas=None, tools=None, visible=None,
-                 mcp_url=None, mcp_token=None):
-        """`tools`: the declarations (default: the Xi'an task's, over `store`); `schemas`: the tool
-        list a resumed run recorded (MCP mode takes its MCP tools from it instead of asking the
-        server); `mcp_command`: argv of the MCP server (default: ours); `visible`: the names this
-        run may see (the planning tools always), filtered before the schemas are built; `mcp_url`: a
-        Streamable HTTP MCP server instead of a process (`mcp_token`: its bearer token)."""
+                 mcp_url=None, mcp_token=None, agent=None):
+        """`agent`: the agent whose tools these are (default: the Xi'an agent over `store`; given only
+        `tools`, an agent of those tools with a plain prompt); `schemas`: the tool list a resumed run
+        recorded (MCP mode takes its MCP tools from it instead of asking the server); `mcp_command`:
+        argv of the MCP server (default: ours); `visible`: the names this run may see (the planning
+        tools always), filtered before the schemas are built; `mcp_url`: a Streamable HTTP MCP
+        server instead of a process (`mcp_token`: its bearer token)."""
+        if agent is None:
+            agent = local_tools.agent(store) if tools is None else \
+                Agent("custom", texts.of("zh")("agent.plain"), tuple(tools))
+        self.agent, self.say = agent, agent.say
         self.run_id, self.store, self.mode, self._async = run_id, store, mode, {}
-        declared = list(tools) if tools is not None else local_tools.declarations(store)
-        if not any(t.name == "set_plan" for t in declared):
-            declared = plan.tools('{"steps": [{"title": "第一步", "tool": "某个工具"}]}') + declared
+        declared = list(agent.tools)
+        if agent.planning and not any(t.name == "set_plan" for t in declared):
+            declared = plan.tools(agent.plan_example, agent.say) + declared
         self.mcp, remote, self.mcp_url = None, {}, mcp_url if mode == "mcp" else None
         if mode == "mcp" and mcp_url:
             import mcp_http
@@ -167,12 +173,13 @@ class ToolSet:
         function = raw.get("function") or {}
         name, arguments, tool = function.get("name", ""), function.get("arguments", ""), self.tools.get(function.get("name", ""))
         if tool is None:
-            return Call(raw.get("id", ""), name, arguments, problem=f"没有名为 {name!r} 的工具；可用：{', '.join(self.tools)}")
-        value, problem = parse_arguments(arguments)
+            return Call(raw.get("id", ""), name, arguments,
+                        problem=self.say("call.unknown_tool", name=name, tools=", ".join(self.tools)))
+        value, problem = parse_arguments(arguments, self.say)
         if problem is None:
             value = normalise(tool.parameters, value)
-            problems = validate(tool.parameters, value)
-            problem = "；".join(problems) if problems else None
+            problems = validate(tool.parameters, value, say=self.say)
+            problem = self.say("schema.sep").join(problems) if problems else None
         return Call(raw.get("id", ""), name, arguments, args=value if problem is None else None, problem=problem, tool=tool)
 
     def run(self, call, memory):
@@ -196,7 +203,7 @@ class ToolSet:
         if not self.inline(call) or call.name in self.remote:
             return None
         try:
-            return settled(self._invoke(call, view), config.TOOL_RESULT_MAX_CHARS)[0]
+            return settled(self._invoke(call, view), config.TOOL_RESULT_MAX_CHARS, self.say)[0]
         except ToolError as exc:
             return {"error": str(exc)}
 
@@ -204,11 +211,11 @@ class ToolSet:
         try:
             payload = self.mcp.call_tool(call.name, call.args)
         except mcp_tools.ToolFailed as exc:
-            raise ToolError(f"{call.name} 失败：{' '.join(exc.message.split())[:300]}") from None
+            raise ToolError(self.say("tool.mcp_failed", tool=call.name, error=" ".join(exc.message.split())[:300])) from None
         except mcp_tools.MCPAuthError as exc:                 # names the server; a retry would not help
             raise ToolError(exc.message[:300]) from None
         except mcp_tools.MCPError as exc:
-            raise ToolError(f"MCP 调用 {call.name} 失败：{exc.message[:300]}；可以稍后重试") from None
+            raise ToolError(self.say("tool.mcp_error", tool=call.name, error=exc.message[:300])) from None
         return trim(call.name, payload)
 
     def reconcile(self, call):

@@ -32,6 +32,7 @@ import tempfile
 
 import workload
 import config
+import tools
 import loop
 import memory as memory_module
 import sys_ours
@@ -72,7 +73,7 @@ def _summarise(content, size=OLD_RESULT_CHARS):
 def old_layout(messages, memory_block, recent_rounds=config.RECENT_ROUNDS):
     """The request 59c875c's loop would send for this record: messages[0] rewritten with the
     memory block, old tool results summarised, recent ones cut."""
-    messages = [{"role": "system", "content": config.SYSTEM_PROMPT + "\n\n" + memory_block}, *messages[1:]]
+    messages = [{"role": "system", "content": tools.INSTRUCTIONS + "\n\n" + memory_block}, *messages[1:]]
     starts = [i for i, m in enumerate(messages) if m.get("role") == "assistant" and m.get("tool_calls")]
     boundary = starts[-recent_rounds] if len(starts) >= recent_rounds else 0
     out = []
@@ -163,7 +164,7 @@ def lower_bound(recorder):
     recorded and every older tool result shrunk to `{}`. No real layout reaches it: a result
     sent whole and later shrunk changes the prefix, and the model sees no facts of old results."""
     messages = recorder.run.messages
-    system = {"role": "system", "content": config.SYSTEM_PROMPT}
+    system = {"role": "system", "content": tools.INSTRUCTIONS}
     billed, before = 0.0, 1
     for count, tools_json in recorder.lengths:
         old = [dict(m, content="{}") if m.get("role") == "tool" else m for m in messages[1:before]]
@@ -206,7 +207,7 @@ def xian_run():
         loop.run(r, recorder, ts)
         if (r.status, r.reason) != ("suspended", "awaiting_confirmation"):
             raise RuntimeError(f"Xi'an run: the proposal ended {r.status}/{r.reason}, not awaiting confirmation")
-        loop.add_user(r, config.CONFIRM_TEXT)
+        loop.add_user(r, tools.CONFIRM[0])
         loop.run(r, recorder, ts)
         if r.status != "done" or r.memory.fact("booking") is None:
             raise RuntimeError(f"Xi'an run ended {r.status}/{r.reason} without a booking: {r.detail}")

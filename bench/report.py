@@ -264,7 +264,7 @@ def _finish(f):
             "turn 3 `book_hotel`; turn 4 the answer). Each peer: the same decisions in its own human-approval flow "
             "(turn 1 `get_weather` + `search_hotels`; turn 2 `book_hotel`, which needs approval: the run pauses, the "
             "harness approves, the run resumes, the booking runs; turn 3 the answer). The peers get the same system "
-            "prompt (`config.SYSTEM_PROMPT`), the goal as the user's message and the five tools with the descriptions our "
+            "prompt (`tools.INSTRUCTIONS`), the goal as the user's message and the five tools with the descriptions our "
             "loop sends; their parameter schemas are each framework's own, generated from the signatures; ours are what "
             "our loop shows the model (`toolset.shown`: types, required, enums, ranges, descriptions; the patterns, length "
             "limits and `additionalProperties` stay in the declarations every call is validated against). Each request "

@@ -18,6 +18,7 @@ import time
 
 import workload
 import config
+import tools
 import loop
 import model
 import toolset
@@ -98,7 +99,7 @@ class Harness:
         loop.run(r, playback(workload.PREFACE_REPLIES), ts)
         if (r.status, r.reason) != ("suspended", "awaiting_confirmation"):
             raise RuntimeError(f"preface ended {r.status}/{r.reason}, not awaiting confirmation")
-        loop.add_user(r, config.CONFIRM_TEXT)
+        loop.add_user(r, tools.CONFIRM[0])
         ts.sleeps = True
         state["run"], state["toolset"] = r, ts
         return r, ts

@@ -29,8 +29,8 @@ if ROOT not in sys.path:
 import config   # noqa: E402
 import tools    # noqa: E402
 
-GOAL = config.DEFAULT_GOAL
-SYSTEM = config.SYSTEM_PROMPT
+GOAL = tools.GOAL
+SYSTEM = tools.INSTRUCTIONS
 PLAN = [{"title": "查天气", "tool": "get_weather"}, {"title": "搜酒店", "tool": "search_hotels"},
         {"title": "预订", "tool": "book_hotel", "after": [1, 2]}]
 WEATHER = {"city": "西安", "date": "2026-10-01"}

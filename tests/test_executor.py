@@ -95,7 +95,7 @@ def test_a_write_that_never_lands_reports_an_unknown_outcome(tmp_path):
     ts = SlowTools(0.0, store=tools.BookingStore(tmp_path / "b.db"), hang={"book_hotel"})
     outcome = execute(Memory(), calls(ts, ("book_hotel", BOOK)), ts, timeout=0.2)["c1"]
     assert outcome.status == "unknown" and outcome.result["outcome"] == "unknown"
-    assert "不会重复预订" in outcome.result["error"]
+    assert "不会重复执行" in outcome.result["error"]
 
 
 def test_tools_run_in_daemon_threads_and_inline_ones_in_the_loops_thread():

@@ -3,6 +3,7 @@ import json
 
 from conftest import GOAL, PLAN
 import config
+import texts
 from memory import Memory, cut, rebuild
 from toolset import ToolSet
 
@@ -155,7 +156,7 @@ def test_an_answer_with_no_progress_is_nudged_once_and_a_nudge_is_not_a_user_rep
     m.absorb_user("goal")
     m.absorb_answer("好的，请等待我确认。")
     assert m.offer is None and m.verdict() == ("nudge", "idle")
-    m.absorb_nudge(config.NUDGES["idle"])
+    m.absorb_nudge(texts.ZH_TEXTS("nudge.idle"))
     assert m.said == ["goal"] and m.verdict() == ("suspended", "awaiting_reply")
     assert m.verdict(["set_plan"]) == ("nudge", "written_call")
 
@@ -163,7 +164,7 @@ def test_an_answer_with_no_progress_is_nudged_once_and_a_nudge_is_not_a_user_rep
 def test_rebuild_reads_answers_and_loop_messages():
     m, messages = _live_run()
     messages += [{"role": "assistant", "content": "好的"},
-                 {"role": "user", "name": "loop", "content": config.NUDGES["written_call"]}]
+                 {"role": "user", "name": "loop", "content": texts.ZH_TEXTS("nudge.written_call")}]
     rebuilt = rebuild(messages, TS.prepare)
     assert rebuilt.nudged == {"written_call"} and rebuilt.said == ["goal", "确认"] and rebuilt.confirmed
 

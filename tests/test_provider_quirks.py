@@ -6,6 +6,7 @@ import sys
 import pytest
 
 import config
+import texts
 import loop
 import model
 from conftest import PLAN, run_agent, text, tool_calls
@@ -116,8 +117,8 @@ def test_the_final_answer_instruction_goes_into_that_one_system_message(fake_mod
     loop.run(r, ask, ts)
     last = endpoint.requests[-1]["messages"]
     assert (r.status, r.reason) == ("stopped", "max_turns")
-    assert [m["role"] for m in last].count("system") == 1 and config.FINAL_PROMPT in last[0]["content"]
-    assert all(config.FINAL_PROMPT not in (m.get("content") or "") for m in r.messages)   # never in the record
+    assert [m["role"] for m in last].count("system") == 1 and texts.ZH_TEXTS("final_prompt") in last[0]["content"]
+    assert all(texts.ZH_TEXTS("final_prompt") not in (m.get("content") or "") for m in r.messages)   # never in the record
 
 
 def test_no_openai_package_is_a_clear_error_before_any_run_is_written(tmp_path):
@@ -144,7 +145,7 @@ def test_plan_errors_name_the_field_to_fix():
                        {"get_weather"})
     assert "arguments.steps[0].after=[1]" in str(info.value) and "请删掉它的 after" in str(info.value)
     assert "arguments.steps[1].after=[1, 2]" in str(info.value) and "只能写 1 到 1" in str(info.value)
-    assert "例：" in tools.declarations(None)[0].description
+    assert "例：" in plan.tools(tools.PLAN_EXAMPLE)[0].description and tools.PLAN_EXAMPLE in plan.tools(tools.PLAN_EXAMPLE)[0].description
 
 
 def test_tool_calls_that_are_not_a_list_are_ignored_not_raised(fake_model):

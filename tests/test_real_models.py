@@ -106,7 +106,7 @@ def test_text_instead_of_the_booking_after_a_confirmation_keeps_the_run_waiting(
     out = run("--confirm", "r")
     status, reason, _ = state(tmp_path)
     assert (status, reason, bookings(tmp_path)) == ("suspended", "confirmed_no_write", 0)
-    assert "没有下单" in out.stdout and "--confirm r" in out.stdout
+    assert "没有执行写操作" in out.stdout and "--confirm r" in out.stdout
     assert run("--confirm", "r").returncode == 0
     assert state(tmp_path)[0] == "done" and bookings(tmp_path) == 1
     checked(run)
