@@ -1,8 +1,9 @@
 """Command line: parse arguments, pick the mode, print what happens. Nothing else.
 
 Exit codes: 0 done or suspended (awaiting the user); 1 stopped (guard, budget, max turns) or a
-check or self-test failed; 2 bad usage or input; 3 the model service failed. No traceback
-reaches the user for any of these.
+check or self-test failed; 2 bad usage or input; 3 the model service failed; 130 interrupted
+(Ctrl-C or SIGTERM: the run is recorded stopped/interrupted). No traceback reaches the user for
+any of these. What happens while a reply streams is shown by live.py.
 """
 import argparse
 import json
@@ -41,6 +42,7 @@ def parse(argv):
                    "compact_budget、final_prompt、tools）；续跑时给出则替换记录的策略")
     p.add_argument("--mcp", action="store_true", help="天气改由 MCP 服务提供（search_location + get_weather）；续跑沿用运行开始时的模式")
     p.add_argument("--mcp-server", metavar="CMD", help="MCP 服务的启动命令（环境变量 AGENT_MCP_SERVER；默认用本 Python 运行 mcp_tools.py）")
+    p.add_argument("--no-stream", action="store_true", help="不流式接收模型回复，整段收到后再显示（环境变量 AGENT_STREAM=0）")
     args = p.parse_args(argv)
     if args.reply is not None and len(args.reply) > 2:
         p.error("--reply 只接受 TEXT 和可选的 RUN_ID 两个值")
@@ -71,6 +73,25 @@ def _split(command):
 
 
 def main(argv=None):
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    previous = signal.signal(signal.SIGTERM, _terminated)       # SIGTERM stops a run as Ctrl-C does
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:                                   # before or after a run's loop
+        print("\n已中断。", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _main(argv):
     args = parse(argv)
     try:
         env = config.settings()
@@ -175,40 +196,52 @@ def _reopen(session, args, audit_dir, run_id, how, command, policy):
 
 
 def _go(session, r, toolset, args, env):
+    import live
     import loop
+    console = live.Console(sys.stdout)
 
     def on_retry(attempt, total, wait, error):
-        print(f"   模型请求失败（{error.kind}），{wait:.1f} 秒后重试（{attempt}/{total}）", file=sys.stderr)
-    ask, closer, what = session.chat(env, args.offline, args.model, on_retry)
+        console.note(f"   模型请求失败（{error.kind}），{wait:.1f} 秒后重试（{attempt}/{total}）", sys.stderr)
+
+    def shown(kind, **data):                    # live events as they come; the rest once the console is settled
+        if not console.event(kind, **data):
+            report(kind, streamed=console.settle(), **data)
+    ask, closer, what = session.chat(env, args.offline, args.model, on_retry, stream=not args.no_stream)
     print(what)
     r.model = ask.model
     started = time.perf_counter()
     try:
-        loop.run(r, ask, toolset, report)
+        loop.run(r, ask, toolset, shown)
     except KeyboardInterrupt:
-        loop.finish(r, "stopped", "interrupted", "被用户中断（Ctrl-C）")
+        console.close()
+        loop.finish(r, "stopped", "interrupted", "被中断（Ctrl-C 或 SIGTERM）")
         print(f"\n已中断。继续：python agent.py --resume {r.run_id}", file=sys.stderr)
         return 130
     finally:
+        console.close()
         closer()
         toolset.close()
     summary(r, time.perf_counter() - started, toolset)
     return EXIT[r.status]
 
 
-def report(kind, run, reply=None, calls=(), outcomes=None, text=""):
-    """Print one turn, the model's answer, or the loop's nudge, as it happens."""
+def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=False, **_):
+    """Print one turn, the model's answer, or the loop's nudge, once it is over (under the turn's
+    header, after the text live.py showed as it came: `streamed`)."""
     if kind == "nudge":
         print("   循环提示（不是用户答复）：" + text)
         return
+    if kind not in ("turn", "answer"):
+        return
     trace = run.trace[-1]
-    print(f"── 第 {run.turn} 轮 · 模型 {reply.seconds:.2f}s · 本轮 {reply.tokens} tokens"
+    print(f"   模型 {reply.seconds:.2f}s · 本轮 {reply.tokens} tokens"
           f"{'（估算）' if reply.estimated else ''} · 累计 {run.memory.used_tokens} tokens"
           f" · 发送 {trace['chars_sent']} 字符（全量历史 {trace['chars_full']}）")
     if kind == "answer":
-        print("   模型答复：" + run.answer.replace("\n", "\n   "))
+        if not streamed:
+            print("   模型答复：" + run.answer.replace("\n", "\n   "))
         return
-    if reply.message.get("content"):
+    if reply.message.get("content") and not streamed:
         print("   模型：" + reply.message["content"].strip().replace("\n", " ")[:200])
     together = [c.name for c in calls if outcomes[c.id].concurrent]
     if together:

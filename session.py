@@ -91,19 +91,22 @@ def answer(r, how, text=None):
         r.status = "running"
 
 
-def chat(env, offline=False, name=None, on_retry=None):
+def chat(env, offline=False, name=None, on_retry=None, stream=True):
     """The model: (ask, close, what it is). Online when a key is set and not `offline`; else the
-    built-in offline model behind the loopback endpoint, through the same client."""
+    built-in offline model behind the loopback endpoint, through the same client. Streamed
+    unless `stream` is false or the environment turns it off (AGENT_STREAM=0)."""
+    limits = {"stream": stream and env.get("stream", True),
+              "max_seconds": env.get("model_max_seconds", config.MODEL_MAX_SECONDS)}
     if env["api_key"] and not offline:
         name = name or env["model"]
         ask = model.connect(env["base_url"], env["api_key"], name, env["model_timeout"], env["model_retries"],
-                            on_retry=on_retry)
+                            on_retry=on_retry, **limits)
         return ask, ask.close, f"模型：{name} @ {env['base_url'] or 'https://api.openai.com/v1'}"
     import offline as offline_model
     from endpoint import Endpoint
     endpoint = Endpoint(offline_model.respond)
     ask = model.connect(endpoint.url, "offline-no-key", config.OFFLINE_MODEL, env["model_timeout"],
-                        env["model_retries"], on_retry=on_retry, loopback=True)
+                        env["model_retries"], on_retry=on_retry, loopback=True, **limits)
     why = "--offline" if offline else "未设置 OPENAI_API_KEY"
     return ask, lambda: (ask.close(), endpoint.close()), \
         f"离线模式：使用内置离线模型（{why}），经 openai 客户端访问 {endpoint.url}"
