@@ -12,6 +12,7 @@ the stream quirks of real providers (see STREAM), so every one of them can be te
 """
 import http.server
 import json
+import socket
 import threading
 import time
 
@@ -44,12 +45,13 @@ class Endpoint:
     The dict is an assistant message ({"content", "tool_calls"}, optionally "finish_reason",
     "usage" and "_stream", see STREAM), or {"_http": {...}} for a fault: status, headers, body,
     raw (bytes sent as the body, as is), delay (seconds before answering), drop (close the
-    socket), dribble (seconds between single bytes of an answer that never ends). `sent` records,
-    per streamed request, when (time.perf_counter) the first chunk with text left the server.
+    socket), dribble (seconds between single bytes of an answer that never ends). `timings`: per
+    request answered, time.perf_counter() when it arrived, when its first text left (a streamed
+    chunk with text, or the whole body) and when its last byte did.
     """
 
     def __init__(self, respond, model="offline"):
-        self.respond, self.model, self.requests, self.sent = respond, model, [], []
+        self.respond, self.model, self.requests, self.timings = respond, model, [], []
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
@@ -104,6 +106,12 @@ def _handler(endpoint):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def setup(self):
+            super().setup()
+            # small writes (headers, then body; one event at a time) leave at once, as from a real
+            # server: no Nagle delay waiting on the client's delayed ACK
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
         def handle(self):
             try:
                 super().handle()
@@ -117,16 +125,21 @@ def _handler(endpoint):
                 return self._send(400, {}, {"error": {"message": "request body is not JSON"}})
             if not self.path.rstrip("/").endswith("/chat/completions") or not isinstance(request, dict):
                 return self._send(404, {}, {"error": {"message": f"unknown path {self.path}"}})
+            self.timing = {"arrived": time.perf_counter(), "first": None}
             status, headers, body, delay, drop = endpoint.answer(request)
             time.sleep(delay)
             if drop == "stream":
-                return self._stream(body)
-            if drop:
+                self._stream(body)
+            elif drop:
                 self.close_connection = True
                 return self.connection.close()
-            if drop is None:
+            elif drop is None:
                 return self._dribble(body)
-            self._send(status, headers, body)
+            else:
+                self._send(status, headers, body)
+                self.timing["first"] = time.perf_counter()
+            self.timing["done"] = time.perf_counter()
+            endpoint.timings.append(self.timing)
 
         def _stream(self, plan):
             """Server-sent events over chunked transfer encoding: (seconds to wait, bytes) pieces; a
@@ -138,18 +151,16 @@ def _handler(endpoint):
             try:
                 self.end_headers()
                 self.wfile.flush()
-                first = True
                 for wait, data, text in plan:
                     if wait:
                         time.sleep(wait)
                     if data is None:
                         self.close_connection = True
                         return self.connection.shutdown(2)
-                    if text and first:
-                        first = False
-                        endpoint.sent.append(time.perf_counter())
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                     self.wfile.flush()
+                    if text and self.timing["first"] is None:
+                        self.timing["first"] = time.perf_counter()
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
             except OSError:                         # the client gave up (timeout, interrupt)
