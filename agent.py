@@ -1,8 +1,9 @@
 """Command line: parse arguments, pick the mode, print what happens. Nothing else.
 
 Exit codes: 0 done or suspended (awaiting the user); 1 stopped (guard, budget, max turns) or a
-check or self-test failed; 2 bad usage or input; 3 the model service failed. No traceback
-reaches the user for any of these.
+check or self-test failed; 2 bad usage or input; 3 the model service failed; 130 interrupted
+(Ctrl-C or SIGTERM: the run is recorded stopped/interrupted). No traceback reaches the user for
+any of these. What happens while a reply streams is shown by live.py.
 """
 import argparse
 import json
@@ -45,6 +46,7 @@ def parse(argv):
                    "续跑时不必再给，审计文件记得它")
     p.add_argument("--mcp-url", metavar="URL", help="改连 Streamable HTTP 的 MCP 服务，不启动进程（环境变量 AGENT_MCP_URL；"
                    "令牌：AGENT_MCP_TOKEN）；续跑沿用运行开始时的地址")
+    p.add_argument("--no-stream", action="store_true", help="不流式接收模型回复，整段收到后再显示（环境变量 AGENT_STREAM=0）")
     args = p.parse_args(argv)
     if args.reply is not None and len(args.reply) > 2:
         p.error("--reply 只接受 TEXT 和可选的 RUN_ID 两个值")
@@ -79,6 +81,25 @@ def _split(command):
 
 
 def main(argv=None):
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    previous = signal.signal(signal.SIGTERM, _terminated)       # SIGTERM stops a run as Ctrl-C does
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:                                   # before or after a run's loop
+        print("\n已中断。", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _main(argv):
     args = parse(argv)
     try:
         env = config.settings()
@@ -223,13 +244,19 @@ def _reopen(session, args, audit_dir, run_id, how, command, policy, token=None, 
 
 
 def _go(session, r, toolset, args, env):
+    import live
     import loop
     say = r.say
+    console = live.Console(sys.stdout, lang=r.agent.language)
 
     def on_retry(attempt, total, wait, error):
-        print(say("cli.retry", kind=error.kind, wait=wait, attempt=attempt, total=total), file=sys.stderr)
+        console.note(say("cli.retry", kind=error.kind, wait=wait, attempt=attempt, total=total), sys.stderr)
+
+    def shown(kind, **data):                    # live events as they come; the rest once the console is settled
+        if not console.event(kind, **data):
+            report(kind, streamed=console.settle(), **data)
     try:
-        ask, closer, what = session.chat(env, args.offline, args.model, on_retry, r.agent)
+        ask, closer, what = session.chat(env, args.offline, args.model, on_retry, r.agent, stream=not args.no_stream)
     except BaseException:
         toolset.close()
         raise
@@ -237,32 +264,38 @@ def _go(session, r, toolset, args, env):
     r.model = ask.model
     started = time.perf_counter()
     try:
-        loop.run(r, ask, toolset, report)
+        loop.run(r, ask, toolset, shown)
     except KeyboardInterrupt:
-        loop.finish(r, "stopped", "interrupted", say("stop.interrupted", signal="Ctrl-C"))
+        console.close()
+        loop.finish(r, "stopped", "interrupted", say("stop.interrupted", signal="Ctrl-C / SIGTERM"))
         print("\n" + say("cli.interrupted", run_id=r.run_id), file=sys.stderr)
         return 130
     finally:
+        console.close()
         closer()
         toolset.close()
     summary(r, time.perf_counter() - started, toolset)
     return EXIT[r.status]
 
 
-def report(kind, run, reply=None, calls=(), outcomes=None, text=""):
-    """Print one turn, the model's answer, or the loop's nudge, as it happens."""
+def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=False, **_):
+    """Print one turn, the model's answer, or the loop's nudge, once it is over (under the turn's
+    header, after the text live.py showed as it came: `streamed`)."""
     say = run.say
     if kind == "nudge":
         print("   " + say("cli.nudge", text=text))
         return
-    trace = run.trace[-1]
-    print(say("cli.turn", turn=run.turn, seconds=reply.seconds, tokens=reply.tokens,
-              estimated=say("cli.estimated") if reply.estimated else "", total=run.memory.used_tokens,
-              sent=trace["chars_sent"], full=trace["chars_full"]))
-    if kind == "answer":
-        print("   " + say("cli.answer", text=run.answer.replace("\n", "\n   ")))
+    if kind not in ("turn", "answer"):
         return
-    if reply.message.get("content"):
+    trace = run.trace[-1]
+    print("   " + say("cli.stats", seconds=reply.seconds, tokens=reply.tokens,
+                        estimated=say("cli.estimated") if reply.estimated else "", total=run.memory.used_tokens,
+                        sent=trace["chars_sent"], full=trace["chars_full"]))
+    if kind == "answer":
+        if not streamed:
+            print("   " + say("cli.answer", text=run.answer.replace("\n", "\n   ")))
+        return
+    if reply.message.get("content") and not streamed:
         print("   " + say("cli.model", text=reply.message["content"].strip().replace("\n", " ")[:200]))
     together = [c.name for c in calls if outcomes[c.id].concurrent]
     if together:

@@ -17,7 +17,8 @@ OFFLINE_MODEL = "offline"
 
 MAX_TURNS = 12                  # model calls over the whole life of a run, resumes included
 TOKEN_BUDGET = 200_000          # tokens over the whole life of a run
-MODEL_TIMEOUT = 60.0            # seconds per model request
+MODEL_TIMEOUT = 60.0            # seconds to a reply's first byte, and of silence between streamed chunks
+MODEL_MAX_SECONDS = 600.0       # seconds one whole reply may take (a slow model writing a long answer)
 MODEL_RETRIES = 3               # extra attempts on timeouts, 429 and 5xx
 RETRY_BASE = 1.0                # first backoff in seconds, doubled per attempt
 RETRY_CAP = 30.0                # longest wait between attempts, Retry-After included
@@ -131,6 +132,8 @@ def settings(env=None):
         "budget": int(env.get("AGENT_TOKEN_BUDGET") or TOKEN_BUDGET),
         "model_timeout": float(env.get("AGENT_MODEL_TIMEOUT") or MODEL_TIMEOUT),
         "model_retries": int(env.get("AGENT_MODEL_RETRIES") or MODEL_RETRIES),
+        "model_max_seconds": float(env.get("AGENT_MODEL_MAX_SECONDS") or MODEL_MAX_SECONDS),
+        "stream": (env.get("AGENT_STREAM") or "1").strip().lower() not in ("0", "false", "no", "off"),
     }
 
 

@@ -81,7 +81,7 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
             return finish(r, "stopped", *stop)
         config.fault("before_ask")
         try:
-            reply = ask(outgoing, r.tools)
+            reply = _ask(r, ask, outgoing, report)
         except ModelError as exc:
             return failed(r, exc)
         config.fault("after_reply")
@@ -171,7 +171,7 @@ def last_answer(r, ask, toolset, report):
     outgoing[0] = dict(outgoing[0], content=outgoing[0]["content"] + "\n\n" + prompt)
     size += len("\n\n" + prompt)
     try:
-        reply = ask(outgoing, r.tools, final=True)
+        reply = _ask(r, ask, outgoing, report, final=True)
     except ModelError as exc:
         return failed(r, exc)
     r.turn += 1
@@ -184,6 +184,16 @@ def last_answer(r, ask, toolset, report):
     r.answer = message["content"]
     report("answer", run=r, reply=reply)
     return finish(r, "stopped", "max_turns", r.say("stop.max_turns", limit=r.max_turns))
+
+
+def _ask(r, ask, outgoing, report, final=False):
+    """Ask the model for turn r.turn + 1, telling `report` first ("asking"). An `ask` that streams
+    hands each piece of text and each complete tool call to `report` as they arrive ("delta",
+    "tool_call"; "discard" when what came of an attempt is void); only the whole reply, returned
+    here, can enter the record."""
+    report("asking", run=r)
+    listen = {"on_event": lambda kind, **data: report(kind, run=r, **data)} if getattr(ask, "streams", False) else {}
+    return ask(outgoing, r.tools, final=True, **listen) if final else ask(outgoing, r.tools, **listen)
 
 
 def finish(r, status, reason, detail=""):

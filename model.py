@@ -12,13 +12,21 @@ calling them, and a token count (the server's usage, or an estimate flagged as s
 of discarded attempts included). `openai` is imported only when a client is made, so
 commands that never ask a model start fast. No response the SDK can hand back raises
 anything but ModelError.
+
+Streamed replies (the default) are assembled into exactly the body the same reply unstreamed
+would have had, then normalised by the same code, so nothing downstream can tell them apart;
+what was heard of an attempt that failed is never part of a Reply. The timeout bounds the wait
+for the first byte and every silence between bytes; `max_seconds` caps a whole reply, streamed
+or not. Listeners (`on_event`) are called in the caller's thread, never after ask returned.
 """
 import dataclasses
 import json
+import queue
 import re
 import secrets
 import threading
 import time
+import types
 
 import config
 from calls import chars
@@ -58,8 +66,14 @@ def estimate_tokens(chars):
 
 
 def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=config.MODEL_RETRIES,
-            on_retry=None, sleep=time.sleep, loopback=False):
-    """A chat function ask(messages, tools, final=False) -> Reply over the openai client."""
+            on_retry=None, sleep=time.sleep, loopback=False, stream=True, max_seconds=config.MODEL_MAX_SECONDS):
+    """A chat function ask(messages, tools, final=False, on_event=None) -> Reply over the openai client.
+
+    `timeout`: seconds to the first byte and of silence between bytes; `max_seconds`: one whole
+    reply. With `stream`, `on_event(kind, **data)` hears the reply while it arrives: "delta"
+    (text=a piece of the text), "tool_call" (call={"id", "name", "arguments"} as sent, once that
+    call is complete), "discard" (why=...: what was heard of this attempt is void; it is asked
+    again or fails). `ask.streams` says whether it streams."""
     import openai
     kwargs = {}
     if loopback:                  # never send a loopback request through an HTTP proxy
@@ -69,8 +83,9 @@ def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=conf
             pass
     client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0, **kwargs)
     _warm(openai)
+    where = base_url or "https://api.openai.com/v1"
 
-    def ask(messages, tools, final=False):
+    def ask(messages, tools, final=False, on_event=None):
         request = {"model": model, "messages": messages}
         if tools:
             request.update(tools=tools, tool_choice="none" if final else "auto")
@@ -78,19 +93,25 @@ def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=conf
         started, spent, earlier = time.perf_counter(), 0, []
 
         def send():
-            response = _within(timeout, lambda: _create(client, request))
+            if stream:
+                response = _streamed(openai, client, request, (timeout, max_seconds, where), on_event)
+            else:
+                response = _within(max_seconds, lambda: _create(client, request))
             return _reply(response, messages, time.perf_counter() - started, names)
         for _ in (1, 2):                    # a cut-off or empty reply is asked for once more
-            reply = _with_retries(send, openai, retries, on_retry, sleep, base_url or "https://api.openai.com/v1", model)
+            reply = _with_retries(send, openai, retries, on_retry, sleep, where, model)
             spent += reply.tokens
             problem = _unusable(reply)
             if problem is None:
                 reply.tokens, reply.notes = spent, earlier + reply.notes
                 return reply
             earlier += reply.notes + [f"{problem[0]}: asked again"]
+            if stream and on_event:
+                on_event("discard", why=problem[1])
         raise ModelError(problem[0], problem[1], tokens=spent)
 
     ask.model = model
+    ask.streams = stream
     ask.close = client.close
     return ask
 
@@ -114,8 +135,10 @@ def _with_retries(send, openai, retries, on_retry, sleep, where, model):
         except openai.APIStatusError as exc:
             error = _status_error(exc, model)
             wait = _retry_after(exc)
-        except (openai.APITimeoutError, _Overdue):
+        except openai.APITimeoutError:
             error, wait = ModelError("timeout", f"模型服务 {where} 超时未响应"), None
+        except _Overdue as exc:
+            error, wait = ModelError("timeout", f"模型服务 {where} 的回复超过总时限 {exc.args[0]:g} 秒"), None
         except openai.APIConnectionError as exc:
             error, wait = ModelError("unreachable", f"无法连接模型服务 {where}：{exc.__cause__ or exc}"), None
         except openai.OpenAIError as exc:
@@ -144,6 +167,14 @@ _SAMPLE = {"id": "warm", "object": "chat.completion", "created": 0, "model": "wa
                      "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}}
 
 
+_CHUNK = {"id": "warm", "object": "chat.completion.chunk", "created": 0, "model": "warm",
+          "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": None,
+                       "delta": {"role": "assistant", "content": "", "refusal": None,
+                                 "tool_calls": [{"index": 0, "id": "c", "type": "function",
+                                                 "function": {"name": "f", "arguments": "{}"}}]}}],
+          "usage": _SAMPLE["usage"]}
+
+
 def _warm(openai):
     """Build the SDK's response types once per process, in one thread. pydantic completes a
     model's schema on first use, and threads that first use it together can see it half built
@@ -154,6 +185,7 @@ def _warm(openai):
     with _WARM["lock"]:
         if not _WARM["done"]:
             openai.types.chat.ChatCompletion.construct(**_SAMPLE)
+            openai.types.chat.ChatCompletionChunk.construct(**_CHUNK)
             _WARM["done"] = True
 
 
@@ -186,10 +218,209 @@ def _within(seconds, send):
     worker.start()
     worker.join(seconds)
     if worker.is_alive():
-        raise _Overdue()
+        raise _Overdue(seconds)
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def _streamed(openai, client, request, limits, on_event):
+    """One streamed request, put together into the body the same reply unstreamed would have had.
+
+    A daemon thread reads the chunks and hands them over; they are assembled here, in the
+    caller's thread, so `on_event` runs there, the whole reply has its deadline and an interrupt
+    (Ctrl-C) stops at once: the reader is told to close the stream at its next chunk and left."""
+    timeout, max_seconds, where = limits
+    handed, stop = queue.SimpleQueue(), threading.Event()
+
+    def read():
+        got = False
+        try:
+            stream = _create(client, dict(request, stream=True, stream_options={"include_usage": True}))
+            try:
+                kind = stream.response.headers.get("content-type", "")
+                if "json" in kind and "event-stream" not in kind:    # the server ignored `stream`: one body
+                    return handed.put(("body", stream.response.read()))
+                for chunk in stream:
+                    if stop.is_set():
+                        return
+                    got = True
+                    handed.put(("chunk", chunk))
+                handed.put(("end", None))
+            finally:
+                stream.close()
+        except openai.APITimeoutError as exc:
+            handed.put(("error", ModelError("timeout", f"模型服务 {where} 的流式回复停顿超过 {timeout:g} 秒")
+                        if got else exc))
+        except openai.APIConnectionError as exc:
+            handed.put(("error", ModelError("unreachable", f"模型服务 {where} 的流式回复中途断开："
+                                                           f"{exc.__cause__ or exc}") if got else exc))
+        except openai.APIStatusError as exc:
+            handed.put(("error", exc))
+        except openai.APIError as exc:               # an `error` event inside the stream
+            handed.put(("error", _provider_error(exc.body if isinstance(exc.body, dict) else exc.message, "流式回复中")))
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError, RuntimeError) as exc:
+            handed.put(("error", ModelError("unparseable", f"模型服务的流式回复里有一段不是合法的 JSON"
+                                                           f"（{type(exc).__name__}: {str(exc)[:200]}）")))
+        except Exception as exc:                     # the transport's own, reading a whole body
+            slow = "Timeout" in type(exc).__name__
+            handed.put(("error", ModelError("timeout" if slow else "unreachable",
+                                            f"模型服务 {where} 的回复没有读完：{type(exc).__name__}: {str(exc)[:200]}")))
+        except BaseException as exc:                 # handed back to the caller below
+            handed.put(("error", exc))
+
+    threading.Thread(target=read, daemon=True, name="model-stream").start()
+    deadline, reply = time.monotonic() + max_seconds, _Assembly(on_event)
+    try:
+        while True:
+            try:
+                kind, value = handed.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise ModelError("timeout", f"模型服务 {where} 的回复超过总时限 {max_seconds:g} 秒") from None
+            if kind == "chunk":
+                reply.add(value)
+            elif kind == "end":
+                return reply.body()
+            elif kind == "body":
+                return _parsed(openai, value)
+            else:
+                raise value
+    except Exception as exc:
+        if reply.heard and on_event:
+            on_event("discard", why=str(exc)[:200] or type(exc).__name__)
+        raise
+    finally:
+        stop.set()
+
+
+def _parsed(openai, raw):
+    """A whole JSON body (a server that ignored `stream`), read as the SDK reads one."""
+    try:
+        body = json.loads(raw)
+        if not isinstance(body, dict):
+            raise ValueError(f"not a JSON object: {str(body)[:100]}")
+        return openai.types.chat.ChatCompletion.construct(**body)
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError, RuntimeError) as exc:
+        raise ModelError("unparseable", f"模型服务返回的内容不是完整的 JSON（{type(exc).__name__}: {str(exc)[:200]}）") \
+            from None
+
+
+class _Assembly:
+    """A streamed reply, chunk by chunk, into the body the server would have sent unstreamed.
+
+    Quirks it absorbs: arguments split over many chunks, calls interleaved by `index`; the id
+    and name in the first chunk of a call only, or repeated in every one; chunks without
+    `index` (a new id starts a new call); a whole call in one chunk; content and calls in one
+    stream; usage in a final chunk with no choices, on a chunk with choices, or never;
+    finish_reason anywhere or nowhere. A call is announced once it is complete: another call
+    has begun and its arguments are whole JSON, or the stream ended."""
+
+    def __init__(self, on_event):
+        self.on_event, self.heard = on_event, False
+        self.content, self.calls, self.order, self.shown = None, {}, [], set()
+        self.finish = self.usage = self.odd = None
+        self.head = {}
+
+    def add(self, chunk):
+        extra = getattr(chunk, "model_extra", None) or {}
+        if extra.get("error"):
+            raise _provider_error(extra["error"], "流式回复中")
+        for field in ("id", "created", "model"):
+            self.head.setdefault(field, getattr(chunk, field, None))
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.usage = usage
+        for choice in getattr(chunk, "choices", None) or ():
+            if getattr(choice, "index", 0) not in (0, None):
+                continue
+            delta = getattr(choice, "delta", None)
+            if delta is not None:
+                self._text(getattr(delta, "content", None))
+                pieces = getattr(delta, "tool_calls", None)
+                if pieces is not None and not isinstance(pieces, list):
+                    self.odd = pieces                   # not a list: left for the normalisation to note
+                for piece in pieces if isinstance(pieces, list) else ():
+                    if not isinstance(piece, (str, bytes, int, float, list, dict)):
+                        self._call(piece)
+            if getattr(choice, "finish_reason", None):
+                self.finish = choice.finish_reason
+
+    def _text(self, piece):
+        if piece is None or piece == "":
+            return
+        if isinstance(piece, str) and not isinstance(self.content, list):
+            self.content = (self.content or "") + piece
+            text = piece
+        else:                                   # content parts (some servers): kept as parts, as unstreamed
+            self.content = ([self.content] if isinstance(self.content, str) else self.content or []) + \
+                (piece if isinstance(piece, list) else [piece])
+            text = "".join(p.get("text") or "" if isinstance(p, dict) else str(getattr(p, "text", "") or "")
+                           for p in (piece if isinstance(piece, list) else [piece]))
+        self._tell("delta", text=text)
+
+    def _call(self, piece):
+        index, call_id = getattr(piece, "index", None), getattr(piece, "id", None)
+        if index is not None:
+            key = index
+        elif self.order and (not call_id or call_id == self.calls[self.order[-1]]["id"]):
+            key = self.order[-1]
+        else:
+            key = ("no-index", len(self.order))
+        call = self.calls.get(key)
+        if call is None:
+            self._complete()
+            call = self.calls[key] = {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+            self.order.append(key)
+        if call_id and not call["id"]:
+            call["id"] = call_id
+        function = call["function"]
+        name = getattr(getattr(piece, "function", None), "name", None)
+        if isinstance(name, str) and name and name != function["name"]:
+            function["name"] += name
+        arguments = getattr(getattr(piece, "function", None), "arguments", None)
+        if isinstance(arguments, str):
+            function["arguments"] = (function["arguments"] if isinstance(function["arguments"], str)
+                                     else json.dumps(function["arguments"], ensure_ascii=False)) + arguments
+        elif arguments is not None:             # an object, not a string: kept as is, as unstreamed
+            function["arguments"] = arguments if function["arguments"] == "" else \
+                function["arguments"] + json.dumps(arguments, ensure_ascii=False)
+
+    def _complete(self, ended=False):
+        """Announce the calls that are complete now (all of them when the stream ended)."""
+        for key in self.order:
+            if key in self.shown:
+                continue
+            function = self.calls[key]["function"]
+            if not ended and not _whole(function["arguments"]):
+                continue
+            self.shown.add(key)
+            arguments = function["arguments"]
+            self._tell("tool_call", call={"id": self.calls[key]["id"], "name": function["name"],
+                                          "arguments": arguments if isinstance(arguments, str)
+                                          else json.dumps(arguments, ensure_ascii=False)})
+
+    def _tell(self, kind, **data):
+        self.heard = True
+        if self.on_event:
+            self.on_event(kind, **data)
+
+    def body(self):
+        self._complete(ended=True)
+        calls = [types.SimpleNamespace(id=c["id"], type=c["type"], function=types.SimpleNamespace(**c["function"]))
+                 for c in map(self.calls.get, self.order)]
+        message = types.SimpleNamespace(role="assistant", content=self.content, tool_calls=calls or self.odd)
+        choice = types.SimpleNamespace(index=0, message=message, finish_reason=self.finish)
+        return types.SimpleNamespace(**self.head, choices=[choice], usage=self.usage)
+
+
+def _whole(arguments):
+    if not isinstance(arguments, str):
+        return True
+    try:
+        json.loads(arguments)
+        return True
+    except ValueError:
+        return False
 
 
 def _status_error(exc, model):
@@ -279,14 +510,20 @@ def _body_error(response):
     """A 200 without choices: the provider's own error when the body carries one (OpenRouter
     does this), retried when its code says it is transient."""
     error = getattr(response, "error", None) or (getattr(response, "model_extra", None) or {}).get("error")
+    if error:
+        return _provider_error(error)
+    return ModelError("bad_response", "模型服务返回了没有 choices 的回复")
+
+
+def _provider_error(error, where="HTTP 200"):
+    """The provider's own error object (in a 200 body, or an `error` event inside a stream) as a
+    ModelError in its words; a transient code is retried."""
     if isinstance(error, dict):
         code = error.get("code")
         kind = "server" if code in (429, 500, 502, 503, 504) or str(code) in ("429", "500", "502", "503", "504") \
             else "quota" if code in QUOTA_CODES or code == 402 else "bad_response"
-        return ModelError(kind, f"模型服务返回了错误（HTTP 200，code {code}）：{str(error.get('message'))[:500]}")
-    if error:
-        return ModelError("bad_response", f"模型服务返回了错误：{str(error)[:500]}")
-    return ModelError("bad_response", "模型服务返回了没有 choices 的回复")
+        return ModelError(kind, f"模型服务返回了错误（{where}，code {code}）：{str(error.get('message'))[:500]}")
+    return ModelError("bad_response", f"模型服务返回了错误：{str(error)[:500]}")
 
 
 def _joined(content, notes):

@@ -107,15 +107,18 @@ def reopen(audit_dir, run_id, how, mcp_command=None, policy=None, mcp_token=None
 answer = loop.answer
 
 
-def chat(env, offline=False, name=None, on_retry=None, agent=None):
+def chat(env, offline=False, name=None, on_retry=None, agent=None, stream=True):
     """The model: (ask, close, what it is). Online when a key is set and not `offline`; else the
     agent's own offline model (the built-in one for the Xi'an agent) behind the loopback endpoint,
-    through the same client."""
+    through the same client. Streamed unless `stream` is false or the environment turns it off
+    (AGENT_STREAM=0)."""
     say = (agent or tools.agent(None)).say
+    limits = {"stream": stream and env.get("stream", True),
+              "max_seconds": env.get("model_max_seconds", config.MODEL_MAX_SECONDS)}
     if env["api_key"] and not offline:
         name = name or env["model"]
         ask = model.connect(env["base_url"], env["api_key"], name, env["model_timeout"], env["model_retries"],
-                            on_retry=on_retry)
+                            on_retry=on_retry, **limits)
         return ask, ask.close, say("cli.online", model=name, url=env["base_url"] or "https://api.openai.com/v1")
     respond = agent.offline if agent is not None and agent.offline else None
     if respond is None and agent is not None and agent.file is not None:
@@ -126,7 +129,7 @@ def chat(env, offline=False, name=None, on_retry=None, agent=None):
     from endpoint import Endpoint
     endpoint = Endpoint(respond)
     ask = model.connect(endpoint.url, "offline-no-key", config.OFFLINE_MODEL, env["model_timeout"],
-                        env["model_retries"], on_retry=on_retry, loopback=True)
+                        env["model_retries"], on_retry=on_retry, loopback=True, **limits)
     why = "--offline" if offline else say("cli.no_key")
     return ask, lambda: (ask.close(), endpoint.close()), say("cli.offline", why=why, url=endpoint.url)
 

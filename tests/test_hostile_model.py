@@ -169,7 +169,8 @@ def test_a_failing_endpoint_ends_in_error_and_resume_continues(fake_model, new_r
     script = [tool_calls(("set_plan", {"steps": PLAN}))] + [fault] * 3 + [text("好")]
     _, endpoint = fake_model(script)
     import model
-    ask = model.connect(endpoint.url, "k", "m", timeout=0.8, retries=2, sleep=lambda s: None, loopback=True)
+    ask = model.connect(endpoint.url, "k", "m", timeout=0.8, retries=2, sleep=lambda s: None, loopback=True,
+                        max_seconds=2)          # the dribble sends a byte in every 0.1 s: only the whole cap stops it
     loop.run(r, ask, ts)
     check(r, store, "error", 0)
     assert r.reason == kind and r.turn == 1 and len(endpoint.requests) == 4

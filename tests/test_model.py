@@ -89,7 +89,8 @@ def test_a_failure_of_the_sdks_own_parsing_is_a_model_error():
 
 def test_warming_builds_every_response_type_a_reply_touches():
     """In a fresh process: after model._warm, parsing replies of every shape the loop reads (text,
-    content parts, tool calls, usage with details, a refusal) completes no further pydantic model,
+    content parts, tool calls, usage with details, a refusal; and the chunks of a streamed reply)
+    completes no further pydantic model,
     so threads that parse their first replies together find them all built."""
     import subprocess
     import sys
@@ -121,6 +122,15 @@ for message in ({"role": "assistant", "content": "好的"}, {"role": "assistant"
         "choices": [{"index": 0, "finish_reason": "stop", "message": message, "logprobs": None}],
         "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5,
                   "prompt_tokens_details": {"cached_tokens": 1}, "completion_tokens_details": {"reasoning_tokens": 0}}})
+from openai.types.chat import ChatCompletionChunk
+for delta in ({"role": "assistant", "content": ""}, {"content": "好"},
+              {"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": ""}}]},
+              {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}):
+    construct_type(type_=ChatCompletionChunk, value={
+        "id": "r", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [{"index": 0, "finish_reason": None, "delta": delta, "logprobs": None}]})
+construct_type(type_=ChatCompletionChunk, value={"id": "r", "object": "chat.completion.chunk", "created": 1, "model": "m",
+    "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}})
 print(sorted(c.__name__ for c in before - deferred()))
 """
     out = subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True, timeout=60)
