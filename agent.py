@@ -12,6 +12,7 @@ import sys
 import time
 
 import config
+import texts
 
 EXIT = {"done": 0, "suspended": 0, "stopped": 1, "error": 3, "running": 3}
 MARK = {"ok": "✓", "error": "✗", "timeout": "⏱", "unknown": "?", "blocked": "⛔"}
@@ -150,8 +151,8 @@ def drive(args, env):
     command = _split(args.mcp_server or env["mcp_server"] or "") or None
     if command is None and env["mcp_server"]:
         raise UsageError("环境变量 AGENT_MCP_SERVER 不是合法的命令行")
-    url, token = _mcp_http(args, env, how)
     agent = session.load_agent(args.agent) if args.agent else None
+    url, token = _mcp_http(args, env, how, (agent.say if agent else texts.ZH_TEXTS))
     policy = session.load_policy(args.policy) if args.policy else None
     if how is None and not os.path.isdir(audit_dir):
         os.makedirs(audit_dir, exist_ok=True)
@@ -168,25 +169,25 @@ def drive(args, env):
         return _go(session, r, toolset, args, env)
 
 
-def _mcp_http(args, env, how):
+def _mcp_http(args, env, how, say):
     """(URL, token) of the Streamable HTTP MCP server of a new `--mcp` run, (None, token) when it
     spawns one; the token comes from the environment. A resume takes the URL its run recorded.
     Explicit options win over the environment; --mcp-url and --mcp-server together are refused."""
     import mcp_http
     import mcp_tools
     try:
-        token = mcp_http.check_token(env["mcp_token"])
+        token = mcp_http.check_token(env["mcp_token"], say)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if how:
         return None, token
     if args.mcp_url and not args.mcp:
-        raise UsageError(mcp_http.say("cli_needs_mcp"))
+        raise UsageError(say("mcp.cli_needs_mcp"))
     if args.mcp_url and args.mcp_server:
-        raise UsageError(mcp_http.say("cli_one_server"))
+        raise UsageError(say("mcp.cli_one_server"))
     url = args.mcp_url or (env["mcp_url"] if args.mcp and not args.mcp_server else None)
     try:
-        return (mcp_http.Target(url).url if url else None), token
+        return (mcp_http.Target(url, say).url if url else None), token
     except mcp_tools.MCPError as exc:
         raise UsageError(str(exc)) from None
 
@@ -225,8 +226,7 @@ def _reopen(session, args, audit_dir, run_id, how, command, policy, token=None, 
     if args.mcp and r.mode != "mcp":
         print(say("cli.keeps_mode", run_id=run_id, mode=r.mode), file=sys.stderr)
     if args.mcp_url and args.mcp_url != r.mcp_url:
-        import mcp_http
-        print(mcp_http.say("cli_keeps_server", run_id=run_id, where=r.mcp_url or mcp_http.say("cli_local_process")),
+        print(say("mcp.cli_keeps_server", run_id=run_id, where=r.mcp_url or say("mcp.cli_local_process")),
               file=sys.stderr)
     for key in warnings:
         print(say("cli.rebuilt", key=key), file=sys.stderr)

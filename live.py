@@ -8,23 +8,16 @@ terminal; anywhere else (a pipe, a log file) a sign of life is a plain line afte
 and nothing else is ever erased: a partial line of the model's text is never overwritten (no
 sign of life while a line of text is open). The model's text is shown without its control
 characters (the record keeps it exactly as sent). The ticker is a daemon thread, started with
-the first request and stopped by close(). Every user-visible string is in TEXT, Chinese with
-English beside it.
+the first request and stopped by close(). What it says comes from the agent's catalogue in
+texts.py (keys `live.*`).
 """
 import re
 import sys
 import threading
 import time
 
-TEXT = {
-    "turn": {"zh": "── 第 {turn} 轮", "en": "── Turn {turn}"},
-    "model": {"zh": "   模型：", "en": "   Model: "},
-    "call": {"zh": "   → 调用 {name} {arguments}", "en": "   → calling {name} {arguments}"},
-    "waiting": {"zh": "等待模型", "en": "waiting for the model"},
-    "tools": {"zh": "执行工具", "en": "running tools"},
-    "alive": {"zh": "   … {what}，已 {seconds} 秒", "en": "   … {what}, {seconds}s so far"},
-    "discard": {"zh": "   （以上这次回复作废，不会记录：{why}）", "en": "   (the reply above is void, not recorded: {why})"},
-}
+import texts
+
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")     # all but tab and newline
 ERASE = "\r\x1b[K"
 LIVE_KINDS = ("asking", "delta", "tool_call", "discard")
@@ -36,7 +29,7 @@ class Console:
     def __init__(self, out=None, tty=None, lang="zh", tick=0.25, line_every=10.0, clock=time.monotonic):
         self.out = out or sys.stdout
         self.tty = _is_tty(self.out) if tty is None else tty
-        self.lang, self.tick, self.line_every, self.clock = lang, tick, line_every, clock
+        self.texts, self.tick, self.line_every, self.clock = texts.of(lang), tick, line_every, clock
         self.lock, self.stopped = threading.Lock(), threading.Event()
         self.phase = None           # "waiting" or "tools" while nothing streams; None otherwise
         self.began = self.quiet = 0.0
@@ -47,7 +40,7 @@ class Console:
         self.thread = None
 
     def say(self, key, **values):
-        return TEXT[key][self.lang].format(**values)
+        return self.texts("live." + key, **values)
 
     def event(self, kind, **data):
         """Show one live event; False when `kind` is not one (the caller shows it)."""

@@ -26,59 +26,12 @@ import time
 import urllib.parse
 
 import mcp_tools
+import texts
 from mcp_tools import META_VERSION, MCPAuthError, MCPError, MCPTimeout, encode, valid_id
 
 MAX_REPLY = mcp_tools.CLIENT_MAX_LINE       # bytes of one reply body or one SSE event
 SAFE_HEADER = re.compile(r"[\x21-\x7e]+")   # a session id, a token: visible ASCII only
-LANGUAGE = "zh"
-
-# what this module says to the model (tool errors) and the user; English beside each, for the catalogue
-MESSAGES = {
-    "bad_url": {"zh": "MCP 服务地址 {url!r} 不可用：{why}", "en": "The MCP server URL {url!r} is not usable: {why}"},
-    "url_scheme": {"zh": "只支持 http:// 或 https://", "en": "only http:// or https:// is supported"},
-    "url_host": {"zh": "缺少主机名", "en": "the host is missing"},
-    "url_userinfo": {"zh": "地址里不能带用户名或密码，令牌请放在 AGENT_MCP_TOKEN 里",
-                     "en": "no user name or password in the URL; put a token in AGENT_MCP_TOKEN"},
-    "url_port": {"zh": "端口不对", "en": "the port is wrong"},
-    "bad_token": {"zh": "AGENT_MCP_TOKEN 只能由可见 ASCII 字符组成（不能有空格或换行）",
-                  "en": "AGENT_MCP_TOKEN may contain only visible ASCII characters (no spaces or line breaks)"},
-    "auth": {"zh": "MCP 服务 {url} 拒绝访问（HTTP {status}）：{hint}；不会重试",
-             "en": "The MCP server {url} refused access (HTTP {status}): {hint}; not retried"},
-    "auth_missing": {"zh": "它要求认证，请在 AGENT_MCP_TOKEN 里设置令牌",
-                     "en": "it requires authentication: set the token in AGENT_MCP_TOKEN"},
-    "auth_wrong": {"zh": "AGENT_MCP_TOKEN 里的令牌不对或已失效", "en": "the token in AGENT_MCP_TOKEN is wrong or expired"},
-    "auth_forbidden": {"zh": "这个令牌（或这个来源）没有访问权限", "en": "this token (or this origin) has no access"},
-    "unreachable": {"zh": "无法连接 MCP 服务 {url}：{why}", "en": "Cannot connect to the MCP server {url}: {why}"},
-    "dropped": {"zh": "与 MCP 服务 {url} 的连接中断：{why}", "en": "The connection to the MCP server {url} dropped: {why}"},
-    "ended_early": {"zh": "回复之前连接就结束了", "en": "it ended before the reply"},
-    "timeout": {"zh": "MCP 服务 {url} {seconds:g} 秒内没有回答 {method}",
-                "en": "The MCP server {url} did not answer {method} within {seconds:g} s"},
-    "status": {"zh": "MCP 服务 {url} 返回 HTTP {status} {reason}，不是 MCP 回复{detail}",
-               "en": "The MCP server {url} answered HTTP {status} {reason}, not an MCP reply{detail}"},
-    "not_mcp": {"zh": "MCP 服务 {url} 的回答不是 MCP 消息（{what}）",
-                "en": "The MCP server {url} answered with something that is not an MCP message ({what})"},
-    "no_reply": {"zh": "MCP 服务 {url} 没有给出对 {method} 的回复（HTTP {status}）",
-                 "en": "The MCP server {url} gave no reply to {method} (HTTP {status})"},
-    "redirect": {"zh": "MCP 服务 {url} 要求重定向到 {location}；请直接使用那个地址",
-                 "en": "The MCP server {url} redirects to {location}; use that URL instead"},
-    "too_big": {"zh": "MCP 服务 {url} 的回复超过 {limit} 字节", "en": "The MCP server {url} sent a reply over {limit} bytes"},
-    "expired": {"zh": "MCP 服务 {url} 的会话已失效（HTTP 404）", "en": "The MCP server {url} no longer knows the session (HTTP 404)"},
-    "closed": {"zh": "与 MCP 服务 {url} 的会话已结束", "en": "The session with the MCP server {url} has ended"},
-    "error_reply": {"zh": "MCP 服务返回错误 {code}：{text}", "en": "The MCP server answered error {code}: {text}"},
-    "no_result": {"zh": "MCP 服务的回复格式不对：没有 result 对象", "en": "The MCP server's reply has no result object"},
-    "unencodable": {"zh": "无法把请求编码成 JSON：{why}", "en": "The request cannot be encoded as JSON: {why}"},
-    # the command line's (agent.py)
-    "cli_needs_mcp": {"zh": "--mcp-url 只在 MCP 模式下有用：新运行请同时加 --mcp",
-                      "en": "--mcp-url only applies in MCP mode: add --mcp to a new run"},
-    "cli_one_server": {"zh": "--mcp-url 与 --mcp-server 只能选一个", "en": "use either --mcp-url or --mcp-server, not both"},
-    "cli_keeps_server": {"zh": "注意：运行 {run_id} 开始时的 MCP 服务是 {where}，续跑沿用它（忽略 --mcp-url）",
-                         "en": "Note: run {run_id} started with the MCP server {where}; the resume keeps it (--mcp-url ignored)"},
-    "cli_local_process": {"zh": "本地进程", "en": "a local process"},
-}
-
-
-def say(key, **values):
-    return MESSAGES[key][LANGUAGE].format(**values)
+ZH = texts.ZH_TEXTS                          # what is said when the caller names no language
 
 
 class SessionExpired(MCPError):
@@ -88,24 +41,24 @@ class SessionExpired(MCPError):
 class Target:
     """A parsed endpoint URL: scheme, host, port and the path (with query) to POST to."""
 
-    def __init__(self, url):
+    def __init__(self, url, say=ZH):
         if not isinstance(url, str) or not url.strip():
-            raise MCPError(say("bad_url", url=url, why=say("url_host")))
+            raise MCPError(say("mcp.bad_url", url=url, why=say("mcp.url_host")))
         parts = urllib.parse.urlsplit(url.strip())
         why = None
         if parts.scheme not in ("http", "https"):
-            why = say("url_scheme")
+            why = say("mcp.url_scheme")
         elif parts.username is not None or parts.password is not None:
-            why = say("url_userinfo")
+            why = say("mcp.url_userinfo")
         elif not parts.hostname:
-            why = say("url_host")
+            why = say("mcp.url_host")
         else:
             try:
                 self.port = parts.port or (443 if parts.scheme == "https" else 80)
             except ValueError:
-                why = say("url_port")
+                why = say("mcp.url_port")
         if why:
-            raise MCPError(say("bad_url", url=url, why=why))
+            raise MCPError(say("mcp.bad_url", url=url, why=why))
         self.url, self.scheme, self.host = url.strip(), parts.scheme, parts.hostname
         self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
@@ -114,10 +67,10 @@ class Target:
         return kind(self.host, self.port, timeout=timeout)
 
 
-def check_token(token):
+def check_token(token, say=ZH):
     """The token, or ValueError when it cannot go into a header as it is."""
     if token is not None and not SAFE_HEADER.fullmatch(token):
-        raise ValueError(say("bad_token"))
+        raise ValueError(say("mcp.bad_token"))
     return token
 
 
@@ -132,8 +85,8 @@ class _Session:
     """One MCP session over HTTP: what mcp_tools.Client needs of a connection (request, notify,
     closed, death, close), with a small pool of kept-alive HTTP connections under it."""
 
-    def __init__(self, target, token, notify_timeout):
-        self.target, self.token, self.notify_timeout = target, token, notify_timeout
+    def __init__(self, target, token, notify_timeout, say=ZH):
+        self.target, self.token, self.notify_timeout, self.say = target, token, notify_timeout, say
         self.session_id = self.version = self.refused = None
         self.closed = self.expired = False
         self.lock, self.idle, self.next_id = threading.Lock(), [], 1
@@ -163,7 +116,7 @@ class _Session:
             pass
 
     def death(self):
-        return say("expired" if self.expired else "closed", url=self.target.url)
+        return self.say("mcp.expired" if self.expired else "closed", url=self.target.url)
 
     def close(self, grace=2.0):
         """End the session: DELETE it when the server gave one (a 405 is fine). Never raises."""
@@ -205,7 +158,7 @@ class _Session:
         try:
             body = encode(message)
         except ValueError as exc:
-            raise MCPError(say("unencodable", why=exc)) from None
+            raise MCPError(self.say("mcp.unencodable", why=exc)) from None
         method, rid = message.get("method", "?"), message.get("id")
         conn, response = self._send("POST", body, self._headers(message), deadline, method, timeout)
         keep = False
@@ -220,14 +173,15 @@ class _Session:
         kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
         if status in (401, 403):
             self._drain(response, deadline, timeout, method, limit=64 << 10)
-            hint = "auth_forbidden" if status == 403 else "auth_wrong" if self.token else "auth_missing"
-            self.refused = MCPAuthError(say("auth", url=self.target.url, status=status, hint=say(hint)), code=status)
+            hint = "mcp.auth_forbidden" if status == 403 else "mcp.auth_wrong" if self.token else "mcp.auth_missing"
+            self.refused = MCPAuthError(self.say("mcp.auth", url=self.target.url, status=status, hint=self.say(hint)),
+                                        code=status)
             raise self.refused
         if status == 404 and self.session_id and rid is not None:
             self.expired = self.closed = True
-            raise SessionExpired(say("expired", url=self.target.url), code=404)
+            raise SessionExpired(self.say("mcp.expired", url=self.target.url), code=404)
         if 300 <= status < 400:
-            raise MCPError(say("redirect", url=self.target.url, location=response.getheader("Location") or "?"))
+            raise MCPError(self.say("mcp.redirect", url=self.target.url, location=response.getheader("Location") or "?"))
         if rid is None:                             # a notification or a reply of ours: 202, nothing to read
             self._drain(response, deadline, timeout, method, limit=64 << 10)
             return None, True
@@ -241,18 +195,18 @@ class _Session:
                 self._begin(response, reply)
             return reply, True
         if status in (200, 202, 204) and (not body.strip() or kind == "application/json"):
-            raise MCPError(say("no_reply", url=self.target.url, method=method, status=status))
+            raise MCPError(self.say("mcp.no_reply", url=self.target.url, method=method, status=status))
         if status != 200:
             detail = "" if kind == "text/html" or not body.strip() else "：" + body[:160].decode("utf-8", "replace")
-            raise MCPError(say("status", url=self.target.url, status=status, reason=response.reason, detail=detail),
+            raise MCPError(self.say("mcp.status", url=self.target.url, status=status, reason=response.reason, detail=detail),
                            code=status)
-        raise MCPError(say("not_mcp", url=self.target.url, what=kind or "?"))
+        raise MCPError(self.say("mcp.not_mcp", url=self.target.url, what=kind or "?"))
 
     def _begin(self, response, reply):
         """A successful initialize: the session id (if any) and the version for later headers."""
         sid = response.getheader("Mcp-Session-Id")
         if sid is not None and not SAFE_HEADER.fullmatch(sid):
-            raise MCPError(say("not_mcp", url=self.target.url, what="Mcp-Session-Id"))
+            raise MCPError(self.say("mcp.not_mcp", url=self.target.url, what="Mcp-Session-Id"))
         result = reply.get("result") if isinstance(reply.get("result"), dict) else {}
         self.session_id = sid
         self.version = result.get("protocolVersion") if isinstance(result.get("protocolVersion"), str) else None
@@ -263,9 +217,9 @@ class _Session:
         while True:
             line = self._read(response.readline, MAX_REPLY + 1, response, deadline, timeout, method)
             if not line:
-                raise MCPError(say("dropped", url=self.target.url, why=say("ended_early")))
+                raise MCPError(self.say("mcp.dropped", url=self.target.url, why=self.say("mcp.ended_early")))
             if len(line) > MAX_REPLY:
-                raise MCPError(say("too_big", url=self.target.url, limit=MAX_REPLY))
+                raise MCPError(self.say("mcp.too_big", url=self.target.url, limit=MAX_REPLY))
             line = line.rstrip(b"\n").rstrip(b"\r")
             if line:
                 field, _, value = line.partition(b":")
@@ -274,7 +228,7 @@ class _Session:
                     data.append(value)
                     size += len(value)
                     if size > MAX_REPLY:
-                        raise MCPError(say("too_big", url=self.target.url, limit=MAX_REPLY))
+                        raise MCPError(self.say("mcp.too_big", url=self.target.url, limit=MAX_REPLY))
                 elif field == b"event":
                     event = value.decode("utf-8", "replace")
                 continue
@@ -306,9 +260,9 @@ class _Session:
         if "error" in reply:
             error = reply["error"] if isinstance(reply["error"], dict) else {}
             code, text = error.get("code"), str(error.get("message") or "?")[:300]
-            raise MCPError(say("error_reply", code=code, text=text), code=code, data=error.get("data"))
+            raise MCPError(self.say("mcp.error_reply", code=code, text=text), code=code, data=error.get("data"))
         if not isinstance(reply.get("result"), dict):
-            raise MCPError(say("no_result"))
+            raise MCPError(self.say("mcp.no_result"))
         return reply["result"]
 
     # ---- HTTP under it
@@ -327,24 +281,24 @@ class _Session:
                 raise
             except TimeoutError:
                 conn.close()
-                raise MCPTimeout(say("timeout", url=self.target.url, seconds=timeout or 0, method=method)) from None
+                raise MCPTimeout(self.say("mcp.timeout", url=self.target.url, seconds=timeout or 0, method=method)) from None
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
                 conn.close()
                 if reused and attempt == 0:
                     continue
-                raise MCPError(say("dropped", url=self.target.url, why=_why(exc))) from None
+                raise MCPError(self.say("mcp.dropped", url=self.target.url, why=_why(exc))) from None
             except (OSError, http.client.HTTPException) as exc:
                 conn.close()
-                raise MCPError(say("unreachable", url=self.target.url, why=_why(exc))) from None
+                raise MCPError(self.say("mcp.unreachable", url=self.target.url, why=_why(exc))) from None
 
     def _read(self, read, size, conn, deadline, timeout, method):
         try:
             self._arm(conn, deadline, timeout, method)
             return read(size)
         except TimeoutError:
-            raise MCPTimeout(say("timeout", url=self.target.url, seconds=timeout or 0, method=method)) from None
+            raise MCPTimeout(self.say("mcp.timeout", url=self.target.url, seconds=timeout or 0, method=method)) from None
         except (OSError, http.client.HTTPException, ValueError) as exc:
-            raise MCPError(say("dropped", url=self.target.url, why=_why(exc))) from None
+            raise MCPError(self.say("mcp.dropped", url=self.target.url, why=_why(exc))) from None
 
     def _drain(self, response, deadline, timeout, method, limit=MAX_REPLY):
         """The whole body (at most `limit` bytes, else MCPError), read under the deadline."""
@@ -356,13 +310,13 @@ class _Session:
             chunks.append(chunk)
             size += len(chunk)
             if size > limit:
-                raise MCPError(say("too_big", url=self.target.url, limit=limit))
+                raise MCPError(self.say("mcp.too_big", url=self.target.url, limit=limit))
 
     def _arm(self, conn, deadline, timeout, method):
         """Give the socket what is left of the deadline; MCPTimeout when nothing is."""
         left = deadline - time.monotonic()
         if left <= 0:
-            raise MCPTimeout(say("timeout", url=self.target.url, seconds=timeout or 0, method=method))
+            raise MCPTimeout(self.say("mcp.timeout", url=self.target.url, seconds=timeout or 0, method=method))
         # a connection's socket, or (once http.client let go of it) the one its response reads from
         sock = getattr(conn, "sock", None) or getattr(getattr(getattr(conn, "fp", None), "raw", None), "_sock", None)
         if isinstance(conn, http.client.HTTPConnection):
@@ -400,14 +354,16 @@ class HTTPClient(mcp_tools.Client):
     (both eras), tools/list and tools/call over _Session. Thread-safe. `token`: sent as a bearer
     token. A request that meets an expired session is tried once more on a new session."""
 
-    def __init__(self, url, token=None, timeout=8.0, mode="auto", probe_timeout=3.0, max_restarts=3, close_grace=2.0):
+    def __init__(self, url, token=None, timeout=8.0, mode="auto", probe_timeout=3.0, max_restarts=3, close_grace=2.0,
+                 say=ZH):
         super().__init__(command=[url], env={}, timeout=timeout, mode=mode, probe_timeout=probe_timeout,
                          max_restarts=max_restarts, close_grace=close_grace)
-        self.target, self.token = Target(url), check_token(token)
+        self.say = say                                  # the run's agent's language (texts.py)
+        self.target, self.token = Target(url, say), check_token(token, say)
         self.url, self.refused = self.target.url, None
 
     def _connect(self):
-        return _Session(self.target, self.token, self.timeout)
+        return _Session(self.target, self.token, self.timeout, self.say)
 
     @property
     def where(self):

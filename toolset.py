@@ -110,7 +110,8 @@ class ToolSet:
         self.mcp, remote, self.mcp_url = None, {}, mcp_url if mode == "mcp" else None
         if mode == "mcp" and mcp_url:
             import mcp_http
-            self.mcp = mcp_http.HTTPClient(mcp_url, mcp_token, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS)
+            self.mcp = mcp_http.HTTPClient(mcp_url, mcp_token, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS,
+                                           say=self.say)
         elif mode == "mcp":
             self.mcp = mcp_tools.Client(mcp_command, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS)
         if mode == "mcp":

@@ -142,3 +142,15 @@ def test_a_typo_in_an_agent_file_exits_2_naming_the_field(tmp_path):
     out = run_agent("--agent", str(tmp_path / "bad.py"), cwd=tmp_path)
     assert out.returncode == 2 and "kind='Write'" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "audit").exists() or not any(p.startswith("run-") for p in os.listdir(tmp_path / "audit"))
+
+
+def test_an_english_agents_remote_mcp_errors_are_english():
+    import mcp_http
+    import mcp_tools
+    for bad in ("ftp://host/mcp", "http://user:pw@host/mcp", ""):
+        with pytest.raises(mcp_tools.MCPError) as info:
+            mcp_http.Target(bad, texts.of("en"))
+        assert not texts.CJK.search(str(info.value))
+    with pytest.raises(ValueError) as info:
+        mcp_http.check_token("two words", texts.of("en"))
+    assert not texts.CJK.search(str(info.value))

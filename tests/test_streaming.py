@@ -13,6 +13,7 @@ import pytest
 
 import config
 import live
+import texts
 import loop
 import model
 import offline
@@ -361,7 +362,7 @@ def test_a_terminal_gets_one_line_of_elapsed_seconds_updated_in_place():
     console.close()
     text_ = out.getvalue()
     assert "\r\x1b[K" in text_ and text_.rstrip().endswith("模型：好的")
-    assert text_.count(live.TEXT["turn"]["zh"].format(turn=1)) == 1
+    assert text_.count(texts.ZH["live.turn"].format(turn=1)) == 1
 
 
 def test_a_pipe_gets_plain_progress_lines_and_never_a_control_character():
@@ -372,7 +373,7 @@ def test_a_pipe_gets_plain_progress_lines_and_never_a_control_character():
     console.event("delta", text="有雨\x1b[2J，建议\r订 Suite")
     console.event("tool_call", call={"id": "c1", "name": "book_hotel", "arguments": "{}"})
     clock.now = 11
-    assert _wait_for(lambda: live.TEXT["tools"]["zh"] in out.getvalue())
+    assert _wait_for(lambda: texts.ZH["live.tools"] in out.getvalue())
     console.close()
     shown = out.getvalue()
     assert not any(c in shown for c in "\r\x1b") and "有雨[2J，建议订 Suite" in shown
