@@ -47,42 +47,23 @@ def summary(name, times, wall):
             "calls_per_s": len(times) / wall}
 
 
-def timed_loop(call, seconds):
-    """Call `call()` for about `seconds` after a warm-up; the list of round trips and the wall time."""
+def timed_loop(call, seconds=None, count=None):
+    """Call `call()` for about `seconds`, or `count` times, after a warm-up; the list of round trips
+    and the wall time."""
     for _ in range(WARMUP):
         call()
     times, started = [], time.perf_counter()
-    while time.perf_counter() - started < seconds:
+    while (len(times) < count) if count is not None else (time.perf_counter() - started < seconds):
         begin = time.perf_counter()
         call()
         times.append(time.perf_counter() - begin)
     return times, time.perf_counter() - started
 
 
-def ours_persistent(command, mode, seconds):
+def ours_persistent(command, mode, seconds=None, count=None):
     client = mcp_tools.Client(command, env=environment(), mode=mode, timeout=30).start()
     try:
-        return timed_loop(lambda: client.call_tool("get_weather", ARGS), seconds), client.version
-    finally:
-        client.close()
-
-
-def counted_loop(call, count):
-    """`count` calls after a warm-up: the list of round trips and the wall time."""
-    for _ in range(WARMUP):
-        call()
-    times, started = [], time.perf_counter()
-    for _ in range(count):
-        begin = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - begin)
-    return times, time.perf_counter() - started
-
-
-def ours_stdio_counted(mode, count):
-    client = mcp_tools.Client(OUR_SERVER, env=environment(), mode=mode, timeout=30).start()
-    try:
-        return counted_loop(lambda: client.call_tool("get_weather", ARGS), count), client.version
+        return timed_loop(lambda: client.call_tool("get_weather", ARGS), seconds, count), client.version
     finally:
         client.close()
 
@@ -97,7 +78,7 @@ def ours_http_counted(mode, count):
         threading.Thread(target=proc.stderr.read, daemon=True).start()
         client = mcp_http.HTTPClient(url, mode=mode, timeout=30).start()
         try:
-            return counted_loop(lambda: client.call_tool("get_weather", ARGS), count), client.version
+            return timed_loop(lambda: client.call_tool("get_weather", ARGS), count=count), client.version
         finally:
             client.close()
     finally:
@@ -111,7 +92,7 @@ def http_vs_stdio(count):
     rows = []
     for mode in ("auto", "legacy"):
         stdio, http = (dict(summary(name, *outcome[0]), protocol=outcome[1]) for name, outcome in
-                       ((f"stdio ({mode})", ours_stdio_counted(mode, count)),
+                       ((f"stdio ({mode})", ours_persistent(OUR_SERVER, mode, count=count)),
                         (f"Streamable HTTP ({mode})", ours_http_counted(mode, count))))
         rows += [stdio, http]
         print(f"  {mode:<6} protocol {stdio['protocol']}: median stdio {stdio['median_ms']:.3f} ms · "
