@@ -44,14 +44,14 @@ def screen(pending, memory, budget=None, preview=None, outcomes=None):
     call allowed earlier in the turn waits for the next batch: before deciding it, the outcomes the
     caller put in `outcomes` for the batch before are folded in. `preview(call, view)`: the result a
     state call's pure tool will give, or None."""
-    turn, waiting = _Turn(memory), list(pending)
+    turn, waiting = _Turn(memory, pending), list(pending)
     while waiting:
         allowed, blocked, waiting = _batch(turn, waiting, budget, preview)
         yield allowed, blocked
         for call in turn.unknown:                 # ran in that batch: now their outcomes are known
             if outcomes is not None and call.id in outcomes:
                 turn.view.absorb(call, outcomes[call.id].result, counted=True)
-        turn.ahead, turn.unknown = set(), []
+        turn.unknown = []
 
 
 def _same_call(call, other):
@@ -86,26 +86,24 @@ def _batch(turn, calls, budget, preview):
 class _Turn:
     """One turn's decisions: `view` is memory with the calls decided so far folded in."""
 
-    def __init__(self, memory):
+    def __init__(self, memory, pending):
         self.memory, self.view, self.say = memory, memory.fork(), memory.say
-        self.proposed, self.wrote, self.seen = False, False, 0
-        self.signatures, self.ahead = {}, set()      # signature -> its place in the turn; tools run this batch
+        self.proposed, self.wrote = False, False
+        self.place = {id(c): i for i, c in enumerate(pending, 1)}   # a call's place in the request
+        self.signatures = {}                         # signature -> the place of its first call
         self.unknown = []                            # calls of this batch whose outcome is not known yet
 
     def depends(self, call):
         """Whether this write needs the outcome of a call allowed in the current batch."""
         needs = {*call.tool.requires, *(s.tool for s in call.tool.sources)} if call.kind == "write" and call.tool else ()
-        return any(name in self.ahead for name in needs)
+        return any(c.name in needs for c in self.unknown)
 
     def decide(self, call, budget):
-        self.seen += 1
-        first = self.signatures.setdefault(call.signature, self.seen)
-        if first != self.seen:
+        place = self.place[id(call)]
+        first = self.signatures.setdefault(call.signature, place)
+        if first != place:
             return Decision("duplicate", False, self.say("guard.duplicate", first=first))
-        decision = self._checked(call, budget)
-        if decision.allowed:
-            self.ahead.add(call.name)
-        return decision
+        return self._checked(call, budget)
 
     def _checked(self, call, budget):
         for check in (self.repeated, self.arguments, self.too_many, self.budget, self.spin, self.plan_first,
@@ -119,7 +117,7 @@ class _Turn:
         return ALLOW if call.problem is None else Decision("arguments", False, call.problem)
 
     def too_many(self, call, budget):
-        if self.seen <= config.MAX_CALLS_PER_TURN:
+        if self.place[id(call)] <= config.MAX_CALLS_PER_TURN:
             return ALLOW
         return Decision("too_many_calls", False, self.say("guard.too_many", limit=config.MAX_CALLS_PER_TURN))
 

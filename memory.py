@@ -248,24 +248,18 @@ class Memory:
         and choice arguments must be the one value of their kind the offer names (an id by
         itself or by the name a search gave it); its date and count may also come from the
         user's own messages. Empty when the write is what the user was shown."""
-        offer, said = words.plain(self.offer or ""), [words.plain(t) for t in self.said]
+        offer, said, tool = words.plain(self.offer or ""), [words.plain(t) for t in self.said], call.tool
         missing = []
-        aliases, units = (call.tool.aliases, call.tool.units) if call.tool else ({}, {})
-        for arg, how in call.tool.effect if call.tool else ():
+        for arg, how in tool.effect if tool else ():
             value = call.args.get(arg)
-            if how == "id":
-                ids = set(self.names) | {value}
-                shown = {i for i in ids if words.names_in(offer, i, self.names.get(i))} == {value}
-            elif how == "choice":
-                shown = {c for c in set(aliases) | {value} if words.names_in(offer, c, *aliases.get(c, ()))} == {value}
-            elif how == "date":
-                shown = any(value in words.dates(t, value[:4]) for t in [offer, *said])
-            else:
-                shown = any(value in words.counts(t, units.get(arg, ())) for t in [offer, *said])
+            if how in ("id", "choice"):       # the one value of its kind the offer names
+                kind = set(self.names) if how == "id" else set(tool.aliases)
+                shown = {v for v in kind | {value} if self._says(offer, tool, arg, how, v)} == {value}
+            else:                             # stated by the offer or by the user
+                shown = any(self._says(text, tool, arg, how, value) for text in [offer, *said])
             if not shown:
                 missing.append(arg)
         return missing
-
 
     # ---- projections ----
     def render(self, turn=0):

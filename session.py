@@ -12,6 +12,7 @@ import audit
 import config
 import loop
 import model
+import texts
 import tools
 import toolset
 
@@ -91,7 +92,7 @@ def reopen(audit_dir, run_id, how, mcp_command=None, policy=None, mcp_token=None
     `policy` replaces the recorded one when given. A run started over HTTP goes back to its recorded
     URL; a run of an agent from a file reopens that agent (or `agent`, when given)."""
     if not os.path.isdir(audit_dir):
-        raise Refused((agent.say if agent else tools.agent(None).say)("resume.no_dir", folder=audit_dir))
+        raise Refused((agent.say if agent else texts.ZH_TEXTS)("resume.no_dir", folder=audit_dir))
     r, ts, warnings = loop.reopen(
         audit_dir, run_id,
         lambda snap: tool_set(audit_dir, run_id, snap["mode"], mcp_command, snap["tools"],
@@ -112,7 +113,7 @@ def chat(env, offline=False, name=None, on_retry=None, agent=None, stream=True):
     agent's own offline model (the built-in one for the Xi'an agent) behind the loopback endpoint,
     through the same client. Streamed unless `stream` is false or the environment turns it off
     (AGENT_STREAM=0)."""
-    say = (agent or tools.agent(None)).say
+    say = agent.say if agent else texts.ZH_TEXTS
     limits = {"stream": stream and env.get("stream", True),
               "max_seconds": env.get("model_max_seconds", config.MODEL_MAX_SECONDS)}
     if env["api_key"] and not offline:

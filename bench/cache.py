@@ -186,24 +186,28 @@ def _summary(recorder):
 
 
 # ---- the two runs ----
-def xian_replies():
+def xian_replies(eager=False):
+    """The scripted model of the Xi'an run: it proposes in words, or (eager) calls book_hotel before
+    asking, as the peers' approval flows do (the blocked call is the proposal the user sees)."""
     return (
         lambda: workload.calls_message(workload.call("c1", "set_plan", {"steps": workload.PLAN}),
                                        workload.call("c2", "get_weather", workload.WEATHER),
                                        workload.call("c3", "search_hotels", workload.SEARCH)),
-        lambda: {"role": "assistant", "content": XIAN_PROPOSAL},
+        (lambda: workload.calls_message(workload.call("c5", "book_hotel", workload.BOOK))) if eager else
+        (lambda: {"role": "assistant", "content": XIAN_PROPOSAL}),
         lambda: workload.calls_message(workload.call("c4", "book_hotel", workload.BOOK)),
         lambda: {"role": "assistant", "content": workload.ANSWER},
     )
 
 
-def xian_run():
-    """The Xi'an run, proposal in words, with every request captured."""
+def xian_run(eager=False):
+    """The Xi'an run, proposal in words (or an eager booking blocked as the proposal), with every
+    request captured."""
     folder = tempfile.mkdtemp(prefix="bench-cache-", dir=os.environ.get("BENCH_TMP"))
     try:
         ts = sys_ours.BenchToolSet("cache-xian", workload.STORE)
         r = loop.begin(folder, "cache-xian", workload.GOAL, ts, "scripted", fsync=False)
-        recorder = Recorder(r, sys_ours.playback(xian_replies()))
+        recorder = Recorder(r, sys_ours.playback(xian_replies(eager)))
         loop.run(r, recorder, ts)
         if (r.status, r.reason) != ("suspended", "awaiting_confirmation"):
             raise RuntimeError(f"Xi'an run: the proposal ended {r.status}/{r.reason}, not awaiting confirmation")

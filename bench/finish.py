@@ -4,6 +4,8 @@ approval given once.
 
 - ours: `cache.xian_run()` (its model proposes in words; the run suspends; the user's 「确认」
   via `loop.add_user`; the booking; the answer), every request captured as the loop sent it;
+  ours, eager: the same with a model that calls book_hotel before asking, as the peers' scripted
+  model does (the blocked call is the proposal, the run suspends at once);
 - each peer: the same decisions in its own human-approval flow, `book_hotel` marked as needing
   approval: OpenAI Agents SDK `function_tool(needs_approval=True)`, the run stops with
   `result.interruptions`, `state = result.to_state()`, `state.approve(...)`,
@@ -36,13 +38,16 @@ import sys_ours
 import sys_pydantic_ai
 import workload
 
-SYSTEMS = ("ours", "agents", "pydantic_ai", "langgraph")
-LABELS = {"ours": "ours", "agents": "OpenAI Agents SDK", "pydantic_ai": "pydantic-ai", "langgraph": "LangGraph"}
+SYSTEMS = ("ours", "ours_eager", "agents", "pydantic_ai", "langgraph")
+LABELS = {"ours": "ours", "ours_eager": "ours, eager model", "agents": "OpenAI Agents SDK", "pydantic_ai": "pydantic-ai",
+          "langgraph": "LangGraph"}
 # the descriptions our loop sends for its five tools (the real ToolSet's schemas)
 DESCRIPTION = {s["function"]["name"]: s["function"]["description"]
                for s in sys_ours.BenchToolSet("finish", workload.STORE).schemas}
 HOW = {
     "ours": "as sent by the loop (cache.py): JSON of the tool schemas, then JSON of the chat messages",
+    "ours_eager": "as for ours; the model calls book_hotel before asking (the peers' behaviour): the blocked call "
+                  "is the proposal and the run suspends at once",
     "agents": "the Responses input items the SDK passed to `Model.get_response`, converted by the SDK's own "
               "`chatcmpl_converter.Converter` (`items_to_messages`, `tool_to_openai`), the instructions as the "
               "system message first (tool results as the SDK makes them: `str()` of the returned dict)",
@@ -87,15 +92,15 @@ def _summary(name, requests, pauses, output, booked):
 
 
 # ---- ours ----
-def ours():
-    summary, r = cache.xian_run()
+def ours(eager=False):
+    summary, r = cache.xian_run(eager)
     d = summary["ours"]
     return {"calls": d["turns"], "input_tokens": d["input_tokens"], "billed_tokens": d["billed_tokens"],
             "per_call": [round(x["input_tokens"]) for x in d["per_turn"]], "kept": d["kept_between_epochs"],
             "pauses": 1, "booked": r.memory.fact("booking") is not None, "answered": r.status == "done",
             "tools_tokens": len(json.dumps(sys_ours.BenchToolSet("finish", workload.STORE).schemas,
                                            ensure_ascii=False)) / config.CHARS_PER_TOKEN,
-            "how": HOW["ours"]}
+            "how": HOW["ours_eager" if eager else "ours"]}
 
 
 # ---- OpenAI Agents SDK: needs_approval, interruptions, RunState ----
@@ -265,7 +270,7 @@ def langgraph_run():
     return _summary("langgraph", requests, pauses, result["messages"][-1].content, True)
 
 
-RUNNERS = {"ours": ours, "agents": agents_run, "pydantic_ai": pydantic_ai_run, "langgraph": langgraph_run}
+RUNNERS = {"ours": ours, "ours_eager": lambda: ours(eager=True), "agents": agents_run, "pydantic_ai": pydantic_ai_run, "langgraph": langgraph_run}
 NEEDS = {"agents": ("agents",), "pydantic_ai": ("pydantic_ai",), "langgraph": ("langgraph", "langchain_core")}
 
 

@@ -243,7 +243,8 @@ def _cache(c):
     return "\n\n".join(text)
 
 
-FINISH_LABELS = {"ours": "ours", "agents": "OpenAI Agents SDK (`needs_approval`, `RunState` resume)",
+FINISH_LABELS = {"ours": "ours", "ours_eager": "ours, eager model (books before asking, like the peers' model)",
+                 "agents": "OpenAI Agents SDK (`needs_approval`, `RunState` resume)",
                  "pydantic_ai": "pydantic-ai (`requires_approval`, deferred tool results)",
                  "langgraph": "LangGraph (`interrupt()`, `InMemorySaver`, `Command(resume=...)`)"}
 
@@ -261,7 +262,9 @@ def _finish(f):
             "The whole Xi'an task from the user's goal to the final answer, the user's approval given once, every request "
             "the scripted model received recorded. Ours: the run of section 0 (turn 1 `set_plan` + `get_weather` + "
             "`search_hotels`; turn 2 the proposal in words, the run suspends; the user's 「确认」 via `loop.add_user`; "
-            "turn 3 `book_hotel`; turn 4 the answer). Each peer: the same decisions in its own human-approval flow "
+            "turn 3 `book_hotel`; turn 4 the answer). Ours, eager model: the peers' decisions (turn 2 `book_hotel` "
+            "before asking: blocked as the proposal, the run suspends at once; turn 3 `book_hotel` after 「确认」; turn 4 "
+            "the answer). Each peer: the same decisions in its own human-approval flow "
             "(turn 1 `get_weather` + `search_hotels`; turn 2 `book_hotel`, which needs approval: the run pauses, the "
             "harness approves, the run resumes, the booking runs; turn 3 the answer). The peers get the same system "
             "prompt (`tools.INSTRUCTIONS`), the goal as the user's message and the five tools with the descriptions our "
@@ -279,8 +282,9 @@ def _finish(f):
     skipped = [f"- {FINISH_LABELS.get(n, n)} skipped: {d['skipped']}" for n, d in systems.items() if "skipped" in d]
     if skipped:
         text.append("\n".join(skipped))
-    if "ours" in done and len(done) > 1:
-        ours, peers = done["ours"], {n: d for n, d in done.items() if n != "ours"}
+    peers = {n: d for n, d in done.items() if not n.startswith("ours")}
+    if "ours" in done and peers:
+        ours = done["ours"]
         fewest = min(d["calls"] for d in done.values())
         cheapest = min(peers, key=lambda n: peers[n]["billed_tokens"])
         calls_ok = ours["calls"] <= fewest + 1
@@ -291,6 +295,10 @@ def _finish(f):
                     f"{FINISH_LABELS[cheapest].split(' (')[0]}'s {peers[cheapest]['billed_tokens']:,.0f}, "
                     f"{ours['billed_tokens'] / peers[cheapest]['billed_tokens']:.2f}×): "
                     + ("met" if billed_ok else "NOT met") + ".")
+        if "ours_eager" in done:
+            same = min(peers.values(), key=lambda d: d["calls"])["calls"]
+            text.append(f"Driven by the same (eager) model behaviour: ours {done['ours_eager']['calls']} model calls "
+                        f"against {same} for the peers with the fewest.")
     elif "ours" not in done:
         text.append("Target: not checked (ours did not finish).")
     else:
