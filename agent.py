@@ -22,54 +22,74 @@ class UsageError(Exception):
     """Bad usage the user can fix (exit 2)."""
 
 
-def parse(argv):
+def parse(argv, agent=None):
+    """The arguments; usage errors and --help in the language of `agent` (the one --agent names)."""
+    say = agent.say if agent else texts.ZH_TEXTS
+    h = {k: say("help." + k) for k in ("confirm", "reply", "resume", "check", "selftest", "json", "strict", "run_id",
+                                        "audit_dir", "offline", "model", "goal", "policy", "mcp", "mcp_server",
+                                        "agent", "mcp_url", "no_stream")}
     p = argparse.ArgumentParser(prog="agent.py", allow_abbrev=False,
-                                description="手写 Agent 循环：西安订酒店（计划、护栏、并发、压缩、审计、挂起与续跑）")
+                                description=say("help.description", agent=agent.name if agent else "xian-hotel"))
     modes = p.add_mutually_exclusive_group()
-    modes.add_argument("--confirm", nargs="?", const="", metavar="RUN_ID", help="确认挂起运行的提案并续跑（默认最近一次运行）")
-    modes.add_argument("--reply", nargs="+", metavar="TEXT", help="用其他答复续跑挂起的运行：--reply TEXT [RUN_ID]；答复永远不算确认")
-    modes.add_argument("--resume", nargs="?", const="", metavar="RUN_ID", help="从最后一次审计继续被中断的运行")
-    modes.add_argument("--check", nargs="*", metavar="RUN_ID_OR_PATH", help="离线检查审计文件或消息数组（默认最近一次运行）")
-    modes.add_argument("--selftest", action="store_true", help="不连模型、不联网的机制自检（临时目录，不留文件）")
-    p.add_argument("--json", action="store_true", help="与 --check 合用：以 JSON 输出检查结果")
-    p.add_argument("--strict", action="store_true", help="与 --check 合用：除非每项检查都通过，否则退出码为 1（待定也算）")
-    p.add_argument("--run-id", help="新运行的 id（默认自动生成）")
-    p.add_argument("--audit-dir", help="审计目录（环境变量 AGENT_AUDIT_DIR，默认 ./audit）")
-    p.add_argument("--offline", action="store_true", help="强制使用内置离线模型")
-    p.add_argument("--model", help="模型名（环境变量 AGENT_MODEL）")
-    p.add_argument("--goal", help="任务目标（默认：西安订酒店）")
-    p.add_argument("--max-turns", type=int, metavar="N", help=f"整个运行最多的模型轮数（默认 {config.MAX_TURNS}）")
-    p.add_argument("--policy", metavar="FILE", help="运行策略（JSON：max_turns、token_budget、deadline、result_max_chars、"
-                   "compact_budget、final_prompt、tools）；续跑时给出则替换记录的策略")
-    p.add_argument("--mcp", action="store_true", help="天气改由 MCP 服务提供（search_location + get_weather）；续跑沿用运行开始时的模式")
-    p.add_argument("--mcp-server", metavar="CMD", help="MCP 服务的启动命令（环境变量 AGENT_MCP_SERVER；默认用本 Python 运行 mcp_tools.py）")
-    p.add_argument("--agent", metavar="FILE", help="Python 文件，定义 AGENT = calls.Agent(...)：你自己的智能体（默认：西安订酒店）；"
-                   "续跑时不必再给，审计文件记得它")
-    p.add_argument("--mcp-url", metavar="URL", help="改连 Streamable HTTP 的 MCP 服务，不启动进程（环境变量 AGENT_MCP_URL；"
-                   "令牌：AGENT_MCP_TOKEN）；续跑沿用运行开始时的地址")
-    p.add_argument("--no-stream", action="store_true", help="不流式接收模型回复，整段收到后再显示（环境变量 AGENT_STREAM=0）")
+    modes.add_argument("--confirm", nargs="?", const="", metavar="RUN_ID", help=h["confirm"])
+    modes.add_argument("--reply", nargs="+", metavar="TEXT", help=h["reply"])
+    modes.add_argument("--resume", nargs="?", const="", metavar="RUN_ID", help=h["resume"])
+    modes.add_argument("--check", nargs="*", metavar="RUN_ID_OR_PATH", help=h["check"])
+    modes.add_argument("--selftest", action="store_true", help=h["selftest"])
+    p.add_argument("--json", action="store_true", help=h["json"])
+    p.add_argument("--strict", action="store_true", help=h["strict"])
+    p.add_argument("--run-id", help=h["run_id"])
+    p.add_argument("--audit-dir", help=h["audit_dir"])
+    p.add_argument("--offline", action="store_true", help=h["offline"])
+    p.add_argument("--model", help=h["model"])
+    p.add_argument("--goal", help=h["goal"])
+    p.add_argument("--max-turns", type=int, metavar="N", help=say("help.max_turns", limit=config.MAX_TURNS))
+    p.add_argument("--policy", metavar="FILE", help=h["policy"])
+    p.add_argument("--mcp", action="store_true", help=h["mcp"])
+    p.add_argument("--mcp-server", metavar="CMD", help=h["mcp_server"])
+    p.add_argument("--agent", metavar="FILE", help=h["agent"])
+    p.add_argument("--mcp-url", metavar="URL", help=h["mcp_url"])
+    p.add_argument("--no-stream", action="store_true", help=h["no_stream"])
     args = p.parse_args(argv)
-    if args.reply is not None and len(args.reply) > 2:
-        p.error("--reply 只接受 TEXT 和可选的 RUN_ID 两个值")
-    if args.max_turns is not None and not 1 <= args.max_turns <= 1000:
-        p.error("--max-turns 应在 1 到 1000 之间")
+    problem = _usage(args, say)
+    if problem:
+        p.error(problem)
+    return args
+
+
+def _usage(args, say):
+    """What is wrong with a combination of arguments, or None."""
     broken = [k for k, v in vars(args).items() if any(isinstance(x, str) and not config.utf8(x)
                                                       for x in (v if isinstance(v, list) else [v]))]
-    if broken:
-        p.error(f"--{broken[0].replace('_', '-')} 含有不是 UTF-8 的字节，请检查终端或脚本的编码")
-    if args.goal is not None and not args.goal.strip():
-        p.error("--goal 不能为空")
-    if args.json and args.check is None:
-        p.error("--json 只能与 --check 一起用")
-    if args.strict and args.check is None:
-        p.error("--strict 只能与 --check 一起用")
     run_only = [f for f, v in (("--run-id", args.run_id), ("--goal", args.goal), ("--max-turns", args.max_turns),
                               ("--model", args.model), ("--offline", args.offline), ("--policy", args.policy)) if v]
-    if (args.check is not None or args.selftest) and run_only:
-        p.error(f"--check/--selftest 不运行任务，不接受 {' '.join(run_only)}")
-    if args.mcp_server is not None and not _split(args.mcp_server):
-        p.error("--mcp-server 不能为空")
-    return args
+    problems = [
+        (args.reply is not None and len(args.reply) > 2, lambda: say("usage.reply")),
+        (args.max_turns is not None and not 1 <= args.max_turns <= 1000, lambda: say("usage.max_turns")),
+        (broken, lambda: say("usage.utf8", flag="--" + broken[0].replace("_", "-"))),
+        (args.goal is not None and not args.goal.strip(), lambda: say("usage.goal")),
+        (args.json and args.check is None, lambda: say("usage.check_only", flag="--json")),
+        (args.strict and args.check is None, lambda: say("usage.check_only", flag="--strict")),
+        ((args.check is not None or args.selftest) and run_only, lambda: say("usage.no_run", flags=" ".join(run_only))),
+        (args.mcp_server is not None and not _split(args.mcp_server), lambda: say("usage.mcp_server")),
+    ]
+    return next((text() for wrong, text in problems if wrong), None)
+
+
+def _named_agent(argv):
+    """The agent `--agent FILE` names, loaded before the arguments are parsed (its language is the
+    help's); None when there is none or it cannot be loaded (drive() then says why)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    path = next((a.split("=", 1)[1] for a in argv if a.startswith("--agent=")), None)
+    if path is None and "--agent" in argv[:-1]:
+        path = argv[argv.index("--agent") + 1]
+    if not path or not config.utf8(path):
+        return None
+    import session
+    try:
+        return session.load_agent(path)
+    except session.Refused:
+        return None
 
 
 def _split(command):
@@ -101,11 +121,13 @@ def _terminated(signum, frame):
 
 
 def _main(argv):
-    args = parse(argv)
+    named = _named_agent(argv)
+    args = parse(argv, named)
+    args.named = named
     try:
         env = config.settings()
     except ValueError as exc:
-        print(f"错误：环境变量不合法：{exc}", file=sys.stderr)
+        print((named.say if named else texts.ZH_TEXTS)("usage.env", error=exc), file=sys.stderr)
         return 2
     if args.check is not None:                 # the judges import no model client: they start fast
         import checks
@@ -151,7 +173,7 @@ def drive(args, env):
     command = _split(args.mcp_server or env["mcp_server"] or "") or None
     if command is None and env["mcp_server"]:
         raise UsageError("环境变量 AGENT_MCP_SERVER 不是合法的命令行")
-    agent = session.load_agent(args.agent) if args.agent else None
+    agent = (args.named or session.load_agent(args.agent)) if args.agent else None    # a bad file: why
     url, token = _mcp_http(args, env, how, (agent.say if agent else texts.ZH_TEXTS))
     policy = session.load_policy(args.policy) if args.policy else None
     if how is None and not os.path.isdir(audit_dir):

@@ -154,3 +154,10 @@ def test_an_english_agents_remote_mcp_errors_are_english():
     with pytest.raises(ValueError) as info:
         mcp_http.check_token("two words", texts.of("en"))
     assert not texts.CJK.search(str(info.value))
+
+
+def test_help_and_usage_errors_speak_the_agents_language(tmp_path):
+    shown = run_agent("--agent", EXAMPLE, "--help", cwd=tmp_path)
+    wrong = run_agent("--agent", EXAMPLE, "--json", cwd=tmp_path)
+    assert shown.returncode == 0 and "--agent" in shown.stdout and not texts.CJK.search(shown.stdout)
+    assert wrong.returncode == 2 and "--json" in wrong.stderr and not texts.CJK.search(wrong.stderr)
