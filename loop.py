@@ -92,8 +92,8 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
                 return r
             continue
         pending, outcomes = toolset.prepare(reply.tool_calls), {}           # parse + validate arguments
-        for allowed, blocked in screen(pending, memory, r.budget, toolset.preview, outcomes):  # guards, before
-            outcomes.update(execute(memory, allowed, toolset, limit=r.policy.result_max_chars), **blocked)  # running
+        for allowed, blocked in screen(pending, memory, r.budget, toolset.preview, outcomes):  # guards decide,
+            outcomes.update(execute(memory, allowed, toolset, limit=r.policy.result_max_chars), **blocked)  # then run
         tool_msgs = tool_messages(pending, outcomes, r.policy.result_max_chars, r.say)   # flatten in request order
         messages.extend([reply.message, *tool_msgs])                       # one step: never half a turn
         memory.absorb_turn(pending, [outcomes[c.id].result for c in pending])
