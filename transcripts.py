@@ -94,7 +94,6 @@ ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "mcp_tool_use", "mcp_tool_result"
                     "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
                     "bash_code_execution_tool_result", "text_editor_code_execution_tool_result",
                     "tool_search_tool_result", "container_upload", "search_result", "document", "tool_reference"}
-ANTHROPIC_SKIPPED = ANTHROPIC_BLOCKS - {"tool_use", "tool_result", "mcp_tool_use", "mcp_tool_result"}
 CONTENT_PARTS = {"text", "image", "image_url", "input_audio", "audio", "file", "refusal", "input_text", "output_text",
                  "input_image", "input_file", "summary_text", "reasoning_text", "reasoning", "tool_call",
                  "tool_call_chunk", "invalid_tool_call", "non_standard", "video", "text-plain", "citation",
@@ -119,7 +118,7 @@ class Unreadable(Exception):
 def _lc_type(kind):
     """The role of a LangChain message type ('ai', 'AIMessageChunk', ...); '' when not one."""
     base = kind[:-len("MessageChunk")].lower() if kind.endswith("MessageChunk") else kind
-    return LANGCHAIN_TYPES.get(base, "") if base in LANGCHAIN_TYPES else ""
+    return LANGCHAIN_TYPES.get(base, "")
 
 
 def _message(role, content, name=None, merge=False):
@@ -136,14 +135,13 @@ def _tool(call_id, content, failed=False, decision=None):
             "failed": failed, "decision": decision, "text": "", "loop": False, "calls": []}
 
 
-def _blocks(content, index):
-    """The typed content blocks of a message (dicts with a `type`); Unreadable on a block type no format has."""
+def _known_blocks(content, index):
+    """Unreadable when a message's content holds a typed block (a dict with a `type`) that no format has."""
     blocks = [b for b in content if isinstance(b, dict) and isinstance(b.get("type"), str)] \
         if isinstance(content, list) else []
     unknown = sorted({b["type"] for b in blocks if b["type"] not in CONTENT_PARTS})
     if unknown:
         raise Unreadable(f"第 {index + 1} 项的内容块类型 {unknown[0]!r} 不认识")
-    return blocks
 
 
 def _anthropic_blocks(content):
@@ -292,7 +290,7 @@ def _item(item, index):
     if isinstance(item, dict):
         kind = item.get("type")
         data = item["data"] if isinstance(item.get("data"), dict) else item
-        _blocks(data.get("content"), index)
+        _known_blocks(data.get("content"), index)
         if item.get("kind") in ("request", "response") and isinstance(item.get("parts"), list):
             found = _from_pydantic_ai(item, index)
         elif isinstance(kind, str) and kind:
