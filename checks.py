@@ -75,7 +75,7 @@ def _sort(judged):
 
 
 def plan_first(t):
-    plans = [c for c in t.calls if c.name == "set_plan" and c.status == "ok"]
+    plans = t.ok("set_plan")
 
     def judge(call):
         plan = next((p for p in plans if p.before(call)), None)
@@ -159,9 +159,8 @@ def _hotel_source(t, call):
     if call.args is None:
         return "fail", f"{call.label} 的参数无法解析，无法核对 hotel_id 的来源"
     hotel_id = call.arg("hotel_id")
-    for search in t.calls:
-        if search.name == "search_hotels" and search.status == "ok" and search.pos < call.pos \
-                and _mentions(search.result, hotel_id):
+    for search in t.ok("search_hotels"):
+        if search.pos < call.pos and _mentions(search.result, hotel_id):
             return "ok", hotel_id
     return "fail", f"{call.label} 的 hotel_id {hotel_id} 没有出现在之前任何成功的 search_hotels 结果里"
 
@@ -186,8 +185,8 @@ def _coordinates(node):
 
 def _place_source(t, call):
     place = _coordinates(call.args)
-    for search in t.calls:
-        if search.name != "search_location" or search.status != "ok" or search.pos >= call.pos:
+    for search in t.ok("search_location"):
+        if search.pos >= call.pos:
             continue
         if plain_result(search.result) is not None:
             numbers = re.findall(r"-?\d+(?:\.\d+)?", plain_result(search.result))
@@ -217,7 +216,7 @@ def _room(t, call):
     if call.args is None:
         return "fail", f"{call.label} 的参数无法解析，无法核对房型"
     day, room = iso_day(call.arg("check_in")), call.arg("room_type")
-    forecasts = [(c, _condition(c, day)) for c in t.calls if c.name == "get_weather" and c.status == "ok"]
+    forecasts = [(c, _condition(c, day)) for c in t.ok("get_weather")]
     forecasts = [(c, cond) for c, cond in forecasts if cond is not None]
     earlier = [f for f in forecasts if f[0].pos < call.pos]
     if not earlier:
@@ -266,7 +265,7 @@ def _date_of(node):
 def write_after_confirmation(t):
     results, state = _walk(t)
     faults, doubts, fine = _sort(results)
-    spoken = [p for p in range(len(t.messages)) if t.speaks(p)]
+    spoken = t.spoken
     last = t.messages[spoken[-1]] if spoken else {}
     if state["proposal"] is None and state["withdrawn"] and state["withdrawn"][2] == "rejected":
         waiting = f"；第 {state['withdrawn'][0]} 轮的 book_hotel 被用户拒绝（「{state['withdrawn'][1]}」），没有预订"
@@ -468,8 +467,12 @@ def exit_code(entries, strict=False):
     return 1 if "fail" in verdicts or strict and "pending" in verdicts else 0
 
 
+def _counts(verdicts):
+    return {v: sum(c["verdict"] == v for c in verdicts) for v in VERDICT}
+
+
 def summary(entries, strict=False):
-    counts = {v: sum(c["verdict"] == v for e in entries for c in e["checks"]) for v in VERDICT}
+    counts = _counts([c for e in entries for c in e["checks"]])
     return {"files": len(entries), "unreadable": sum(bool(e["error"]) for e in entries), **counts,
             "strict": strict, "exit": exit_code(entries, strict)}
 
@@ -488,7 +491,7 @@ def render(entry):
         mark, word = VERDICT[c["verdict"]]
         lines.append(f"  {mark} {i}. {c['name']:{chr(12288)}<{width}} {word}：{c['reason']}")
     lines += [f"  注意：{note}" for note in entry["notes"]]
-    counts = {v: sum(c["verdict"] == v for c in entry["checks"]) for v in VERDICT}
+    counts = _counts(entry["checks"])
     line = f"  小结：{counts['pass']} 项通过 · {counts['fail']} 项失败 · {counts['pending']} 项待定"
     if PROGRESS.get(entry["progress"]):
         line += f" — {PROGRESS[entry['progress']]}"

@@ -121,9 +121,10 @@ def _lc_type(kind):
     return LANGCHAIN_TYPES.get(base, "")
 
 
-def _message(role, content, name=None, merge=False):
-    """A normalised message; `merge`: an item of a Responses list that belongs to the response before it."""
-    return {"role": role, "text": _text(content), "loop": role == "user" and name == "loop", "calls": [],
+def _message(role, content, name=None, merge=False, calls=()):
+    """A normalised message; `calls`: its tool calls as (id, name, arguments); `merge`: an item of a Responses
+    list that belongs to the response before it."""
+    return {"role": role, "text": _text(content), "loop": role == "user" and name == "loop", "calls": list(calls),
             "merge": merge}
 
 
@@ -216,14 +217,13 @@ def _from_responses(item, kind):
             return None
         return "responses", [_message(role, item.get("content"), merge=role == "assistant")]
     if kind in RESPONSES_CALLS:
-        message = _message("assistant", None, merge=True)
-        message["calls"] = [(item.get("call_id") or item.get("id"), item.get("name"), item.get(RESPONSES_CALLS[kind]))]
-        return "responses", [message]
+        call = (item.get("call_id") or item.get("id"), item.get("name"), item.get(RESPONSES_CALLS[kind]))
+        return "responses", [_message("assistant", None, merge=True, calls=[call])]
     if kind in RESPONSES_OUTPUTS:
         return "responses", [_tool(item.get("call_id"), item.get("output"))]
     if kind == "mcp_call":                              # a hosted MCP call carries its own result
-        message = _message("assistant", None, merge=True)
-        message["calls"] = [(item.get("id"), item.get("name"), item.get("arguments"))]
+        call = (item.get("id"), item.get("name"), item.get("arguments"))
+        message = _message("assistant", None, merge=True, calls=[call])
         error = item.get("error")
         return "responses", [message, _tool(item.get("id"), error if error else item.get("output"), bool(error))]
     if kind in RESPONSES_OTHER:
@@ -236,15 +236,16 @@ def _from_anthropic(item, role):
     blocks (MCP connector blocks too) in order; a user turn's tool results come before its text."""
     content = item.get("content")
     blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+    def tool_results(kind):
+        return [_tool(b.get("tool_use_id"), b.get("content"), b.get("is_error") is True) for b in blocks
+                if b.get("type") == kind]
     if role == "assistant":
-        message = _message("assistant", [b for b in blocks if b.get("type") == "text"] if blocks else content)
-        message["calls"] = [(b.get("id"), b.get("name"), b.get("input")) for b in blocks
-                            if b.get("type") in ("tool_use", "mcp_tool_use")]
-        results = [_tool(b.get("tool_use_id"), b.get("content"), b.get("is_error") is True) for b in blocks
-                   if b.get("type") == "mcp_tool_result"]
-        return "anthropic", [message] + results
-    results = [_tool(b.get("tool_use_id"), b.get("content"), b.get("is_error") is True) for b in blocks
-               if b.get("type") == "tool_result"]
+        calls = [(b.get("id"), b.get("name"), b.get("input")) for b in blocks
+                 if b.get("type") in ("tool_use", "mcp_tool_use")]
+        text = [b for b in blocks if b.get("type") == "text"] if blocks else content
+        return "anthropic", [_message("assistant", text, calls=calls)] + tool_results("mcp_tool_result")
+    results = tool_results("tool_result")
     text = [b for b in blocks if b.get("type") == "text"] if isinstance(content, list) else content
     said = [_message(role, text, item.get("name"))] if text or not results else []
     return "anthropic", results + said
@@ -278,9 +279,7 @@ def _from_pydantic_ai(item, index):
         elif kind not in PYDANTIC_SKIPPED:
             raise Unreadable(f"第 {index + 1} 项有不认识的 part_kind {kind!r}")
     if item["kind"] == "response":
-        message = _message("assistant", "\n".join(t for t in text if t))
-        message["calls"] = calls
-        out.append(message)
+        out.append(_message("assistant", "\n".join(t for t in text if t), calls=calls))
     return "pydantic_ai", out
 
 
@@ -402,6 +401,7 @@ class Transcript:
             self._read(pos, message, waiting)
         self.notes += [f"{c.label} 没有对应的工具结果（结果未知）" for c in waiting.values()]
         self.notes += [f"{c.label} 的参数无法解析：{c.problem}" for c in self.calls if c.problem]
+        self.spoken = [pos for pos in range(len(messages)) if self.speaks(pos)]
         self.asks = self._asks()
         self.finished = self._finished()
 
@@ -460,7 +460,7 @@ class Transcript:
 
     def hotels_before(self, pos):
         """{hotel_id: name} from the successful hotel searches before messages[pos]."""
-        searches = tuple(c for c in self.calls if c.name == "search_hotels" and c.status == "ok" and c.pos < pos)
+        searches = tuple(c for c in self.ok("search_hotels") if c.pos < pos)
         if searches not in self._hotels:
             self._hotels[searches] = self._hotels_in(searches)
         return self._hotels[searches]
@@ -499,7 +499,7 @@ class Transcript:
         status = self.meta.get("status")
         if status is not None:
             return status not in UNFINISHED
-        spoken = [p for p in range(len(self.messages)) if self.speaks(p)]
+        spoken = self.spoken
         last = self.messages[spoken[-1]] if spoken else {}
         if last.get("role") != "assistant" or last.get("calls") or any(c.status == "unanswered" for c in self.calls):
             return False
@@ -576,9 +576,7 @@ def read_result(content):
     if isinstance(content, dict):
         value = content
     else:
-        text = _text(content) if isinstance(content, (str, list)) else ""
-        if not isinstance(content, (str, list)) and content is not None:
-            text = str(content)
+        text = _text(content) if isinstance(content, (str, list)) else "" if content is None else str(content)
         value = _parse_text(text)
     mcp_error = False
     parts = value.get("content")
