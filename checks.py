@@ -19,8 +19,8 @@ import os
 import re
 import sys
 
-from transcripts import (BUSINESS, FORMATS, Unreadable, classify_reply, dicts_in, has_token, iso_day, load, plain_result,
-                         same_value, tool_name)
+from formats import FORMATS, Unreadable
+from transcripts import BUSINESS, classify_reply, dicts_in, has_token, iso_day, load, plain_result, same_value, tool_name
 
 CHECKS = (("plan_first", "计划先行"), ("no_skipped_step", "不跳步"), ("provenance", "参数有出处"),
           ("room_type", "房型随天气"), ("write_after_confirmation", "确认后才写入"))
