@@ -42,7 +42,6 @@ import re
 from formats import content_text, read
 
 PLAN_TOOLS = ("set_plan", "mark_step")
-BUSINESS = ("get_weather", "search_hotels", "search_location", "book_hotel")
 UNFINISHED = ("running", "suspended", "error")
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 ERROR_STATUS = ("error", "failed", "failure", "fail", "blocked", "rejected", "denied", "cancelled", "canceled")
@@ -256,12 +255,6 @@ class Transcript:
         if any(c.decision is not None and c.pos > user for c in self.calls):     # the user decided; this closes the run
             return not last["text"].strip().endswith(("?", "？"))
         return not (last["text"].strip().endswith(("?", "？")) or ASKS.search(last["text"]))
-
-    @property
-    def progress(self):
-        if not self.ok(*BUSINESS):
-            return "no_business_call"
-        return "booked" if self.ok("book_hotel") else "no_booking"
 
 
 # ---- reading a call's name, arguments and result ----
