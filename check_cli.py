@@ -12,13 +12,11 @@ import os
 import re
 import sys
 
-from checks import judge, progress
+from checks import PROGRESS, judge, progress
 from formats import FORMATS, Unreadable
 from transcripts import load
 
 VERDICT = {"pass": ("✓", "通过"), "fail": ("✗", "失败"), "pending": ("○", "待定")}
-PROGRESS = {"no_business_call": "任务还没有走到业务调用（没有生效的查天气、搜酒店或预订）",
-            "no_booking": "任务没有走到预订这一步（没有生效的预订）", "booked": None}
 RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 

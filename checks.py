@@ -31,6 +31,8 @@ CAUSES = ("not_reached", "ambiguous", "unknown_outcome")     # why a check is pe
 BUSINESS = ("get_weather", "search_hotels", "search_location", "book_hotel")    # the task's own tools
 PREREQUISITES = (("get_weather", "查天气"), ("search_hotels", "搜酒店"))           # done before any booking
 BOOKING_KEYS = ("hotel_id", "room_type", "check_in", "nights")                   # what a confirmation authorises
+PROGRESS = {"no_business_call": "任务还没有走到业务调用（没有生效的查天气、搜酒店或预订）",      # progress(), said
+            "no_booking": "任务没有走到预订这一步（没有生效的预订）", "booked": None}
 
 # ---- how the weather is read ----
 RAIN = re.compile(r"rain|drizzle|shower|thunder|storm|雨", re.I)
