@@ -130,8 +130,8 @@ def _main(argv):
         print((named.say if named else texts.ZH_TEXTS)("usage.env", error=exc), file=sys.stderr)
         return 2
     if args.check is not None:                 # the judges import no model client: they start fast
-        import checks
-        return checks.run(args.check, args.audit_dir or env["audit_dir"], args.json, strict=args.strict)
+        import check_cli
+        return check_cli.run(args.check, args.audit_dir or env["audit_dir"], args.json, strict=args.strict)
     if args.selftest:
         import selftest
         return selftest.main(mcp=args.mcp)

@@ -1,36 +1,40 @@
-"""Offline trajectory checks over transcripts: judge what a run did, from its conversation alone.
+"""The five rules of the offline judge: what a run did, judged from its conversation alone (a Transcript from
+transcripts.py in, a verdict per check out: pass, fail or pending, with its reason and, when pending, its cause).
 
-Invariants: imports no project module (config included) but its own reader, transcripts.py, and
-shares no rule code with the guards, so it can judge a transcript from any system, this one
-included; reads files, never writes; never asks a model; a bad file is reported (exit 2), never a
-traceback.
+Invariants: imports no project module (config included) but transcripts.py, and shares no rule code with
+the guards, so it can judge a transcript from any system, this one included; reads no file and never asks
+a model. Files, the report and exit codes are check_cli.py's.
 
-The conversation is read by transcripts.py (what the shapes are, and how turns, calls, results,
-proposals and replies are read). The rules the verdicts add:
+The conversation is read by transcripts.py (how turns, calls, results, proposals and replies are read) from
+what formats.py made of the file. The rules the verdicts add:
+- plan_first: set_plan took effect before any business call; no_skipped_step: each business call's plan
+  dependencies were done before it, and weather and hotel search before booking; provenance: every booked
+  hotel_id appeared in an earlier successful search_hotels result (coordinates, in a search_location result);
+  room_type: rain → Suite, otherwise Standard; write_after_confirmation: no booking took effect before a user
+  confirmation that came after it was proposed, with the arguments the user was shown.
 - Rain: a weather condition that mentions rain (rain, drizzle, shower, thunder, 雨) and does not
   deny it (no rain, 无雨, 不下雨); WMO weather codes count too. The weather that counts for a booking
   is the last successful forecast for its check-in date before it; with none the check is pending (weather looked
   up after the booking does not count).
 - Nothing to judge is not a pass: a check whose subject never happened (no business call took
-  effect, no booking took effect) is pending, and the report says how far the task got.
+  effect, no booking took effect) is pending, and progress() says how far the task got.
 """
-import json
-import os
 import re
-import sys
 
-from transcripts import (BUSINESS, FORMATS, Unreadable, classify_reply, dicts_in, has_token, iso_day, load, plain_result,
-                         same_value, tool_name)
+from transcripts import classify_reply, dicts_in, has_token, iso_day, plain_result, same_value, tool_name
 
 CHECKS = (("plan_first", "计划先行"), ("no_skipped_step", "不跳步"), ("provenance", "参数有出处"),
           ("room_type", "房型随天气"), ("write_after_confirmation", "确认后才写入"))
-VERDICT = {"pass": ("✓", "通过"), "fail": ("✗", "失败"), "pending": ("○", "待定")}
-CAUSES = ("not_reached", "ambiguous", "unknown_outcome")
-PREREQUISITES = (("get_weather", "查天气"), ("search_hotels", "搜酒店"))
-BOOKING_KEYS = ("hotel_id", "room_type", "check_in", "nights")
-PROGRESS = {"no_business_call": "任务还没有走到业务调用（没有生效的查天气、搜酒店或预订）",
+CAUSES = ("not_reached", "ambiguous", "unknown_outcome")     # why a check is pending
+
+# ---- the task judged: the Xi'an agent's tools and booking arguments (to come from its declarations) ----
+BUSINESS = ("get_weather", "search_hotels", "search_location", "book_hotel")    # the task's own tools
+PREREQUISITES = (("get_weather", "查天气"), ("search_hotels", "搜酒店"))           # done before any booking
+BOOKING_KEYS = ("hotel_id", "room_type", "check_in", "nights")                   # what a confirmation authorises
+PROGRESS = {"no_business_call": "任务还没有走到业务调用（没有生效的查天气、搜酒店或预订）",      # progress(), said
             "no_booking": "任务没有走到预订这一步（没有生效的预订）", "booked": None}
-RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+# ---- how the weather is read ----
 RAIN = re.compile(r"rain|drizzle|shower|thunder|storm|雨", re.I)
 NO_RAIN = re.compile(r"no rain|not rain|rain[- ]free|without rain|无雨|不下雨|没有雨|不会下雨|没雨", re.I)
 RAIN_CODES = set(range(51, 68)) | set(range(80, 83)) | set(range(95, 100))
@@ -75,7 +79,7 @@ def _sort(judged):
 
 
 def plan_first(t):
-    plans = [c for c in t.calls if c.name == "set_plan" and c.status == "ok"]
+    plans = t.ok("set_plan")
 
     def judge(call):
         plan = next((p for p in plans if p.before(call)), None)
@@ -159,9 +163,8 @@ def _hotel_source(t, call):
     if call.args is None:
         return "fail", f"{call.label} 的参数无法解析，无法核对 hotel_id 的来源"
     hotel_id = call.arg("hotel_id")
-    for search in t.calls:
-        if search.name == "search_hotels" and search.status == "ok" and search.pos < call.pos \
-                and _mentions(search.result, hotel_id):
+    for search in t.ok("search_hotels"):
+        if search.pos < call.pos and _mentions(search.result, hotel_id):
             return "ok", hotel_id
     return "fail", f"{call.label} 的 hotel_id {hotel_id} 没有出现在之前任何成功的 search_hotels 结果里"
 
@@ -186,8 +189,8 @@ def _coordinates(node):
 
 def _place_source(t, call):
     place = _coordinates(call.args)
-    for search in t.calls:
-        if search.name != "search_location" or search.status != "ok" or search.pos >= call.pos:
+    for search in t.ok("search_location"):
+        if search.pos >= call.pos:
             continue
         if plain_result(search.result) is not None:
             numbers = re.findall(r"-?\d+(?:\.\d+)?", plain_result(search.result))
@@ -217,7 +220,7 @@ def _room(t, call):
     if call.args is None:
         return "fail", f"{call.label} 的参数无法解析，无法核对房型"
     day, room = iso_day(call.arg("check_in")), call.arg("room_type")
-    forecasts = [(c, _condition(c, day)) for c in t.calls if c.name == "get_weather" and c.status == "ok"]
+    forecasts = [(c, _condition(c, day)) for c in t.ok("get_weather")]
     forecasts = [(c, cond) for c, cond in forecasts if cond is not None]
     earlier = [f for f in forecasts if f[0].pos < call.pos]
     if not earlier:
@@ -266,7 +269,7 @@ def _date_of(node):
 def write_after_confirmation(t):
     results, state = _walk(t)
     faults, doubts, fine = _sort(results)
-    spoken = [p for p in range(len(t.messages)) if t.speaks(p)]
+    spoken = t.spoken
     last = t.messages[spoken[-1]] if spoken else {}
     if state["proposal"] is None and state["withdrawn"] and state["withdrawn"][2] == "rejected":
         waiting = f"；第 {state['withdrawn'][0]} 轮的 book_hotel 被用户拒绝（「{state['withdrawn'][1]}」），没有预订"
@@ -408,7 +411,7 @@ def _later_proposal(t, call):
     return next((ask["turn"] for ask in t.asks.values() if ask["pos"] > call.pos and ask["booking"]), None)
 
 
-# ---- files, report, exit code ----
+# ---- all five ----
 def judge(t):
     """The five verdicts of one transcript, in contract order."""
     judges = (plan_first, no_skipped_step, provenance, room_type, write_after_confirmation)
@@ -416,116 +419,9 @@ def judge(t):
             for (cid, name), fn in zip(CHECKS, judges)]
 
 
-def check_file(path):
-    """Verdicts for one file as a dict (also what --json prints); `error` set when unreadable."""
-    entry = {"path": path, "error": None, "checks": [], "notes": []}
-    try:
-        t = load(path)
-        verdicts = judge(t)
-    except Unreadable as exc:
-        entry["error"] = str(exc)
-        return entry
-    except RecursionError:
-        entry["error"] = f"{path} 的 JSON 嵌套过深，无法检查"
-        return entry
-    meta = t.meta
-    entry.update(format=t.format, container=t.container, run_id=meta.get("run_id"), status=meta.get("status"),
-                 mode=meta.get("mode"), finished=t.finished, progress=t.progress, messages=len(t.messages),
-                 turns=t.turns, checks=verdicts, notes=t.notes)
-    return entry
-
-
-def resolve(targets, audit_dir):
-    """Paths to check: each target as a run id (<audit-dir>/run-<id>.json) or a path; none → latest."""
-    if not targets:
-        return [os.path.join(audit_dir, f"run-{latest_run_id(audit_dir)}.json")]
-    paths = []
-    for target in targets:
-        as_run = os.path.join(audit_dir, f"run-{target}.json")
-        is_path = os.sep in target or "/" in target or target.endswith((".json", ".jsonl", ".ndjson"))
-        use_run = not is_path and RUN_ID.fullmatch(target) and (os.path.exists(as_run) or not os.path.exists(target))
-        paths.append(as_run if use_run else target)
-    return paths
-
-
-def latest_run_id(audit_dir):
-    """The run whose audit file changed last (newest mtime, then name); Unreadable when none."""
-    try:
-        names = [n for n in os.listdir(audit_dir) if n.startswith("run-") and n.endswith(".json")]
-    except OSError:
-        names = []
-    if not names:
-        raise Unreadable(f"{audit_dir} 里还没有任何运行；先运行 python agent.py，或指定 RUN_ID/文件")
-    newest = max(names, key=lambda n: (os.path.getmtime(os.path.join(audit_dir, n)), n))
-    return newest[len("run-"):-len(".json")]
-
-
-def exit_code(entries, strict=False):
-    """2 when a file is unreadable; 1 when a check failed (strict: or is pending); else 0."""
-    if any(e["error"] for e in entries):
-        return 2
-    verdicts = [c["verdict"] for e in entries for c in e["checks"]]
-    return 1 if "fail" in verdicts or strict and "pending" in verdicts else 0
-
-
-def summary(entries, strict=False):
-    counts = {v: sum(c["verdict"] == v for e in entries for c in e["checks"]) for v in VERDICT}
-    return {"files": len(entries), "unreadable": sum(bool(e["error"]) for e in entries), **counts,
-            "strict": strict, "exit": exit_code(entries, strict)}
-
-
-def render(entry):
-    """The readable report of one file, in Chinese."""
-    if entry["error"]:
-        return f"✗ {entry['error']}"
-    shape = FORMATS.get(entry["format"], entry["format"]) + ("（JSONL）" if entry["container"] == "jsonl" else "")
-    facts = [f"运行 {entry['run_id']}" if entry.get("run_id") else shape,
-             entry.get("status") or ("已结束" if entry["finished"] else "未结束"),
-             entry.get("mode"), f"{entry['messages']} 条消息", f"{entry['turns']} 轮"]
-    lines = [f"检查 {entry['path']}（{' · '.join(f for f in facts if f)}）"]
-    width = max(len(c["name"]) for c in entry["checks"])
-    for i, c in enumerate(entry["checks"], 1):
-        mark, word = VERDICT[c["verdict"]]
-        lines.append(f"  {mark} {i}. {c['name']:{chr(12288)}<{width}} {word}：{c['reason']}")
-    lines += [f"  注意：{note}" for note in entry["notes"]]
-    counts = {v: sum(c["verdict"] == v for c in entry["checks"]) for v in VERDICT}
-    line = f"  小结：{counts['pass']} 项通过 · {counts['fail']} 项失败 · {counts['pending']} 项待定"
-    if PROGRESS.get(entry["progress"]):
-        line += f" — {PROGRESS[entry['progress']]}"
-    elif counts["pending"]:
-        line += " — 有检查无法判断（见理由）"
-    lines.append(line)
-    return "\n".join(lines)
-
-
-def conclusion(totals):
-    if totals["exit"] == 2:
-        return "有文件无法读取"
-    if totals["fail"]:
-        return "有检查失败"
-    if totals["pending"] and totals["strict"]:
-        return "--strict：有检查待定，任务没有完成或无法判断"
-    if totals["pending"]:
-        return "没有失败，但有检查待定：任务没有走完或无法判断（加 --strict 时退出码为 1）"
-    return "全部通过"
-
-
-def run(targets, audit_dir, as_json=False, out=None, strict=False):
-    """`python agent.py --check [RUN_ID or PATH ...] [--json] [--strict]`: print the report, return the exit code."""
-    out = out or sys.stdout
-    try:
-        paths = resolve(targets, audit_dir)
-    except Unreadable as exc:
-        print(f"错误：{exc}", file=sys.stderr)
-        return 2
-    entries = [check_file(p) for p in paths]
-    totals = summary(entries, strict)
-    if as_json:
-        print(json.dumps({"files": entries, "summary": totals}, ensure_ascii=False, indent=1), file=out)
-        return totals["exit"]
-    for entry in entries:
-        print(render(entry) + "\n", file=out)
-    print(f"汇总：{totals['files']} 个文件 · {totals['pass']} 项通过 · {totals['fail']} 项失败 · "
-          f"{totals['pending']} 项待定 · {totals['unreadable']} 个无法读取 → {conclusion(totals)}"
-          f"（退出码 {totals['exit']}）", file=out)
-    return totals["exit"]
+def progress(t):
+    """How far the task got, for a report whose checks had nothing to judge: no business call took effect, no
+    booking did, or booked."""
+    if not t.ok(*BUSINESS):
+        return "no_business_call"
+    return "booked" if t.ok("book_hotel") else "no_booking"

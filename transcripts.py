@@ -1,18 +1,8 @@
-"""Reading a transcript from any system into one conversation, for the offline checks (checks.py).
+"""The conversation the rules read: a transcript's normalised messages (formats.py) as turns, tool calls and
+their results, proposals and the user's replies to them.
 
-Invariants: imports no project module (config included) and shares no code with what the checks
-judge; reads, never writes; a file that is not a transcript raises Unreadable with the reason.
-
-Input shapes, detected item by item: this project's audit snapshot (a JSON object with
-`messages`), any JSON object with `messages`, a bare JSON array, or JSONL (one item a line), whose
-items are OpenAI Chat Completions messages, OpenAI Responses / Agents SDK items (`message`,
-`function_call`, `function_call_output`, `reasoning`..., mixed with plain role dicts, tool results
-often a Python repr), LangChain / LangGraph messages (`{"type", "data"}` from messages_to_dict, the
-same fields without `data`, or role dicts whose `tool_calls` are `{name, args, id}`), Anthropic Messages
-(role dicts whose content holds `tool_use` / `tool_result` blocks, or dumped responses `{"type": "message",
-"stop_reason", ...}`), pydantic-ai messages (`kind` request/response with `parts` by `part_kind`). A content block
-or part kind no format has is Unreadable: no shape is read as another. Everything is read into one conversation:
-user and assistant messages, tool calls, tool results.
+Invariants: imports no project module but formats.py (config included), and shares no code with what the
+checks judge; reads, never writes; knows no file shape (formats.py does) and judges nothing (checks.py does).
 
 How the conversation is read (the rules the verdicts rest on; the README says them in words):
 - Turn N is the N-th model response (an assistant message; in a Responses list, the consecutive
@@ -49,16 +39,10 @@ import ast
 import json
 import re
 
+from formats import content_text, read
+
 PLAN_TOOLS = ("set_plan", "mark_step")
-BUSINESS = ("get_weather", "search_hotels", "search_location", "book_hotel")
 UNFINISHED = ("running", "suspended", "error")
-FORMATS = {"chat": "OpenAI Chat 消息", "responses": "OpenAI Responses/Agents SDK 条目", "langchain": "LangChain 消息",
-           "anthropic": "Anthropic Messages", "pydantic_ai": "pydantic-ai 消息"}
-EXPECTED_SHAPES = ("应为本项目的审计快照（含 messages 的 JSON 对象）、OpenAI Chat Completions 消息数组、"
-                   "OpenAI Responses/Agents SDK 条目列表（to_input_list()）、LangChain/LangGraph 消息"
-                   "（messages_to_dict，或 tool_calls 为 {name, args, id} 的 role 字典）、Anthropic Messages"
-                   "（content 为 text/tool_use/tool_result 内容块）、pydantic-ai 消息（ModelMessagesTypeAdapter："
-                   "kind 为 request/response、parts 带 part_kind），或每行一条消息的 JSONL")
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 ERROR_STATUS = ("error", "failed", "failure", "fail", "blocked", "rejected", "denied", "cancelled", "canceled")
 ERROR_TEXT = re.compile(r"\berror|\bfail(ed|ure)?\b|\bblocked\b|\bdenied\b|\brejected\b|\bexception\b|\bforbidden\b|"
@@ -81,260 +65,19 @@ APPROVAL_WORDS = re.compile(r"确认|确定|同意|订|可以|好|yes|ok|sure|co
 FILLER = re.compile(r"^(?:(?:那就|那么|那|嗯|哦|噢|请|麻烦|帮我|就|please|i|we)[\s，,。.!！~]*)*", re.I)
 MAX_CONFIRMATION = 40      # characters: a longer reply is not read as a plain approval
 MAX_LITERAL = 2_000_000    # characters: Python-repr results beyond this are left as text
-RESPONSES_CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
-RESPONSES_OUTPUTS = ("function_call_output", "custom_tool_call_output")
-RESPONSES_OTHER = {"reasoning", "web_search_call", "file_search_call", "computer_call", "computer_call_output",
-                   "code_interpreter_call", "image_generation_call", "local_shell_call", "local_shell_call_output",
-                   "shell_call", "shell_call_output", "apply_patch_call", "apply_patch_call_output", "mcp_list_tools",
-                   "mcp_approval_request", "mcp_approval_response", "item_reference", "compaction",
-                   "tool_search_call", "tool_search_output"}
-LANGCHAIN_TYPES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system", "function": "tool",
-                   "developer": "system", "chat": None, "remove": "skip"}
-ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "mcp_tool_use", "mcp_tool_result", "thinking", "redacted_thinking",
-                    "server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
-                    "bash_code_execution_tool_result", "text_editor_code_execution_tool_result",
-                    "tool_search_tool_result", "container_upload", "search_result", "document", "tool_reference"}
-ANTHROPIC_SKIPPED = ANTHROPIC_BLOCKS - {"tool_use", "tool_result", "mcp_tool_use", "mcp_tool_result"}
-CONTENT_PARTS = {"text", "image", "image_url", "input_audio", "audio", "file", "refusal", "input_text", "output_text",
-                 "input_image", "input_file", "summary_text", "reasoning_text", "reasoning", "tool_call",
-                 "tool_call_chunk", "invalid_tool_call", "non_standard", "video", "text-plain", "citation",
-                 "server_tool_call", "server_tool_call_chunk", "server_tool_result", "plain_text"} | ANTHROPIC_BLOCKS
-PYDANTIC_SKIPPED = {"instruction", "instruction-delta", "tool-availability-delta", "capability-load-delta",
-                    "model-settings-delta", "instruction-digest", "instruction-baseline", "thinking", "compaction",
-                    "file", "speech", "builtin-tool-call", "builtin-tool-return"}
-PYDANTIC_FAILED = ("failed", "retried")    # outcomes of a tool return that say the call did not take effect
 DECLINED = re.compile(r"\bnot (been )?approved\b|(tool call|call|execution|tool use|request|action|booking|it) "
                       r"(was|has been|is) (denied|rejected|declined|refused)|\b(user|human|reviewer|operator|you)\b"
                       r"[^.。\n]{0,30}\b(reject|declin|denied|refus|did ?n[o']t approve|do(es)? ?n[o']t (want|approve))|"
                       r"(用户|人工|审批人)[^。\n]{0,10}(拒绝|驳回|不同意|没有批准|未批准)|未获(用户)?批准|被(用户)?拒绝", re.I)
-CHAT_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "tool": "tool",
-              "function": "tool", "system": "system", "developer": "system"}
+UNPARSEABLE = object()     # what _json5 and _literal return for text they cannot read
 
 
-class Unreadable(Exception):
-    """A file that is missing, unreadable or not a transcript."""
+def load(path):
+    """The conversation in `path`; Unreadable (formats.py) with a clear message otherwise."""
+    return Transcript(*read(path))
 
 
-# ---- reading: every shape into one conversation ----
-def _lc_type(kind):
-    """The role of a LangChain message type ('ai', 'AIMessageChunk', ...); '' when not one."""
-    base = kind[:-len("MessageChunk")].lower() if kind.endswith("MessageChunk") else kind
-    return LANGCHAIN_TYPES.get(base, "") if base in LANGCHAIN_TYPES else ""
-
-
-def _message(role, content, name=None, merge=False):
-    """A normalised message; `merge`: an item of a Responses list that belongs to the response before it."""
-    return {"role": role, "text": _text(content), "loop": role == "user" and name == "loop", "calls": [],
-            "merge": merge}
-
-
-def _tool(call_id, content, failed=False, decision=None):
-    """A tool result. `decision`: the framework records it as a human's decision instead of a run of the tool
-    ('reject': declined; 'respond': the human's own text answers in the tool's place; 'unknown': the run was
-    cut off, no result)."""
-    return {"role": "tool", "call_id": None if call_id is None else str(call_id), "content": content,
-            "failed": failed, "decision": decision, "text": "", "loop": False, "calls": []}
-
-
-def _blocks(content, index):
-    """The typed content blocks of a message (dicts with a `type`); Unreadable on a block type no format has."""
-    blocks = [b for b in content if isinstance(b, dict) and isinstance(b.get("type"), str)] \
-        if isinstance(content, list) else []
-    unknown = sorted({b["type"] for b in blocks if b["type"] not in CONTENT_PARTS})
-    if unknown:
-        raise Unreadable(f"第 {index + 1} 项的内容块类型 {unknown[0]!r} 不认识")
-    return blocks
-
-
-def _anthropic_blocks(content):
-    """Whether a content list is Anthropic's (a block only Anthropic Messages have)."""
-    return isinstance(content, list) and any(isinstance(b, dict) and isinstance(b.get("type"), str)
-                                             and b["type"] in ANTHROPIC_BLOCKS for b in content)
-
-
-def _raw_call(raw):
-    """(id, name, arguments) of one tool call in any shape (OpenAI `function`, or `name` + `args`)."""
-    raw = raw if isinstance(raw, dict) else {}
-    function = raw.get("function")
-    if isinstance(function, dict):
-        return raw.get("id"), function.get("name"), function.get("arguments")
-    args = raw["args"] if "args" in raw else raw.get("arguments", raw.get("input"))
-    return raw.get("id") or raw.get("call_id"), raw.get("name"), args
-
-
-def _from_role_dict(item):
-    """A chat message or a LangChain role dict; (format, [messages]) or None."""
-    role = CHAT_ROLES.get(item.get("role") if isinstance(item.get("role"), str) else "")
-    if role is None:
-        return None
-    if role == "tool":
-        failed = item.get("status") == "error" or item.get("is_error") is True or item.get("isError") is True
-        return "chat", [_tool(item.get("tool_call_id"), item.get("content"), failed)]
-    if _anthropic_blocks(item.get("content")) and not item.get("tool_calls"):
-        return _from_anthropic(item, role)
-    message = _message(role, item.get("content"), item.get("name"))
-    raw_calls = item.get("tool_calls") if role == "assistant" else None
-    fmt = "chat"
-    for raw in raw_calls if isinstance(raw_calls, list) else []:
-        if isinstance(raw, dict) and not isinstance(raw.get("function"), dict) and "name" in raw:
-            fmt = "langchain"
-        message["calls"].append(_raw_call(raw))
-    return fmt, [message]
-
-
-def _from_langchain(item, role):
-    data = item["data"] if isinstance(item.get("data"), dict) else item
-    if role is None:                                    # ChatMessage: the role is a field
-        role = CHAT_ROLES.get(data.get("role") if isinstance(data.get("role"), str) else "", "system")
-    if role == "skip":
-        return "langchain", []
-    kwargs = data.get("additional_kwargs") if isinstance(data.get("additional_kwargs"), dict) else {}
-    harness = isinstance(kwargs.get("lc_source"), str) and kwargs["lc_source"]     # added by the agent harness
-    if role == "tool":
-        decision = None
-        if harness == "hitl_interrupt_decision":     # the human-in-the-loop middleware's answer, not a run of the tool
-            said = kwargs.get("lc_data", {}).get("decision") if isinstance(kwargs.get("lc_data"), dict) else None
-            decision = "respond" if said == "respond" else "reject"
-        return "langchain", [_tool(data.get("tool_call_id"), data.get("content"), data.get("status") == "error",
-                                   decision)]
-    message = _message(role, data.get("content"), "loop" if harness and role == "user" else data.get("name"))
-    if role == "assistant":
-        calls = data.get("tool_calls")
-        if not isinstance(calls, list) or not calls:
-            calls = kwargs.get("tool_calls")
-        if (not isinstance(calls, list) or not calls) and _anthropic_blocks(data.get("content")):
-            calls = [b for b in data["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
-        message["calls"] = [_raw_call(raw) for raw in (calls if isinstance(calls, list) else [])]
-        invalid = data.get("invalid_tool_calls")
-        message["invalid"] = [str(raw.get("name")) for raw in invalid if isinstance(raw, dict)] \
-            if isinstance(invalid, list) else []
-    return "langchain", [message]
-
-
-def _from_responses(item, kind):
-    if kind == "message":
-        role = CHAT_ROLES.get(item.get("role") if isinstance(item.get("role"), str) else "")
-        if role is None or role == "tool":
-            return None
-        return "responses", [_message(role, item.get("content"), merge=role == "assistant")]
-    if kind in RESPONSES_CALLS:
-        message = _message("assistant", None, merge=True)
-        message["calls"] = [(item.get("call_id") or item.get("id"), item.get("name"), item.get(RESPONSES_CALLS[kind]))]
-        return "responses", [message]
-    if kind in RESPONSES_OUTPUTS:
-        return "responses", [_tool(item.get("call_id"), item.get("output"))]
-    if kind == "mcp_call":                              # a hosted MCP call carries its own result
-        message = _message("assistant", None, merge=True)
-        message["calls"] = [(item.get("id"), item.get("name"), item.get("arguments"))]
-        error = item.get("error")
-        return "responses", [message, _tool(item.get("id"), error if error else item.get("output"), bool(error))]
-    if kind in RESPONSES_OTHER:
-        return "responses", [{"role": "skip", "type": kind}]
-    return None
-
-
-def _from_anthropic(item, role):
-    """An Anthropic Messages turn (a request's message, or a dumped response): text, tool_use and tool_result
-    blocks (MCP connector blocks too) in order; a user turn's tool results come before its text."""
-    content = item.get("content")
-    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-    if role == "assistant":
-        message = _message("assistant", [b for b in blocks if b.get("type") == "text"] if blocks else content)
-        message["calls"] = [(b.get("id"), b.get("name"), b.get("input")) for b in blocks
-                            if b.get("type") in ("tool_use", "mcp_tool_use")]
-        results = [_tool(b.get("tool_use_id"), b.get("content"), b.get("is_error") is True) for b in blocks
-                   if b.get("type") == "mcp_tool_result"]
-        return "anthropic", [message] + results
-    results = [_tool(b.get("tool_use_id"), b.get("content"), b.get("is_error") is True) for b in blocks
-               if b.get("type") == "tool_result"]
-    text = [b for b in blocks if b.get("type") == "text"] if isinstance(content, list) else content
-    said = [_message(role, text, item.get("name"))] if text or not results else []
-    return "anthropic", results + said
-
-
-def _from_pydantic_ai(item, index):
-    """A pydantic-ai ModelRequest / ModelResponse: its parts, in order, as messages."""
-    out, text, calls = [], [], []
-    for part in item["parts"]:
-        kind = part.get("part_kind") if isinstance(part, dict) else None
-        if not isinstance(kind, str):
-            raise Unreadable(f"第 {index + 1} 项的 parts 里有没有 part_kind 的部分")
-        if kind == "text" and item["kind"] == "response":
-            text.append(part.get("content") if isinstance(part.get("content"), str) else "")
-        elif kind == "tool-call" and item["kind"] == "response":
-            calls.append((part.get("tool_call_id"), part.get("tool_name"), part.get("args")))
-        elif kind == "system-prompt" and item["kind"] == "request":
-            out.append(_message("system", part.get("content")))
-        elif kind == "user-prompt" and item["kind"] == "request":
-            content = part.get("content")
-            out.append(_message("user", [{"type": "text", "text": c} if isinstance(c, str) else c for c in content]
-                                if isinstance(content, list) else content))
-        elif kind == "tool-return" and item["kind"] == "request":
-            outcome = part.get("outcome", "success")
-            decision = "reject" if outcome == "denied" else "unknown" if outcome == "interrupted" else None
-            out.append(_tool(part.get("tool_call_id"), part.get("content"), outcome in PYDANTIC_FAILED, decision))
-        elif kind == "retry-prompt" and item["kind"] == "request" and part.get("tool_name"):
-            out.append(_tool(part.get("tool_call_id"), {"error": part.get("content")}, True))   # ModelRetry, bad args
-        elif kind in ("retry-prompt", "retry-feedback") and item["kind"] == "request":
-            out.append(_message("user", str(part.get("content")), "loop"))     # the framework asks the model again
-        elif kind not in PYDANTIC_SKIPPED:
-            raise Unreadable(f"第 {index + 1} 项有不认识的 part_kind {kind!r}")
-    if item["kind"] == "response":
-        message = _message("assistant", "\n".join(t for t in text if t))
-        message["calls"] = calls
-        out.append(message)
-    return "pydantic_ai", out
-
-
-def _item(item, index):
-    """(format, normalised messages) for one item; Unreadable when its shape is unknown."""
-    found = None
-    if isinstance(item, dict):
-        kind = item.get("type")
-        data = item["data"] if isinstance(item.get("data"), dict) else item
-        _blocks(data.get("content"), index)
-        if item.get("kind") in ("request", "response") and isinstance(item.get("parts"), list):
-            found = _from_pydantic_ai(item, index)
-        elif isinstance(kind, str) and kind:
-            role = _lc_type(kind)
-            if role != "":
-                found = _from_langchain(item, role)
-            elif kind == "message" and _anthropic_blocks(item.get("content")) or \
-                    kind == "message" and "stop_reason" in item:            # a dumped Anthropic response
-                found = _from_anthropic(item, CHAT_ROLES.get(str(item.get("role")), "assistant"))
-            else:
-                found = _from_responses(item, kind)
-        elif "role" in item:
-            found = _from_role_dict(item)
-    if found is None:
-        what = f"类型 {item.get('type')!r}" if isinstance(item, dict) and isinstance(item.get("type"), str) else \
-            ("没有 role 或 type" if isinstance(item, dict) else f"是 {type(item).__name__}")
-        raise Unreadable(f"第 {index + 1} 项不是可识别的消息（{what}）")
-    for message in found[1]:
-        message["item"] = index + 1
-    return found
-
-
-def normalise(items):
-    """Items of any supported shape → (messages, formats, skipped item types)."""
-    messages, formats, skipped = [], set(), {}
-    for index, item in enumerate(items):
-        fmt, found = _item(item, index)
-        formats.add(fmt)
-        for message in found:
-            if message["role"] == "skip":
-                skipped[message.get("type", "remove")] = skipped.get(message.get("type", "remove"), 0) + 1
-                continue
-            last = messages[-1] if messages else None
-            if message.get("merge") and last is not None and last.get("merge") and last["role"] == "assistant" \
-                    and message["role"] == "assistant":
-                last["text"] = "\n".join(t for t in (last["text"], message["text"]) if t)
-                last["calls"] += message["calls"]
-                continue
-            messages.append(message)
-    return messages, formats, skipped
-
-
+# ---- the conversation: turns, calls, results, asks ----
 class Call:
     def __init__(self, turn, pos, order, raw):
         call_id, name, arguments = raw
@@ -404,6 +147,7 @@ class Transcript:
             self._read(pos, message, waiting)
         self.notes += [f"{c.label} 没有对应的工具结果（结果未知）" for c in waiting.values()]
         self.notes += [f"{c.label} 的参数无法解析：{c.problem}" for c in self.calls if c.problem]
+        self.spoken = [pos for pos in range(len(messages)) if self.speaks(pos)]
         self.asks = self._asks()
         self.finished = self._finished()
 
@@ -462,7 +206,7 @@ class Transcript:
 
     def hotels_before(self, pos):
         """{hotel_id: name} from the successful hotel searches before messages[pos]."""
-        searches = tuple(c for c in self.calls if c.name == "search_hotels" and c.status == "ok" and c.pos < pos)
+        searches = tuple(c for c in self.ok("search_hotels") if c.pos < pos)
         if searches not in self._hotels:
             self._hotels[searches] = self._hotels_in(searches)
         return self._hotels[searches]
@@ -501,7 +245,7 @@ class Transcript:
         status = self.meta.get("status")
         if status is not None:
             return status not in UNFINISHED
-        spoken = [p for p in range(len(self.messages)) if self.speaks(p)]
+        spoken = self.spoken
         last = self.messages[spoken[-1]] if spoken else {}
         if last.get("role") != "assistant" or last.get("calls") or any(c.status == "unanswered" for c in self.calls):
             return False
@@ -512,13 +256,8 @@ class Transcript:
             return not last["text"].strip().endswith(("?", "？"))
         return not (last["text"].strip().endswith(("?", "？")) or ASKS.search(last["text"]))
 
-    @property
-    def progress(self):
-        if not self.ok(*BUSINESS):
-            return "no_business_call"
-        return "booked" if self.ok("book_hotel") else "no_booking"
 
-
+# ---- reading a call's name, arguments and result ----
 def tool_name(name):
     """A tool's own name: MCP and framework prefixes dropped (mcp__hotel__book_hotel, functions.book_hotel)."""
     return re.split(r"__|[./:]", name.strip())[-1] if name.strip() else ""
@@ -545,9 +284,6 @@ def parse_arguments(raw):
     return value, None
 
 
-UNPARSEABLE = object()
-
-
 def _json5(body):
     try:
         import json5
@@ -566,21 +302,13 @@ def _literal(body):
         return UNPARSEABLE
 
 
-def _text(content):
-    if isinstance(content, list):       # content parts of any framework: keep the text ones
-        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return content if isinstance(content, str) else ""
-
-
 def read_result(content):
     """(result as a dict, whether it says it is an error). Text that is JSON or a Python literal is parsed;
     an MCP CallToolResult is unwrapped to its structured content or text."""
     if isinstance(content, dict):
         value = content
     else:
-        text = _text(content) if isinstance(content, (str, list)) else ""
-        if not isinstance(content, (str, list)) and content is not None:
-            text = str(content)
+        text = content_text(content) if isinstance(content, (str, list)) else "" if content is None else str(content)
         value = _parse_text(text)
     mcp_error = False
     parts = value.get("content")
@@ -588,7 +316,7 @@ def read_result(content):
             set(value) <= {"content", "isError", "structuredContent", "_meta", "meta"}:
         mcp_error = value.get("isError") is True
         structured = value.get("structuredContent")
-        value = structured if isinstance(structured, dict) else _parse_text(_text(parts))
+        value = structured if isinstance(structured, dict) else _parse_text(content_text(parts))
     return value, mcp_error or _says_error(value)
 
 
@@ -641,6 +369,7 @@ def dicts_in(value, depth=0):
     return []
 
 
+# ---- reading what is said: names, dates, replies ----
 def has_token(word, text):
     return bool(word) and re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text) is not None
 
@@ -676,58 +405,3 @@ def classify_reply(text, hotels=(), rooms=()):
     if len(text) <= MAX_CONFIRMATION and (AFFIRM.match(plain) or AFFIRM.match(text)):
         return "confirm"
     return "unclear"
-
-
-def load(path):
-    """The transcript in `path`; Unreadable with a clear message otherwise."""
-    data, container = _read_file(path)
-    meta = {}
-    if isinstance(data, list):
-        items = data
-    elif isinstance(data, dict) and isinstance(data.get("messages"), list):
-        items, meta = data["messages"], data
-        container = "snapshot" if "version" in data and "run_id" in data else "object"
-    else:
-        raise Unreadable(f"{path} 不是对话记录：{EXPECTED_SHAPES}")
-    try:
-        messages, formats, skipped = normalise(items)
-    except Unreadable as exc:
-        raise Unreadable(f"{path} 不是对话记录：{exc}；{EXPECTED_SHAPES}") from None
-    if not any(m["role"] in ("user", "assistant") for m in messages):
-        raise Unreadable(f"{path} 没有任何用户或助手消息，无从检查")
-    fmt = next((f for f in ("pydantic_ai", "anthropic", "responses", "langchain", "chat") if f in formats), "chat")
-    notes = [f"已忽略 {n} 项 {kind}（与这五项检查无关）" for kind, n in skipped.items() if kind != "reasoning"]
-    meta = {k: meta[k] for k in ("run_id", "status", "mode") if isinstance(meta.get(k), str)}
-    return Transcript(messages, meta, fmt, container, notes)
-
-
-def _read_file(path):
-    """(parsed JSON value, container): a JSON document ('array'), or JSONL ('jsonl') made into a list."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise Unreadable(f"找不到文件 {path}") from None
-    except IsADirectoryError:
-        raise Unreadable(f"{path} 是目录，不是审计文件") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise Unreadable(f"{path} 无法读取：{exc}") from None
-    if not path.endswith((".jsonl", ".ndjson")):
-        try:
-            return json.loads(raw), "array"
-        except RecursionError:
-            raise Unreadable(f"{path} 无法读取或已损坏（JSON 嵌套过深）") from None
-        except ValueError as exc:
-            if "Extra data" not in str(exc):
-                raise Unreadable(f"{path} 无法读取或已损坏（不是完整的 JSON）：{exc}") from None
-    items = []
-    for number, line in enumerate(raw.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            items.append(json.loads(line))
-        except (ValueError, RecursionError) as exc:
-            raise Unreadable(f"{path} 无法读取或已损坏（JSONL 第 {number} 行不是完整的 JSON：{exc}）") from None
-    if not items:
-        raise Unreadable(f"{path} 没有任何消息，无从检查")
-    return items, "jsonl"

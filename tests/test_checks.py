@@ -11,6 +11,7 @@ import pytest
 from conftest import ROOT, heavy_imports, run_cli
 import checks
 import transcripts
+import check_cli
 
 CORPUS = os.path.join(ROOT, "tests", "transcripts")
 with open(os.path.join(CORPUS, "expected.json"), encoding="utf-8") as f:
@@ -38,13 +39,13 @@ def test_every_corpus_file_has_expected_verdicts_and_back():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_corpus_verdicts(name):
-    assert_expected(EXPECTED[name], checks.check_file(corpus(name)))
+    assert_expected(EXPECTED[name], check_cli.check_file(corpus(name)))
 
 
 def assert_expected(want, entry):
     """A file's entry is what its corpus's expected.json says: exit code, error or verdicts, and
     the fragment each fault's reason must contain. Returns whether it had verdicts."""
-    assert checks.exit_code([entry]) == want["exit"]
+    assert check_cli.exit_code([entry]) == want["exit"]
     if want["exit"] == 2:
         assert entry["checks"] == [] and want["error"] in entry["error"]
         return False
@@ -57,7 +58,7 @@ def assert_expected(want, entry):
 
 def test_every_failure_names_the_turn_and_the_call():
     failures = [c["reason"] for name in EXPECTED if EXPECTED[name]["exit"] == 1
-                for c in checks.check_file(corpus(name))["checks"] if c["verdict"] == "fail"]
+                for c in check_cli.check_file(corpus(name))["checks"] if c["verdict"] == "fail"]
     assert len(failures) >= 12
     assert all(LABEL.search(reason) for reason in failures), failures
 
@@ -65,13 +66,13 @@ def test_every_failure_names_the_turn_and_the_call():
 def test_each_check_has_a_failing_case_and_good_runs_cover_both_modes_and_states():
     failing = {k for w in EXPECTED.values() if w["exit"] == 1 for k, v in w["verdicts"].items() if v == "fail"}
     assert failing == set(IDS)
-    good = [checks.check_file(corpus(n)) for n, w in EXPECTED.items() if w["exit"] == 0 and n.startswith(("local", "mcp"))]
+    good = [check_cli.check_file(corpus(n)) for n, w in EXPECTED.items() if w["exit"] == 0 and n.startswith(("local", "mcp"))]
     assert {(e["mode"], e["status"]) for e in good} == {("local", "suspended"), ("local", "done"),
                                                        ("mcp", "suspended"), ("mcp", "done")}
 
 
 def test_unparseable_and_unanswered_calls_are_reported_not_crashed_on():
-    entry = checks.check_file(corpus("odd_unparseable_and_unanswered.json"))
+    entry = check_cli.check_file(corpus("odd_unparseable_and_unanswered.json"))
     notes = " ".join(entry["notes"])
     assert "第 2 轮 get_weather（call_2_1） 的参数无法解析" in notes
     assert "第 3 轮 search_hotels（call_3_2） 没有对应的工具结果（结果未知）" in notes
@@ -88,7 +89,7 @@ def judge(messages, tmp_path, meta=None):
     path = tmp_path / "t.json"
     path.write_text(json.dumps(messages if meta is None else dict(meta, messages=messages), ensure_ascii=False),
                     encoding="utf-8")
-    return checks.check_file(str(path))
+    return check_cli.check_file(str(path))
 
 
 def test_a_blocked_early_booking_is_no_violation_but_the_same_call_executed_is(tmp_path):
@@ -230,7 +231,7 @@ def test_unanswered_and_ambiguous_bookings_are_pending_with_their_cause(tmp_path
     assert (check["verdict"], check["cause"]) == ("pending", "ambiguous")
     nothing = judge(chat(), tmp_path)
     assert {c["cause"] for c in nothing["checks"] if c["verdict"] == "pending"} == {"not_reached"}
-    assert nothing["progress"] == "no_booking" and "任务没有走到预订这一步" in checks.render(nothing)
+    assert nothing["progress"] == "no_booking" and "任务没有走到预订这一步" in check_cli.render(nothing)
 
 
 @pytest.mark.parametrize("weather,room,verdict", [
@@ -276,9 +277,10 @@ def test_the_second_identical_booking_of_one_batch_rides_on_the_same_confirmatio
 
 
 def test_the_judge_imports_no_project_module():
-    """checks.py reads through its own reader, transcripts.py; neither imports anything else of ours."""
+    """The judge stands alone: its modules import each other, only downward, and nothing else of ours."""
     project = {n[:-3] for n in os.listdir(ROOT) if n.endswith(".py")}
-    for name, allowed in (("checks.py", {"transcripts"}), ("transcripts.py", set())):
+    for name, allowed in (("check_cli.py", {"checks", "transcripts", "formats"}), ("checks.py", {"transcripts"}),
+                          ("transcripts.py", {"formats"}), ("formats.py", set())):
         tree = ast.parse(open(os.path.join(ROOT, name), encoding="utf-8").read())
         imported = {a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
         imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
@@ -401,19 +403,19 @@ def test_odd_values_anywhere_never_raise(name, tmp_path):
     for i, mutant in enumerate(_mutants(original, random.Random(len(name)), 300)):
         path = tmp_path / f"m{i}.json"
         path.write_text(json.dumps(mutant, ensure_ascii=False), encoding="utf-8")
-        entry = checks.check_file(str(path))              # must not raise
-        assert entry["error"] or len(entry["checks"]) == 5 and checks.render(entry)
+        entry = check_cli.check_file(str(path))              # must not raise
+        assert entry["error"] or len(entry["checks"]) == 5 and check_cli.render(entry)
 
 
 def test_deeply_nested_json_is_reported_not_raised(tmp_path):
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
-    assert "无法读取" in checks.check_file(str(deep))["error"]
+    assert "无法读取" in check_cli.check_file(str(deep))["error"]
     content = json.dumps({"hotels": []})[:-1] + ", \"x\": " + "[" * 5000 + "]" * 5000 + "}"
     messages = [{"role": "assistant", "content": None, "tool_calls": [
         {"id": "a", "type": "function", "function": {"name": "search_hotels", "arguments": "{}"}}]},
         {"role": "tool", "tool_call_id": "a", "content": content}]
-    assert checks.check_file(str(judge_path(messages, tmp_path)))["error"] is None
+    assert check_cli.check_file(str(judge_path(messages, tmp_path)))["error"] is None
 
 
 def judge_path(messages, tmp_path):

@@ -13,6 +13,7 @@ import pytest
 from conftest import ROOT, run_cli
 import checks
 import transcripts
+import check_cli
 
 from test_checks import _mutants, reasons, verdicts  # noqa: E402
 
@@ -38,7 +39,7 @@ def check_data(tmp_path, data, name="t.json"):
         target.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in data), encoding="utf-8")
     else:
         target.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    return checks.check_file(str(target))
+    return check_cli.check_file(str(target))
 
 
 def test_the_corpus_covers_every_framework_shape_and_scenario():
@@ -56,12 +57,12 @@ def test_the_corpus_covers_every_framework_shape_and_scenario():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_framework_transcript_verdicts(name):
-    want, entry = EXPECTED[name], checks.check_file(path(name))
+    want, entry = EXPECTED[name], check_cli.check_file(path(name))
     assert entry["error"] is None and entry["format"] == want["format"]
     assert verdicts(entry) == want["verdicts"], reasons(entry)
     for cid, fragment in want["faults"].items():
         assert fragment in reasons(entry)[cid]
-    assert checks.exit_code([entry]) == (1 if "fail" in want["verdicts"].values() else 0)
+    assert check_cli.exit_code([entry]) == (1 if "fail" in want["verdicts"].values() else 0)
     assert (entry["progress"] == "booked") == (want["bookings"] > 0)     # the store's rows: what really happened
     assert entry["finished"], "every scenario ends with the model's closing answer"
 
@@ -85,7 +86,7 @@ def test_a_rejection_is_a_decline_that_finishes_the_run(name):
     book = next(c for c in t.calls if c.name == "book_hotel")
     assert book.status == "error" and book.decision == "reject"
     assert REJECTIONS[EXPECTED[name]["framework"]][:25] in book.reply
-    entry = checks.check_file(path(name))
+    entry = check_cli.check_file(path(name))
     reason = reasons(entry)["write_after_confirmation"]
     assert entry["finished"] and "被用户拒绝" in reason and "等待用户答复" not in reason
     assert entry["progress"] == "no_booking"
@@ -107,7 +108,7 @@ def test_the_frameworks_mark_a_rejection_their_own_way():
 def test_an_approval_is_not_in_any_transcript_so_a_framework_only_approval_fails():
     for framework in ("agents", "langgraph", "pydantic_ai"):
         name = next(n for n in EXPECTED if n.startswith(framework) and "approved_by_framework_only" in n)
-        entry = checks.check_file(path(name))
+        entry = check_cli.check_file(path(name))
         assert verdicts(entry)["write_after_confirmation"] == "fail" and entry["progress"] == "booked"
 
 
@@ -115,7 +116,7 @@ def test_langchain_respond_is_the_reviewers_reply_not_a_run_of_the_tool():
     t = transcripts.load(path("langgraph_respond_declines.lc.json"))
     book = next(c for c in t.calls if c.name == "book_hotel")
     assert book.status == "error" and book.decision == "respond" and book.reply == "先别订，我再想想。"
-    assert not t.ok("book_hotel") and checks.check_file(path("langgraph_respond_declines.lc.json"))["finished"]
+    assert not t.ok("book_hotel") and check_cli.check_file(path("langgraph_respond_declines.lc.json"))["finished"]
 
 
 def test_respond_that_confirms_authorises_the_same_booking(tmp_path):
@@ -219,8 +220,8 @@ def test_pydantic_ai_retries_errors_and_interruptions(tmp_path):
 def test_unknown_blocks_and_parts_exit_2(content, fragment, tmp_path):
     target = tmp_path / "odd.json"
     target.write_text(content, encoding="utf-8")
-    entry = checks.check_file(str(target))
-    assert fragment in entry["error"] and checks.exit_code([entry]) == 2
+    entry = check_cli.check_file(str(target))
+    assert fragment in entry["error"] and check_cli.exit_code([entry]) == 2
     cli = run_cli("--check", str(target), cwd=tmp_path)
     assert cli.returncode == 2 and "Traceback" not in cli.stderr
 
@@ -228,7 +229,7 @@ def test_unknown_blocks_and_parts_exit_2(content, fragment, tmp_path):
 def test_the_unreadable_message_names_the_new_formats(tmp_path):
     target = tmp_path / "odd.json"
     target.write_text('{"conversation": []}', encoding="utf-8")
-    error = checks.check_file(str(target))["error"]
+    error = check_cli.check_file(str(target))["error"]
     assert "Anthropic Messages" in error and "pydantic-ai" in error
 
 
@@ -244,5 +245,5 @@ def test_odd_values_anywhere_never_raise(name, tmp_path):
     for i, mutant in enumerate(_mutants(original, random.Random(name), 150, ODD)):
         target = tmp_path / f"m{i}.json"
         target.write_text(json.dumps(mutant, ensure_ascii=False), encoding="utf-8")
-        entry = checks.check_file(str(target))              # must not raise
-        assert entry["error"] or len(entry["checks"]) == 5 and checks.render(entry)
+        entry = check_cli.check_file(str(target))              # must not raise
+        assert entry["error"] or len(entry["checks"]) == 5 and check_cli.render(entry)

@@ -12,6 +12,7 @@ import pytest
 from conftest import ROOT, run_cli
 import checks
 import transcripts
+import check_cli
 
 from test_checks import _mutants, assert_expected, reasons, verdicts  # noqa: E402,F401  (shared with the snapshot corpus)
 
@@ -42,7 +43,7 @@ def test_every_check_passes_fails_and_is_pending_somewhere_in_the_corpus():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_corpus_verdicts(name):
-    want, entry = EXPECTED[name], checks.check_file(path(name))
+    want, entry = EXPECTED[name], check_cli.check_file(path(name))
     if not assert_expected(want, entry):
         return
     assert entry["format"] == ("chat" if want["format"] == "snapshot" else want["format"])
@@ -50,26 +51,26 @@ def test_corpus_verdicts(name):
                                   else entry["container"])
     pending = [c for c in entry["checks"] if c["verdict"] == "pending"]
     assert all(c["cause"] in checks.CAUSES for c in pending) and all(c["reason"] for c in entry["checks"])
-    assert checks.exit_code([entry], strict=True) == (0 if set(want["verdicts"].values()) == {"pass"} else 1)
+    assert check_cli.exit_code([entry], strict=True) == (0 if set(want["verdicts"].values()) == {"pass"} else 1)
 
 
 # ---- the three transcripts of issue 10 ----
 def test_a_proposal_in_words_confirmed_then_booked_passes():
-    entry = checks.check_file(path("issue_words_proposal.json"))
+    entry = check_cli.check_file(path("issue_words_proposal.json"))
     assert verdicts(entry) == dict.fromkeys(IDS, "pass")
     assert "在用户确认第 3 轮的提案（「确认」）之后执行" in reasons(entry)["write_after_confirmation"]
 
 
 def test_a_failed_early_booking_of_another_system_is_not_an_executed_booking():
-    entry = checks.check_file(path("issue_blocked_then_words.json"))
+    entry = check_cli.check_file(path("issue_blocked_then_words.json"))
     assert verdicts(entry) == dict.fromkeys(IDS, "pass")
     assert reasons(entry)["write_after_confirmation"].count("book_hotel") == 1
 
 
 def test_a_run_where_nothing_happened_passes_nothing(tmp_path):
-    entry = checks.check_file(path("issue_nothing_happened.json"))
+    entry = check_cli.check_file(path("issue_nothing_happened.json"))
     assert verdicts(entry) == dict.fromkeys(IDS, "pending") and entry["progress"] == "no_business_call"
-    assert "任务还没有走到业务调用" in checks.render(entry)
+    assert "任务还没有走到业务调用" in check_cli.render(entry)
     plain = run_cli("--check", path("issue_nothing_happened.json"), cwd=tmp_path)
     assert plain.returncode == 0 and "全部通过" not in plain.stdout and "5 项待定" in plain.stdout
     assert run_cli("--check", path("issue_nothing_happened.json"), "--strict", cwd=tmp_path).returncode == 1
@@ -110,7 +111,7 @@ def test_each_format_round_trips_through_jsonl(tmp_path):
             items = json.load(f)
         lines = tmp_path / (name + "l")
         lines.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
-        as_lines = checks.check_file(str(lines))
+        as_lines = check_cli.check_file(str(lines))
         assert as_lines["container"] == "jsonl" and verdicts(as_lines) == EXPECTED[name]["verdicts"]
 
 
@@ -118,7 +119,7 @@ def test_jsonl_is_detected_without_the_extension(tmp_path):
     target = tmp_path / "run.log"
     with open(path("jsonl_chat_good.jsonl"), encoding="utf-8") as f:
         target.write_text(f.read(), encoding="utf-8")
-    assert verdicts(checks.check_file(str(target))) == dict.fromkeys(IDS, "pass")
+    assert verdicts(check_cli.check_file(str(target))) == dict.fromkeys(IDS, "pass")
 
 
 @pytest.mark.parametrize("content,fragment", [
@@ -129,8 +130,8 @@ def test_jsonl_is_detected_without_the_extension(tmp_path):
 def test_unknown_shapes_exit_2_naming_what_was_expected(content, fragment, tmp_path):
     target = tmp_path / "odd.json"
     target.write_text(content, encoding="utf-8")
-    entry = checks.check_file(str(target))
-    assert fragment in entry["error"] and checks.exit_code([entry]) == 2
+    entry = check_cli.check_file(str(target))
+    assert fragment in entry["error"] and check_cli.exit_code([entry]) == 2
     if "不是对话记录" in entry["error"]:
         assert "Agents SDK" in entry["error"] and "LangChain" in entry["error"] and "JSONL" in entry["error"]
 
@@ -162,5 +163,5 @@ def test_odd_values_anywhere_never_raise(name, tmp_path):
     for i, mutant in enumerate(_mutants(original, random.Random(name), 200, ODD)):
         target = tmp_path / f"m{i}.json"
         target.write_text(json.dumps(mutant, ensure_ascii=False), encoding="utf-8")
-        entry = checks.check_file(str(target))              # must not raise
-        assert entry["error"] or len(entry["checks"]) == 5 and checks.render(entry)
+        entry = check_cli.check_file(str(target))              # must not raise
+        assert entry["error"] or len(entry["checks"]) == 5 and check_cli.render(entry)
