@@ -96,7 +96,7 @@ def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=conf
             if stream:
                 response = _streamed(openai, client, request, (timeout, max_seconds, where), on_event)
             else:
-                response = _within(max_seconds, lambda: _create(client, request))
+                response = _within(max_seconds, where, lambda: _create(client, request))
             return _reply(response, messages, time.perf_counter() - started, names)
         for _ in (1, 2):                    # a cut-off or empty reply is asked for once more
             reply = _with_retries(send, openai, retries, on_retry, sleep, where, model)
@@ -137,8 +137,6 @@ def _with_retries(send, openai, retries, on_retry, sleep, where, model):
             wait = _retry_after(exc)
         except openai.APITimeoutError:
             error, wait = ModelError("timeout", f"模型服务 {where} 超时未响应"), None
-        except _Overdue as exc:
-            error, wait = ModelError("timeout", f"模型服务 {where} 的回复超过总时限 {exc.args[0]:g} 秒"), None
         except openai.APIConnectionError as exc:
             error, wait = ModelError("unreachable", f"无法连接模型服务 {where}：{exc.__cause__ or exc}"), None
         except openai.OpenAIError as exc:
@@ -199,11 +197,12 @@ def _create(client, request):
             from None
 
 
-class _Overdue(Exception):
-    """The whole request took longer than its timeout (e.g. a server dribbling bytes forever)."""
+def _overdue(where, seconds):
+    """The whole reply took longer than `max_seconds` (e.g. a server dribbling bytes forever)."""
+    return ModelError("timeout", f"模型服务 {where} 的回复超过总时限 {seconds:g} 秒")
 
 
-def _within(seconds, send):
+def _within(seconds, where, send):
     """send() with a deadline on the whole request, not only between bytes; an overdue
     request is abandoned in its daemon thread."""
     box = {}
@@ -218,7 +217,7 @@ def _within(seconds, send):
     worker.start()
     worker.join(seconds)
     if worker.is_alive():
-        raise _Overdue(seconds)
+        raise _overdue(where, seconds)
     if "error" in box:
         raise box["error"]
     return box["value"]
@@ -276,7 +275,7 @@ def _streamed(openai, client, request, limits, on_event):
             try:
                 kind, value = handed.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                raise ModelError("timeout", f"模型服务 {where} 的回复超过总时限 {max_seconds:g} 秒") from None
+                raise _overdue(where, max_seconds) from None
             if kind == "chunk":
                 reply.add(value)
             elif kind == "end":
