@@ -187,14 +187,21 @@ def _warm(openai):
             _WARM["done"] = True
 
 
+# what reading a body the SDK cannot parse raises (RuntimeError: pydantic's errors about its models)
+UNPARSEABLE = (ValueError, TypeError, AttributeError, KeyError, IndexError, RuntimeError)
+
+
+def _unparseable(exc, what="模型服务返回的内容不是完整的 JSON"):
+    return ModelError("unparseable", f"{what}（{type(exc).__name__}: {str(exc)[:200]}）")
+
+
 def _create(client, request):
     """One request; a body the SDK cannot parse (cut-off JSON, an HTML error page) is a ModelError,
     and so is a failure of the SDK's own parsing (RuntimeError: pydantic's errors about its models)."""
     try:
         return client.chat.completions.create(**request)
-    except (ValueError, TypeError, AttributeError, KeyError, IndexError, RuntimeError) as exc:
-        raise ModelError("unparseable", f"模型服务返回的内容不是完整的 JSON（{type(exc).__name__}: {str(exc)[:200]}）") \
-            from None
+    except UNPARSEABLE as exc:
+        raise _unparseable(exc) from None
 
 
 def _overdue(where, seconds):
@@ -258,9 +265,8 @@ def _streamed(openai, client, request, limits, on_event):
             handed.put(("error", exc))
         except openai.APIError as exc:               # an `error` event inside the stream
             handed.put(("error", _provider_error(exc.body if isinstance(exc.body, dict) else exc.message, "流式回复中")))
-        except (ValueError, TypeError, AttributeError, KeyError, IndexError, RuntimeError) as exc:
-            handed.put(("error", ModelError("unparseable", f"模型服务的流式回复里有一段不是合法的 JSON"
-                                                           f"（{type(exc).__name__}: {str(exc)[:200]}）")))
+        except UNPARSEABLE as exc:
+            handed.put(("error", _unparseable(exc, "模型服务的流式回复里有一段不是合法的 JSON")))
         except Exception as exc:                     # the transport's own, reading a whole body
             slow = "Timeout" in type(exc).__name__
             handed.put(("error", ModelError("timeout" if slow else "unreachable",
@@ -299,9 +305,8 @@ def _parsed(openai, raw):
         if not isinstance(body, dict):
             raise ValueError(f"not a JSON object: {str(body)[:100]}")
         return openai.types.chat.ChatCompletion.construct(**body)
-    except (ValueError, TypeError, AttributeError, KeyError, IndexError, RuntimeError) as exc:
-        raise ModelError("unparseable", f"模型服务返回的内容不是完整的 JSON（{type(exc).__name__}: {str(exc)[:200]}）") \
-            from None
+    except UNPARSEABLE as exc:
+        raise _unparseable(exc) from None
 
 
 class _Assembly:
