@@ -358,8 +358,7 @@ class _Assembly:
         else:                                   # content parts (some servers): kept as parts, as unstreamed
             self.content = ([self.content] if isinstance(self.content, str) else self.content or []) + \
                 (piece if isinstance(piece, list) else [piece])
-            text = "".join(p.get("text") or "" if isinstance(p, dict) else str(getattr(p, "text", "") or "")
-                           for p in (piece if isinstance(piece, list) else [piece]))
+            text = _parts_text(piece if isinstance(piece, list) else [piece])
         self._tell("delta", text=text)
 
     def _call(self, piece):
@@ -536,10 +535,14 @@ def _joined(content, notes):
         return content
     if isinstance(content, list):
         notes.append("content came as a list of parts; joined")
-        return "".join(p.get("text") or "" if isinstance(p, dict) else str(getattr(p, "text", "") or "")
-                       for p in content)
+        return _parts_text(content)
     notes.append(f"content came as {type(content).__name__}; converted to text")
     return json.dumps(content, ensure_ascii=False) if isinstance(content, dict) else str(content)
+
+
+def _parts_text(parts):
+    """The text of content parts, as the recorded reply and the streamed "delta" events show it."""
+    return "".join(p.get("text") or "" if isinstance(p, dict) else str(getattr(p, "text", "") or "") for p in parts)
 
 
 WRITTEN = re.compile(r"<tool_call>|<function[=\s>]|\[TOOL_CALLS\]|<\|python_tag\|>|^\s*```|^\s*[\[{]", re.M)
