@@ -382,11 +382,10 @@ class _Assembly:
             function["name"] += name
         arguments = getattr(getattr(piece, "function", None), "arguments", None)
         if isinstance(arguments, str):
-            function["arguments"] = (function["arguments"] if isinstance(function["arguments"], str)
-                                     else json.dumps(function["arguments"], ensure_ascii=False)) + arguments
+            function["arguments"] = _arguments_text(function["arguments"]) + arguments
         elif arguments is not None:             # an object, not a string: kept as is, as unstreamed
             function["arguments"] = arguments if function["arguments"] == "" else \
-                function["arguments"] + json.dumps(arguments, ensure_ascii=False)
+                function["arguments"] + _arguments_text(arguments)
 
     def _complete(self, ended=False):
         """Announce the calls that are complete now (all of them when the stream ended)."""
@@ -397,10 +396,8 @@ class _Assembly:
             if not ended and not _whole(function["arguments"]):
                 continue
             self.shown.add(key)
-            arguments = function["arguments"]
             self._tell("tool_call", call={"id": self.calls[key]["id"], "name": function["name"],
-                                          "arguments": arguments if isinstance(arguments, str)
-                                          else json.dumps(arguments, ensure_ascii=False)})
+                                          "arguments": _arguments_text(function["arguments"])})
 
     def _tell(self, kind, **data):
         self.heard = True
@@ -488,12 +485,10 @@ def _reply(response, messages, seconds, names=()):
             notes.append(f"tool call #{i + 1} had {'a duplicate' if call_id else 'no'} id; assigned one")
             call_id = f"call_{secrets.token_hex(6)}"
         seen.add(call_id)
-        arguments = getattr(function, "arguments", "")
-        if not isinstance(arguments, str):
-            arguments = json.dumps(arguments, ensure_ascii=False)
         name = getattr(function, "name", "")
         calls.append({"id": call_id, "type": "function",
-                      "function": {"name": name if isinstance(name, str) else "", "arguments": arguments}})
+                      "function": {"name": name if isinstance(name, str) else "",
+                                   "arguments": _arguments_text(getattr(function, "arguments", ""))}})
     content = _joined(getattr(raw, "content", None), notes)
     message = {"role": "assistant", "content": content or None}
     if calls:
@@ -538,6 +533,11 @@ def _joined(content, notes):
         return _parts_text(content)
     notes.append(f"content came as {type(content).__name__}; converted to text")
     return json.dumps(content, ensure_ascii=False) if isinstance(content, dict) else str(content)
+
+
+def _arguments_text(arguments):
+    """A call's arguments as recorded and announced: a string exactly as sent, anything else as JSON."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
 
 
 def _parts_text(parts):
