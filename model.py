@@ -442,20 +442,22 @@ QUOTA_CODES = ("insufficient_quota", "billing_hard_limit_reached", "billing_not_
                "insufficient_balance", "payment_required")
 
 
-def _code(exc):
+def _error_of(exc):
+    """The error object of a status error's body (`{"error": {...}}` or the body itself)."""
     body = getattr(exc, "body", None)
-    error = body.get("error", body) if isinstance(body, dict) else None
+    return body.get("error", body) if isinstance(body, dict) else body
+
+
+def _code(exc):
+    error = _error_of(exc)
     values = (error.get("code"), error.get("type")) if isinstance(error, dict) else ()
     return next((v for v in values if v in QUOTA_CODES), None)
 
 
 def _detail(exc):
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        body = body.get("error", body)
-        if isinstance(body, dict):
-            body = body.get("message", body)
-    return str(body if body else exc)[:500]
+    error = _error_of(exc)
+    message = error.get("message", error) if isinstance(error, dict) else error
+    return str(message if message else exc)[:500]
 
 
 def _retry_after(exc):
