@@ -58,6 +58,8 @@ def assembled(openai, create, request, limits, on_event):
             handed.put(("error", provider_error(exc.body if isinstance(exc.body, dict) else exc.message, "流式回复中")))
         except UNPARSEABLE as exc:
             handed.put(("error", unparseable(exc, "模型服务的流式回复里有一段不是合法的 JSON")))
+        except ModelError as exc:                    # already classified (by the request itself)
+            handed.put(("error", exc))
         except Exception as exc:                     # the transport's own, reading a whole body
             slow = "Timeout" in type(exc).__name__
             handed.put(("error", ModelError("timeout" if slow else "unreachable",
@@ -176,7 +178,7 @@ class _Assembly:
             function["arguments"] = arguments_text(function["arguments"]) + arguments
         elif arguments is not None:             # an object, not a string: kept as is, as unstreamed
             function["arguments"] = arguments if function["arguments"] == "" else \
-                function["arguments"] + arguments_text(arguments)
+                arguments_text(function["arguments"]) + arguments_text(arguments)
 
     def _complete(self, ended=False):
         """Announce the calls that are complete now (all of them when the stream ended)."""

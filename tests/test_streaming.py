@@ -394,3 +394,28 @@ def test_nothing_is_drawn_over_a_line_of_text_while_it_is_open():
 def test_config_reads_the_stream_settings():
     assert config.settings({})["stream"] is True and config.settings({"AGENT_STREAM": "0"})["stream"] is False
     assert config.settings({"AGENT_MODEL_MAX_SECONDS": "90"})["model_max_seconds"] == 90.0
+
+
+def test_a_calls_arguments_sent_as_objects_in_two_chunks_never_escape_as_a_traceback():
+    import types
+    import streams
+    piece = lambda args: types.SimpleNamespace(index=0, id="c1", function=types.SimpleNamespace(name="f", arguments=args))
+    chunk = lambda args: types.SimpleNamespace(model_extra={}, id="x", created=0, model="m", usage=None, choices=[
+        types.SimpleNamespace(index=0, finish_reason=None, delta=types.SimpleNamespace(content=None,
+                                                                                        tool_calls=[piece(args)]))])
+    assembly = streams._Assembly(None)
+    assembly.add(chunk({"a": 1}))
+    assembly.add(chunk({"b": 2}))
+    arguments = assembly.body().choices[0].message.tool_calls[0].function.arguments
+    assert arguments == '{"a": 1}{"b": 2}'                  # not JSON: the call goes back as an arguments error
+
+
+def test_a_model_error_raised_by_the_streamed_request_keeps_its_kind():
+    import streams
+    from replies import ModelError
+
+    def create(request):
+        raise ModelError("quota", "no credit left")
+    with pytest.raises(ModelError) as info:
+        streams.assembled(__import__("openai"), create, {}, (1.0, 5.0, "here"), None)
+    assert info.value.kind == "quota"
