@@ -54,6 +54,7 @@ class Run:
     mcp_url: str | None = None    # MCP mode over HTTP: the server's URL (a resume goes back to it)
     agent: Agent | None = None    # whose run it is: prompt, confirm replies, language, planning
     writer: audit.Writer = dataclasses.field(init=False, repr=False, compare=False)    # this run's audit writes
+    declared: dict = dataclasses.field(init=False, repr=False, compare=False)         # its agent, as recorded
 
     # the policy's limits, as the loop reads them
     max_turns = property(lambda r: r.policy.max_turns, lambda r, v: setattr(r.policy, "max_turns", v))
@@ -63,6 +64,7 @@ class Run:
     def __post_init__(self):
         self.writer = audit.Writer(self.path, self.fsync)
         self.agent = self.agent or self.memory.agent
+        self.declared = self.agent.declared()            # once: the agent is frozen, every snapshot records it
 
     @property
     def say(self):
@@ -254,7 +256,7 @@ def snapshot(r):
             "created": r.created, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "limits": {"max_turns": r.max_turns, "budget": r.budget}, "policy": r.policy.to_dict(),
             "elapsed": round(_worked(r), 3), "epoch": r.window.to_dict(), "answer": r.answer,
-            "agent": r.agent.declared(), "messages": r.messages, "memory": r.memory.to_dict(), "tools": r.tools,
+            "agent": r.declared, "messages": r.messages, "memory": r.memory.to_dict(), "tools": r.tools,
             "trace": r.trace,
             **({"mcp_url": r.mcp_url} if r.mcp_url else {})}
 
