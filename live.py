@@ -69,7 +69,9 @@ class Console:
                 self._wait("tools")
             else:                               # "discard"
                 self._close_line()
-                self._write(self.say("discard", why=CONTROL.sub(" ", str(data.get("why") or ""))[:160]) + "\n")
+                why = data.get("why")
+                told = why.text(self.texts) if hasattr(why, "text") else str(why or "") or type(why).__name__
+                self._write(self.say("discard", why=CONTROL.sub(" ", told)[:160]) + "\n")
                 self.streamed = False
                 self._wait("waiting")
         if self.thread is None:

@@ -161,7 +161,7 @@ def failed(r, exc):
     r.memory.used_tokens += exc.tokens
     if exc.kind in ("empty_reply", "length") and r.say(f"nudge.{exc.kind}") != r.messages[-1].get("content"):
         nudge(r, exc.kind)
-    return finish(r, "error", exc.kind, str(exc))
+    return finish(r, "error", exc.kind, exc.text(r.say))
 
 
 def last_answer(r, ask, toolset, report):

@@ -36,7 +36,7 @@ def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=conf
     `timeout`: seconds to the first byte and of silence between bytes; `max_seconds`: one whole
     reply. With `stream`, `on_event(kind, **data)` hears the reply while it arrives: "delta"
     (text=a piece of the text), "tool_call" (call={"id", "name", "arguments"} as sent, once that
-    call is complete), "discard" (why=...: what was heard of this attempt is void; it is asked
+    call is complete), "discard" (why=the ModelError: what was heard of this attempt is void; it is asked
     again or fails). `ask.streams` says whether it streams."""
     import openai
     kwargs = {}
@@ -70,10 +70,10 @@ def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=conf
             if problem is None:
                 reply.tokens, reply.notes = spent, earlier + reply.notes
                 return reply
-            earlier += reply.notes + [f"{problem[0]}: asked again"]
+            earlier += reply.notes + [f"{problem}: asked again"]
             if stream and on_event:
-                on_event("discard", why=problem[1])
-        raise ModelError(problem[0], problem[1], tokens=spent)
+                on_event("discard", why=ModelError(problem, key="model." + problem))
+        raise ModelError(problem, key="model." + problem, tokens=spent)
 
     ask.model = model
     ask.streams = stream
@@ -82,11 +82,11 @@ def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=conf
 
 
 def _unusable(reply):
-    """(kind, message) when a reply cannot be taken as it is: cut off, or empty; else None."""
+    """The kind of problem when a reply cannot be taken as it is: cut off, or empty; else None."""
     if reply.cut:
-        return "length", "模型的回复因长度限制被截断（finish_reason=length），不能当作答复"
+        return "length"
     if not reply.tool_calls and not reply.text:
-        return "empty_reply", "模型返回了空回复（没有内容也没有工具调用）"
+        return "empty_reply"
     return None
 
 
@@ -101,16 +101,15 @@ def _with_retries(send, openai, retries, on_retry, sleep, where, model):
             error = replies.status_error(exc, model)
             wait = replies.retry_after(exc)
         except openai.APITimeoutError:
-            error, wait = ModelError("timeout", f"模型服务 {where} 超时未响应"), None
+            error, wait = ModelError("timeout", key="model.timeout", where=where), None
         except openai.APIConnectionError as exc:
-            error, wait = ModelError("unreachable", f"无法连接模型服务 {where}：{exc.__cause__ or exc}"), None
+            error, wait = ModelError("unreachable", key="model.unreachable", where=where, error=exc.__cause__ or exc), None
         except openai.OpenAIError as exc:
-            error, wait = ModelError("bad_response", f"模型服务的回复无法使用：{exc}"), None
+            error, wait = ModelError("bad_response", key="model.unusable", error=exc), None
         if error.kind not in TRANSIENT or attempt == retries:
             if error.kind == "unparseable":
                 error.kind = "bad_response"
-            if attempt:
-                error.args = (f"{error}（已重试 {attempt} 次）",)
+            error.retried = attempt
             raise error
         wait = min(config.RETRY_CAP, wait if wait is not None else config.RETRY_BASE * 2 ** attempt)
         attempt += 1

@@ -17,17 +17,30 @@ import re
 import secrets
 
 import config
+import texts
 from calls import chars
+
+ZH = texts.ZH_TEXTS
 
 
 class ModelError(Exception):
     """The model service failed; `kind` says how (auth, quota, not_found, bad_request,
     rate_limited, server, timeout, unreachable, bad_response, length, empty_reply). `tokens`:
-    what the failed attempts cost, when the server said."""
+    what the failed attempts cost, when the server said. Errors are data: `key` and `values`
+    name the catalogue text (texts.py `model.*`), so `text(say)` says it in a run's language;
+    str() is the Chinese one. `retried`: the attempts made before it was given up."""
 
-    def __init__(self, kind, message, tokens=0):
-        super().__init__(message)
-        self.kind, self.tokens = kind, tokens
+    def __init__(self, kind, message=None, tokens=0, key=None, **values):
+        super().__init__(message if key is None else ZH(key, **values))
+        self.kind, self.tokens, self.key, self.values, self.retried = kind, tokens, key, values, 0
+
+    def text(self, say):
+        """What happened, in `say`'s language (the provider's own words kept as they are)."""
+        told = say(self.key, **self.values) if self.key else Exception.__str__(self)
+        return told + (say("model.retried", n=self.retried) if self.retried else "")
+
+    def __str__(self):
+        return self.text(ZH)
 
 
 @dataclasses.dataclass
@@ -59,7 +72,7 @@ def normalised(response, messages, seconds, names=()):
     choice = choices[0]
     raw = getattr(choice, "message", None)
     if raw is None:
-        raise ModelError("bad_response", "模型服务的回复里没有 message")
+        raise ModelError("bad_response", key="model.no_message")
     calls, notes, seen = [], [], set()
     raw_calls = getattr(raw, "tool_calls", None) or []
     if not isinstance(raw_calls, list):
@@ -129,17 +142,10 @@ def status_error(exc, model):
     """An HTTP error as a ModelError: the kind from the status and the provider's code, the
     provider's own message."""
     status, detail = exc.status_code, _detail(exc)
-    if status in (401, 403):
-        return ModelError("auth", f"API key 无效或没有权限（HTTP {status}）：{detail}")
-    if status == 404:
-        return ModelError("not_found", f"模型 {model} 不存在，或 OPENAI_BASE_URL 不是 OpenAI 兼容地址（HTTP 404）：{detail}")
-    if status == 402 or _code(exc) in QUOTA_CODES:
-        return ModelError("quota", f"模型服务额度不足或未付费（HTTP {status}），重试无用：{detail}")
-    if status == 429:
-        return ModelError("rate_limited", f"模型服务限流（HTTP 429）：{detail}")
-    if status >= 500:
-        return ModelError("server", f"模型服务出错（HTTP {status}）：{detail}")
-    return ModelError("bad_request", f"模型服务拒绝了请求（HTTP {status}）：{detail}")
+    kind = "auth" if status in (401, 403) else "not_found" if status == 404 else \
+        "quota" if status == 402 or _code(exc) in QUOTA_CODES else "rate_limited" if status == 429 else \
+        "server" if status >= 500 else "bad_request"
+    return ModelError(kind, key="model." + kind, status=status, detail=detail, model=model)
 
 
 QUOTA_CODES = ("insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "quota_exceeded",
@@ -178,28 +184,29 @@ def _body_error(response):
     error = getattr(response, "error", None) or (getattr(response, "model_extra", None) or {}).get("error")
     if error:
         return provider_error(error)
-    return ModelError("bad_response", "模型服务返回了没有 choices 的回复")
+    return ModelError("bad_response", key="model.no_choices")
 
 
-def provider_error(error, where="HTTP 200"):
+def provider_error(error, streamed=False):
     """The provider's own error object (in a 200 body, or an `error` event inside a stream) as a
     ModelError in its words; a transient code is retried."""
     if isinstance(error, dict):
         code = error.get("code")
         kind = "server" if code in (429, 500, 502, 503, 504) or str(code) in ("429", "500", "502", "503", "504") \
             else "quota" if code in QUOTA_CODES or code == 402 else "bad_response"
-        return ModelError(kind, f"模型服务返回了错误（{where}，code {code}）：{str(error.get('message'))[:500]}")
-    return ModelError("bad_response", f"模型服务返回了错误：{str(error)[:500]}")
+        return ModelError(kind, key="model.provider_stream" if streamed else "model.provider", code=code,
+                          message=str(error.get("message"))[:500])
+    return ModelError("bad_response", key="model.provider_plain", message=str(error)[:500])
 
 
 # what reading a body the SDK cannot parse raises (RuntimeError: pydantic's errors about its models)
 UNPARSEABLE = (ValueError, TypeError, AttributeError, KeyError, IndexError, RuntimeError)
 
 
-def unparseable(exc, what="模型服务返回的内容不是完整的 JSON"):
-    return ModelError("unparseable", f"{what}（{type(exc).__name__}: {str(exc)[:200]}）")
+def unparseable(exc, key="model.not_json"):
+    return ModelError("unparseable", key=key, kind=type(exc).__name__, error=str(exc)[:200])
 
 
 def overdue(where, seconds):
     """The whole reply took longer than `max_seconds` (e.g. a server dribbling bytes forever)."""
-    return ModelError("timeout", f"模型服务 {where} 的回复超过总时限 {seconds:g} 秒")
+    return ModelError("timeout", key="model.overdue", where=where, seconds=seconds)

@@ -47,23 +47,22 @@ def assembled(openai, create, request, limits, on_event):
             finally:
                 stream.close()
         except openai.APITimeoutError as exc:
-            handed.put(("error", ModelError("timeout", f"模型服务 {where} 的流式回复停顿超过 {timeout:g} 秒")
-                        if got else exc))
+            handed.put(("error", ModelError("timeout", key="model.stall", where=where, seconds=timeout) if got else exc))
         except openai.APIConnectionError as exc:
-            handed.put(("error", ModelError("unreachable", f"模型服务 {where} 的流式回复中途断开："
-                                                           f"{exc.__cause__ or exc}") if got else exc))
+            handed.put(("error", ModelError("unreachable", key="model.broken_stream", where=where,
+                                            error=str(exc.__cause__ or exc)) if got else exc))
         except openai.APIStatusError as exc:
             handed.put(("error", exc))
         except openai.APIError as exc:               # an `error` event inside the stream
-            handed.put(("error", provider_error(exc.body if isinstance(exc.body, dict) else exc.message, "流式回复中")))
+            handed.put(("error", provider_error(exc.body if isinstance(exc.body, dict) else exc.message, streamed=True)))
         except UNPARSEABLE as exc:
-            handed.put(("error", unparseable(exc, "模型服务的流式回复里有一段不是合法的 JSON")))
+            handed.put(("error", unparseable(exc, "model.stream_not_json")))
         except ModelError as exc:                    # already classified (by the request itself)
             handed.put(("error", exc))
         except Exception as exc:                     # the transport's own, reading a whole body
             slow = "Timeout" in type(exc).__name__
-            handed.put(("error", ModelError("timeout" if slow else "unreachable",
-                                            f"模型服务 {where} 的回复没有读完：{type(exc).__name__}: {str(exc)[:200]}")))
+            handed.put(("error", ModelError("timeout" if slow else "unreachable", key="model.unread", where=where,
+                                            kind=type(exc).__name__, error=str(exc)[:200])))
         except BaseException as exc:                 # handed back to the caller below
             handed.put(("error", exc))
 
@@ -85,7 +84,7 @@ def assembled(openai, create, request, limits, on_event):
                 raise value
     except Exception as exc:
         if reply.heard and on_event:
-            on_event("discard", why=str(exc)[:200] or type(exc).__name__)
+            on_event("discard", why=exc)
         raise
     finally:
         stop.set()
@@ -121,7 +120,7 @@ class _Assembly:
     def add(self, chunk):
         extra = getattr(chunk, "model_extra", None) or {}
         if extra.get("error"):
-            raise provider_error(extra["error"], "流式回复中")
+            raise provider_error(extra["error"], streamed=True)
         for field in ("id", "created", "model"):
             self.head.setdefault(field, getattr(chunk, field, None))
         usage = getattr(chunk, "usage", None)
