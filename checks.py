@@ -222,7 +222,8 @@ def _sourced(t, call):
             if len(values) == 1 and not source["near"]:
                 return "fail", (f"{call.label} 的 {source['args'][0]} {values[0]} 没有出现在之前任何成功的 "
                                 f"{source['tool']} 结果里")
-            return "fail", (f"{call.label} 的{_what(source['args'])} {_shown(values)} 不来自之前任何成功的 "
+            what = _what(source["args"])
+            return "fail", (f"{call.label} 的{what}{'' if what.endswith(' ') else ' '}{_shown(values)} 不来自之前任何成功的 "
                             f"{source['tool']} 结果")
     return "ok", ""
 
@@ -262,7 +263,8 @@ def _value(node, key):
 
 
 def _what(args):
-    return ARG_WORDS.get(",".join(args)) or f" {'、'.join(args)}"
+    """Arguments as the report says them after 的: 坐标, or ' latitude、longitude ' (spaced as ASCII is)."""
+    return ARG_WORDS.get(",".join(args)) or f" {'、'.join(args)} "
 
 
 def _shown(values):
