@@ -91,14 +91,14 @@ def _sort(judged):
 
 
 def plan_first(t):
-    plans, BUSINESS = t.ok("set_plan"), t.agent.business
+    plans, names = t.ok("set_plan"), t.agent.business
 
     def judge(call):
         plan = next((p for p in plans if p.before(call)), None)
         return ("ok", plan.label) if plan else ("fail", f"{call.label} 在成功的 set_plan 之前就执行了")
-    business = t.ok(*BUSINESS) + t.unknown(*BUSINESS)
+    business = t.ok(*names) + t.unknown(*names)
     faults, doubts, fine = _judge_calls(sorted(business, key=lambda c: (c.pos, c.order)), judge)
-    first = t.ok(*BUSINESS)[0] if fine else None
+    first = t.ok(*names)[0] if fine else None
     passes = fine and f"{fine[0]} 在第一个生效的业务调用 {first.label} 之前制定了计划"
     nothing = "还没有生效的业务调用，无从判断" + (f"（{plans[0].label} 已制定计划）" if plans else "")
     return _verdict(faults, doubts, passes, nothing)

@@ -82,6 +82,8 @@ def load(path, agent=None):
     """The conversation in `path`, judged as the agent its audit file records, else `agent` (a declaration as a
     plain dict), else the Xi'an agent; Unreadable (formats.py) with a clear message otherwise."""
     messages, meta, fmt, container, notes = read(path)
+    if "agent" in meta and not _readable(meta["agent"]):
+        notes.append("审计文件记录的 agent 读不出工具声明，按" + ("给定的智能体" if _readable(agent) else "西安智能体") + "的声明评判")
     return Transcript(messages, meta, fmt, container, notes, agent=declaration_of(meta, agent))
 
 

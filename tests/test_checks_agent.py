@@ -189,3 +189,20 @@ def test_a_declaration_with_nothing_to_judge_is_never_a_pass(tmp_path):
     assert {c["id"] for c in entry["not_applicable"]} == {"plan_first", "no_skipped_step", "provenance",
                                                           "write_after_confirmation"}
     assert check_cli.exit_code([entry], strict=True) == 1
+
+
+def test_the_judges_xian_declaration_is_the_xian_agents_with_its_mcp_tools():
+    # transcripts.XIAN (the default for files recording no agent) must not drift from tools.agent()'s declaration
+    # and config.MCP_TOOLS' source of the MCP get_weather's coordinates
+    import config
+    declared, xian = tools.agent(None).declared(), transcripts.XIAN
+    assert (xian["name"], xian["confirm"], xian["planning"], xian["checks"]) == \
+        (declared["name"], declared["confirm"], declared["planning"], declared["checks"])
+    for name, spec in declared["tools"].items():
+        mine = xian["tools"][name]
+        assert (mine["kind"], mine.get("requires", []), mine.get("effect", [])) == \
+            (spec["kind"], spec["requires"], spec["effect"])
+        assert all(s in mine.get("sources", []) for s in spec["sources"])
+    mcp = [{"args": list(a), "tool": t, "fields": list(f), "path": "", "near": n}
+           for a, t, f, n in config.MCP_TOOLS["get_weather"]["sources"]]
+    assert xian["tools"]["get_weather"]["sources"] == mcp and set(config.MCP_TOOLS) <= set(xian["tools"])
