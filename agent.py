@@ -131,7 +131,16 @@ def _main(argv):
         return 2
     if args.check is not None:                 # the judges import no model client: they start fast
         import check_cli
-        return check_cli.run(args.check, args.audit_dir or env["audit_dir"], args.json, strict=args.strict)
+        declared = None
+        if args.agent:                         # the declarations a transcript recording no agent is judged by
+            import session
+            try:
+                declared = (named or session.load_agent(args.agent)).declared()
+            except session.Refused as exc:
+                print(_error(exc), file=sys.stderr)
+                return 2
+        return check_cli.run(args.check, args.audit_dir or env["audit_dir"], args.json, strict=args.strict,
+                             agent=declared)
     if args.selftest:
         import selftest
         return selftest.main(mcp=args.mcp)

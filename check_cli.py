@@ -1,5 +1,6 @@
 """`--check`'s command-line side: files in, verdicts and a report out. Resolves run ids and paths to files,
-judges each (transcripts.load, then checks.judge), and gives the verdicts as JSON or a readable report in
+judges each (transcripts.load, then checks.judge) as the agent its audit file records, else the agent given
+(`--agent FILE`'s declaration, a plain dict), else the Xi'an agent, and gives the verdicts as JSON or a readable report in
 Chinese with a summary and the exit code.
 
 Invariants: imports no project module but the judge's own (checks.py, transcripts.py, formats.py); reads
@@ -12,7 +13,7 @@ import os
 import re
 import sys
 
-from checks import PROGRESS, judge, progress
+from checks import judge, not_applicable, progress, progress_said
 from formats import FORMATS, Unreadable
 from transcripts import load
 
@@ -20,11 +21,12 @@ VERDICT = {"pass": ("✓", "通过"), "fail": ("✗", "失败"), "pending": ("�
 RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
-def check_file(path):
-    """Verdicts for one file as a dict (also what --json prints); `error` set when unreadable."""
+def check_file(path, agent=None):
+    """Verdicts for one file as a dict (also what --json prints); `error` set when unreadable. `agent`: the
+    declaration (calls.Agent.declared()) a file that records none is judged by (default: the Xi'an agent)."""
     entry = {"path": path, "error": None, "checks": [], "notes": []}
     try:
-        t = load(path)
+        t = load(path, agent)
         verdicts = judge(t)
     except Unreadable as exc:
         entry["error"] = str(exc)
@@ -34,8 +36,9 @@ def check_file(path):
         return entry
     meta = t.meta
     entry.update(format=t.format, container=t.container, run_id=meta.get("run_id"), status=meta.get("status"),
-                 mode=meta.get("mode"), finished=t.finished, progress=progress(t), messages=len(t.messages),
-                 turns=t.turns, checks=verdicts, notes=t.notes)
+                 mode=meta.get("mode"), agent=t.agent.name, finished=t.finished, progress=progress(t),
+                 progress_text=progress_said(t, progress(t)), messages=len(t.messages), turns=t.turns, checks=verdicts,
+                 not_applicable=not_applicable(t), notes=t.notes)
     return entry
 
 
@@ -87,7 +90,7 @@ def render(entry):
     if entry["error"]:
         return f"✗ {entry['error']}"
     shape = FORMATS.get(entry["format"], entry["format"]) + ("（JSONL）" if entry["container"] == "jsonl" else "")
-    facts = [f"运行 {entry['run_id']}" if entry.get("run_id") else shape,
+    facts = [f"运行 {entry['run_id']}" if entry.get("run_id") else shape, f"智能体 {entry['agent']}" if entry.get("agent") else None,
              entry.get("status") or ("已结束" if entry["finished"] else "未结束"),
              entry.get("mode"), f"{entry['messages']} 条消息", f"{entry['turns']} 轮"]
     lines = [f"检查 {entry['path']}（{' · '.join(f for f in facts if f)}）"]
@@ -95,11 +98,12 @@ def render(entry):
     for i, c in enumerate(entry["checks"], 1):
         mark, word = VERDICT[c["verdict"]]
         lines.append(f"  {mark} {i}. {c['name']:{chr(12288)}<{width}} {word}：{c['reason']}")
+    lines += [f"  － {c['name']} 不适用：{c['reason']}" for c in entry.get("not_applicable", [])]
     lines += [f"  注意：{note}" for note in entry["notes"]]
     counts = _counts(entry["checks"])
     line = f"  小结：{counts['pass']} 项通过 · {counts['fail']} 项失败 · {counts['pending']} 项待定"
-    if PROGRESS.get(entry["progress"]):
-        line += f" — {PROGRESS[entry['progress']]}"
+    if entry.get("progress_text"):
+        line += f" — {entry['progress_text']}"
     elif counts["pending"]:
         line += " — 有检查无法判断（见理由）"
     lines.append(line)
@@ -118,15 +122,16 @@ def conclusion(totals):
     return "全部通过"
 
 
-def run(targets, audit_dir, as_json=False, out=None, strict=False):
-    """`python agent.py --check [RUN_ID or PATH ...] [--json] [--strict]`: print the report, return the exit code."""
+def run(targets, audit_dir, as_json=False, out=None, strict=False, agent=None):
+    """`python agent.py --check [RUN_ID or PATH ...] [--json] [--strict] [--agent FILE]`: print the report, return
+    the exit code. `agent`: --agent FILE's declaration (a plain dict), for files that record no agent."""
     out = out or sys.stdout
     try:
         paths = resolve(targets, audit_dir)
     except Unreadable as exc:
         print(f"错误：{exc}", file=sys.stderr)
         return 2
-    entries = [check_file(p) for p in paths]
+    entries = [check_file(p, agent) for p in paths]
     totals = summary(entries, strict)
     if as_json:
         print(json.dumps({"files": entries, "summary": totals}, ensure_ascii=False, indent=1), file=out)

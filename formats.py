@@ -85,7 +85,8 @@ def read(path):
         raise Unreadable(f"{path} 没有任何用户或助手消息，无从检查")
     fmt = next((f for f in ("pydantic_ai", "anthropic", "responses", "langchain", "chat") if f in formats), "chat")
     notes = [f"已忽略 {n} 项 {kind}（与这五项检查无关）" for kind, n in skipped.items() if kind != "reasoning"]
-    meta = {k: meta[k] for k in ("run_id", "status", "mode") if isinstance(meta.get(k), str)}
+    meta = dict({k: meta[k] for k in ("run_id", "status", "mode") if isinstance(meta.get(k), str)},
+                **({"agent": meta["agent"]} if isinstance(meta.get("agent"), dict) else {}))
     return messages, meta, fmt, container, notes
 
 

@@ -23,10 +23,16 @@ How the conversation is read (the rules the verdicts rest on; the README says th
 - A user message whose `name` is "loop" was written by an agent loop, not the user: it never
   answers, confirms or declines anything; nor does a LangChain HumanMessage marked `lc_source` (the harness
   wrote it) or a pydantic-ai retry prompt that answers no call.
-- A proposal is a book_hotel call blocked for want of approval (an error result that asks for
+- The agent judged is a declaration (Declaration): the plain dict calls.Agent.declared() gives, which an
+  audit file records as "agent"; a file that records none (an older audit file, another system's transcript)
+  is judged by the one given (--agent FILE), else the Xi'an agent's (XIAN). Its writes are the tools of kind
+  "write"; its business calls those of kind read or write.
+- A proposal is a write blocked for want of approval (an error result that asks for
   confirmation; it proposes its own arguments), or an assistant answer without tool calls that is
-  followed by a user message and speaks of booking (a booking word, or a hotel or room type the
-  searches returned). The user's next message answers it: a confirmation (确认, 确认预订,
+  followed by a user message and speaks of the write (a booking word, the verb of a write's name, an id an
+  earlier result of the write's sources gave, or a choice value the judge knows the words of: the Xi'an room
+  types). The user's next message answers it: one of the agent's declared confirm replies (compared
+  after trimming, case-insensitively), or a confirmation (确认, 确认预订,
   好的，订吧, 可以, yes, confirm... with no negation, change or question), a decline (不订了, 算了,
   no, cancel...), a change request (换成 Standard, or naming a room or hotel the proposal did not),
   a question, or something unclear. A confirmation authorises the booking the user was shown
@@ -72,9 +78,103 @@ DECLINED = re.compile(r"\bnot (been )?approved\b|(tool call|call|execution|tool 
 UNPARSEABLE = object()     # what _json5 and _literal return for text they cannot read
 
 
-def load(path):
-    """The conversation in `path`; Unreadable (formats.py) with a clear message otherwise."""
-    return Transcript(*read(path))
+def load(path, agent=None):
+    """The conversation in `path`, judged as the agent its audit file records, else `agent` (a declaration as a
+    plain dict), else the Xi'an agent; Unreadable (formats.py) with a clear message otherwise."""
+    messages, meta, fmt, container, notes = read(path)
+    if "agent" in meta and not _readable(meta["agent"]):
+        notes.append("审计文件记录的 agent 读不出工具声明，按" + ("给定的智能体" if _readable(agent) else "西安智能体") + "的声明评判")
+    return Transcript(messages, meta, fmt, container, notes, agent=declaration_of(meta, agent))
+
+
+# ---- the agent judged: what it declared ----
+XIAN = {   # the Xi'an agent (tools.agent(), both tool modes: its MCP get_weather's coordinates, config.MCP_TOOLS)
+    "name": "xian-hotel", "confirm": ["确认"], "language": "zh", "planning": True,
+    "checks": ["room_type_follows_weather"],
+    "tools": {
+        "get_weather": {"kind": "read", "sources": [{"args": ["latitude", "longitude"], "tool": "search_location",
+                                                     "fields": ["latitude", "longitude"], "path": "", "near": True}]},
+        "search_hotels": {"kind": "read"},
+        "search_location": {"kind": "read"},
+        "book_hotel": {"kind": "write", "requires": ["get_weather", "search_hotels"],
+                       "effect": [["hotel_id", "id"], ["room_type", "choice"], ["check_in", "date"], ["nights", "count"]],
+                       "sources": [{"args": ["hotel_id"], "tool": "search_hotels", "fields": ["hotel_id"],
+                                    "path": "hotels[]", "near": False}]}}}
+CHOICES = {"room_type": ROOMS}     # the words of the choice values the judge can read in a text
+
+
+def declaration_of(meta, given=None):
+    """The declaration a file is judged by: the one its audit file records ("agent"), else `given`, else XIAN.
+    An audit file records its agent's own tools; a run of the Xi'an agent in MCP mode had the MCP tools too,
+    which XIAN declares, so a recorded Xi'an agent is read with XIAN's tools and sources added."""
+    recorded = meta.get("agent")
+    if not _readable(recorded):
+        return given if _readable(given) else XIAN
+    if recorded.get("name") != XIAN["name"]:
+        return recorded
+    tools = {name: dict(spec) for name, spec in recorded["tools"].items() if isinstance(spec, dict)}
+    for name, spec in XIAN["tools"].items():
+        mine = tools.setdefault(name, dict(spec))
+        sources = mine.get("sources") if isinstance(mine.get("sources"), list) else []
+        mine["sources"] = sources + [s for s in spec.get("sources", []) if s not in sources]
+    return dict(recorded, tools=tools)
+
+
+def _readable(declared):
+    return isinstance(declared, dict) and isinstance(declared.get("tools"), dict)
+
+
+class Declaration:
+    """A declaration (plain dict) as the rules read it: a malformed part reads as absent, never as a
+    permission. Tool names are read as tool_name() reads a call's."""
+
+    def __init__(self, raw):
+        raw = raw if _readable(raw) else XIAN
+        self.raw, self.name = raw, raw.get("name") if isinstance(raw.get("name"), str) else ""
+        self.tools = {tool_name(n): spec for n, spec in raw["tools"].items() if isinstance(n, str) and
+                      isinstance(spec, dict) and tool_name(n)}
+        self.planning = raw.get("planning") is not False
+        self.confirm = [c for c in _list(raw.get("confirm")) if isinstance(c, str) and c.strip()]
+        self.checks = [c for c in _list(raw.get("checks")) if isinstance(c, str)]
+        self.writes = tuple(n for n, spec in self.tools.items() if spec.get("kind") == "write")
+        self.business = tuple(n for n, spec in self.tools.items() if spec.get("kind") in ("read", "write"))
+        verbs = sorted({re.escape(n.split("_")[0]) for n in self.writes if n.split("_")[0]})
+        self.words = re.compile("|".join([BOOK_WORDS.pattern] + [rf"\b{v}" for v in verbs]), re.I)
+
+    def requires(self, name):
+        return [tool_name(r) for r in _list(self.tools.get(name, {}).get("requires")) if isinstance(r, str)]
+
+    def effect(self, name):
+        """[(argument, how)] of a write: the keys a proposal must match."""
+        return [tuple(e) for e in _list(self.tools.get(name, {}).get("effect"))
+                if isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e)]
+
+    def sources(self, name):
+        """[{"args", "tool", "fields", "near"}] of a tool: where its arguments must come from."""
+        found = []
+        for s in _list(self.tools.get(name, {}).get("sources")):
+            if isinstance(s, dict) and isinstance(s.get("tool"), str) and _list(s.get("args")) and \
+                    len(_list(s.get("args"))) == len(_list(s.get("fields"))):
+                found.append({"args": [str(a) for a in s["args"]], "tool": tool_name(s["tool"]),
+                              "fields": [str(f) for f in s["fields"]], "near": s.get("near") is True})
+        return found
+
+    def ids(self, name):
+        """The id arguments of a write with the (tool, field) its sources take them from."""
+        return [(arg, (s["tool"], s["fields"][s["args"].index(arg)])) for arg, how in self.effect(name)
+                if how == "id" for s in self.sources(name) if arg in s["args"]]
+
+    def choices(self, name):
+        """The choice arguments of a write whose values the judge can read in a text."""
+        return [arg for arg, how in self.effect(name) if how == "choice" and arg in CHOICES]
+
+    def confirms(self, text):
+        given = " ".join(str(text).split()).casefold()
+        return any(given == " ".join(c.split()).casefold() for c in self.confirm)
+
+
+def _list(value):
+    return value if isinstance(value, list) else list(value) if isinstance(value, tuple) else []
 
 
 # ---- the conversation: turns, calls, results, asks ----
@@ -87,6 +187,7 @@ class Call:
         self.name = tool_name(self.raw_name)
         self.args, self.problem = parse_arguments(arguments)
         self.status, self.result, self.decision = "unanswered", {}, None
+        self.write = False          # a write of the agent judged (Transcript sets it)
 
     @property
     def label(self):
@@ -124,7 +225,7 @@ class Call:
     @property
     def proposes(self):
         """A write blocked for want of the user's approval: it proposes its own arguments."""
-        if self.name != "book_hotel" or self.status != "error":
+        if not self.write or self.status != "error":
             return False
         if self.decision is not None:
             return True                 # the framework held it for the human's decision: it was a proposal
@@ -139,9 +240,10 @@ class Call:
 class Transcript:
     """One file's conversation as turns, calls, user replies and asks, plus what the file says of itself."""
 
-    def __init__(self, messages, meta, fmt, container, notes=()):
+    def __init__(self, messages, meta, fmt, container, notes=(), agent=None):
         self.messages, self.meta, self.format, self.container = messages, meta, fmt, container
-        self.calls, self.notes, self.calls_at, self._hotels = [], list(notes), {}, {}
+        self.agent = Declaration(agent if agent is not None else declaration_of(meta))
+        self.calls, self.notes, self.calls_at, self._named = [], list(notes), {}, {}
         self.turns, waiting = 0, {}
         for pos, message in enumerate(messages):
             self._read(pos, message, waiting)
@@ -158,6 +260,7 @@ class Transcript:
             message["turn"] = self.turns
             for order, raw in enumerate(message["calls"]):
                 call = Call(self.turns, pos, order, raw)
+                call.write = call.name in self.agent.writes
                 self.calls.append(call)
                 self.calls_at.setdefault(pos, []).append(call)
                 if call.id in waiting:
@@ -197,39 +300,45 @@ class Transcript:
                 if prev.get("role") == "assistant" and not prev["calls"] and prev["text"].strip():
                     text = "\n".join(seen)
                     asks[pos] = {"pos": last, "turn": prev["turn"], "text": text,
-                                 "booking": self.about_booking(last, text)}
+                                 "booking": self.about_write(last, text)}
                 seen = []
             elif message["role"] == "assistant" and not message["calls"] and message["text"].strip():
                 seen.append(message["text"].strip())
             last = pos
         return asks
 
-    def hotels_before(self, pos):
-        """{hotel_id: name} from the successful hotel searches before messages[pos]."""
-        searches = tuple(c for c in self.ok("search_hotels") if c.pos < pos)
-        if searches not in self._hotels:
-            self._hotels[searches] = self._hotels_in(searches)
-        return self._hotels[searches]
+    def named_before(self, pos):
+        """{id: name} from the successful results, before messages[pos], of the tools the writes' id arguments
+        come from (their declared sources): the ids a text may name, with the name beside each."""
+        wanted = {src for w in self.agent.writes for _, src in self.agent.ids(w)}
+        searches = tuple(c for c in self.calls if c.status == "ok" and c.pos < pos and
+                         any(c.name == tool for tool, _ in wanted))
+        if searches not in self._named:
+            self._named[searches] = self._named_in(searches, wanted)
+        return self._named[searches]
 
     @staticmethod
-    def _hotels_in(searches):
-        hotels = {}
+    def _named_in(searches, wanted):
+        named = {}
         for search in searches:
+            fields = [field for tool, field in wanted if tool == search.name]
             for node in dicts_in(search.result):
-                if isinstance(node.get("hotel_id"), (str, int)):
-                    name = node.get("name", node.get("hotel_name"))
-                    hotels[str(node["hotel_id"])] = name if isinstance(name, str) else ""
-        return hotels
+                for field in fields:
+                    if isinstance(node.get(field), (str, int)):
+                        name = node.get("name", node.get(field.rsplit("_", 1)[0] + "_name"))
+                        named[str(node[field])] = name if isinstance(name, str) else ""
+        return named
 
     def shown(self, pos, text):
-        """The hotels and room types a text at messages[pos] names: ({hotel ids}, {room types})."""
-        hotels = {hid for hid, name in self.hotels_before(pos).items()
-                  if has_token(hid, text) or (len(name) >= 2 and name in text)}
-        return hotels, _rooms(text)
+        """The ids and choice values a text at messages[pos] names: ({ids}, {choices})."""
+        ids = {i for i, name in self.named_before(pos).items()
+               if has_token(i, text) or (len(name) >= 2 and name in text)}
+        kinds = {arg for w in self.agent.writes for arg in self.agent.choices(w)}
+        return ids, {value for arg in kinds for value in _choices(text, arg)}
 
-    def about_booking(self, pos, text):
-        hotels, rooms = self.shown(pos, text)
-        return bool(BOOK_WORDS.search(text) or hotels or rooms)
+    def about_write(self, pos, text):
+        ids, choices = self.shown(pos, text)
+        return bool(self.agent.words.search(text) or ids or choices)
 
     def open_ask(self, pos):
         """The turn of a booking text before messages[pos] that no user message has answered yet."""
@@ -237,7 +346,7 @@ class Transcript:
             message = self.messages[p]
             if message["role"] == "user" and not message["loop"]:
                 return None
-            if message["role"] == "assistant" and not message["calls"] and self.about_booking(p, message["text"]):
+            if message["role"] == "assistant" and not message["calls"] and self.about_write(p, message["text"]):
                 return message["turn"]
         return None
 
@@ -249,7 +358,7 @@ class Transcript:
         last = self.messages[spoken[-1]] if spoken else {}
         if last.get("role") != "assistant" or last.get("calls") or any(c.status == "unanswered" for c in self.calls):
             return False
-        if self.ok("book_hotel"):
+        if self.ok(*self.agent.writes):
             return True
         user = max((p for p in spoken if self.messages[p]["role"] == "user"), default=-1)
         if any(c.decision is not None and c.pos > user for c in self.calls):     # the user decided; this closes the run
@@ -374,8 +483,9 @@ def has_token(word, text):
     return bool(word) and re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text) is not None
 
 
-def _rooms(text):
-    return {room for room, pattern in ROOMS if pattern.search(text)}
+def _choices(text, arg="room_type"):
+    """The values of a choice argument a text names, read with the words the judge knows (CHOICES)."""
+    return {value for value, pattern in CHOICES.get(arg, ()) if pattern.search(text)}
 
 
 def iso_day(value):
@@ -390,13 +500,16 @@ def same_value(a, b):
     return a == b
 
 
-def classify_reply(text, hotels=(), rooms=()):
+def classify_reply(text, hotels=(), rooms=(), confirms=None):
     """How a user message answers a proposal: confirm, decline, change, question or unclear.
-    `hotels`/`rooms` are what the proposal named; a reply naming others asks for a change."""
+    `hotels`/`rooms` are the ids and room types the proposal named; a reply naming other room types asks for a
+    change. `confirms(text)`: whether it is one of the agent's declared confirm replies (a confirmation)."""
     text = text.strip()
+    if confirms is not None and confirms(text):
+        return "confirm"
     if DECLINE.search(text):
         return "decline"
-    named_rooms = _rooms(text)
+    named_rooms = _choices(text)
     if CHANGE.search(text) or (rooms and named_rooms - set(rooms)):
         return "change"
     if QUESTION.search(text):

@@ -5,7 +5,8 @@ Planning off, English throughout, its own prompt and confirm replies, its own of
 
     python agent.py --agent examples/rooms.py                 # suspends with a proposal
     python agent.py --confirm                                 # a new process: books once
-    python agent.py --check --agent examples/rooms.py         # the judge, with this agent's rules
+    python agent.py --check                                   # the judge: this agent's rules, from its audit file
+    python agent.py --check other.json --agent examples/rooms.py    # another system's transcript, by these rules
 The room store is ROOMS_DB (default: rooms.db in the audit folder, AGENT_AUDIT_DIR or ./audit).
 """
 import json

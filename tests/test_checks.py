@@ -308,8 +308,8 @@ def test_cli_json_output(tmp_path):
     assert (first["format"], first["container"]) == ("chat", "array") and verdicts(first)["room_type"] == "fail"
     assert [c["id"] for c in first["checks"]] == IDS
     # the fields the README documents, and nothing undocumented
-    assert set(first) == {"path", "error", "format", "container", "run_id", "status", "mode", "finished", "progress",
-                          "messages", "turns", "checks", "notes"}
+    assert set(first) == {"path", "error", "format", "container", "run_id", "status", "mode", "agent", "finished",
+                          "progress", "progress_text", "messages", "turns", "checks", "not_applicable", "notes"}
     assert set(first["checks"][0]) == {"id", "name", "verdict", "reason", "cause"}
     assert set(report["summary"]) == {"files", "unreadable", "pass", "fail", "pending", "strict", "exit"}
     assert set(report["files"][1]) == {"path", "error", "checks", "notes"}
@@ -367,10 +367,10 @@ def test_check_never_imports_the_model_client(tmp_path):
 
 def test_hotel_ids_in_plain_text_results_are_matched_as_whole_ids():
     text = {"text": "找到：XA-001 古城墙酒店，XA-0022 某酒店"}
-    assert checks._mentions(text, "XA-001") and not checks._mentions(text, "XA-002")
-    assert not checks._mentions({"text": "AXA-001"}, "XA-001")
-    assert checks._mentions({"hotels": [{"hotel_id": "XA-001"}]}, "XA-001")
-    assert not checks._mentions({"hotels": [{"name": "XA-001"}]}, "XA-001")
+    assert checks._mentions(text, "XA-001", "hotel_id") and not checks._mentions(text, "XA-002", "hotel_id")
+    assert not checks._mentions({"text": "AXA-001"}, "XA-001", "hotel_id")
+    assert checks._mentions({"hotels": [{"hotel_id": "XA-001"}]}, "XA-001", "hotel_id")
+    assert not checks._mentions({"hotels": [{"name": "XA-001"}]}, "XA-001", "hotel_id")
 
 
 ODD = [None, 0, -1, True, "", "x", [], {}, [None], {"": None}, "```", 1e308]
