@@ -191,14 +191,15 @@ class Agent:
         given = " ".join(str(text).split()).casefold()
         return any(given == " ".join(c.split()).casefold() for c in self.confirm)
 
-    def declared(self):
-        """What a run records of its agent, and what the judge reads: plain JSON."""
+    def declared(self, tools=None):
+        """What a run records of its agent, and what the judge reads: plain JSON. `tools`: the tools
+        the run really had (its tool set: the MCP tools and the planning tools too), default its own."""
         return {"name": self.name, "file": self.file, "confirm": list(self.confirm), "language": self.language,
                 "planning": self.planning, "checks": list(self.checks),
                 "tools": {t.name: {"kind": t.kind, "requires": list(t.requires), "effect": [list(e) for e in t.effect],
                                    "sources": [{"args": list(s.args), "tool": s.tool, "fields": list(s.fields),
                                                 "path": s.path, "near": s.near} for s in t.sources]}
-                          for t in self.tools}}
+                          for t in (self.tools if tools is None else tools)}}
 
 
 def _agent_problems(agent):

@@ -54,7 +54,7 @@ class Run:
     mcp_url: str | None = None    # MCP mode over HTTP: the server's URL (a resume goes back to it)
     agent: Agent | None = None    # whose run it is: prompt, confirm replies, language, planning
     writer: audit.Writer = dataclasses.field(init=False, repr=False, compare=False)    # this run's audit writes
-    declared: dict = dataclasses.field(init=False, repr=False, compare=False)         # its agent, as recorded
+    declared: dict | None = dataclasses.field(default=None, repr=False, compare=False)  # its agent, as recorded
 
     # the policy's limits, as the loop reads them
     max_turns = property(lambda r: r.policy.max_turns, lambda r, v: setattr(r.policy, "max_turns", v))
@@ -64,7 +64,7 @@ class Run:
     def __post_init__(self):
         self.writer = audit.Writer(self.path, self.fsync)
         self.agent = self.agent or self.memory.agent
-        self.declared = self.agent.declared()            # once: the agent is frozen, every snapshot records it
+        self.declared = self.declared or self.agent.declared()   # once: every snapshot records the same
 
     @property
     def say(self):
@@ -284,7 +284,7 @@ def begin(audit_dir, run_id, goal, toolset, model, max_turns=None, budget=None, 
     policy.max_turns, policy.token_budget = max_turns or policy.max_turns, budget or policy.token_budget
     r = Run(run_id, path, toolset.mode, model, [{"role": "system", "content": ""}, {"role": "user", "content": goal}],
             memory, toolset.schemas, policy=policy, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), fsync=fsync,
-            mcp_url=getattr(toolset, "mcp_url", None), agent=agent)
+            mcp_url=getattr(toolset, "mcp_url", None), agent=agent, declared=agent.declared(toolset.tools.values()))
     r.messages[0] = system_message(agent, memory, 0)
     save(r)
     return r
@@ -322,7 +322,8 @@ def reopen(audit_dir, run_id, toolset_for, accept):
             trace=snap["trace"], status=snap["status"], reason=snap.get("reason", ""), turn=snap["turn"],
             policy=_recorded_policy(snap, agent), created=snap.get("created", ""), answer=snap.get("answer", ""),
             window=context.Window.from_dict(snap.get("epoch"), snap["messages"]),
-            elapsed=float(snap.get("elapsed") or 0.0), mcp_url=snap.get("mcp_url"), agent=agent)
+            elapsed=float(snap.get("elapsed") or 0.0), mcp_url=snap.get("mcp_url"), agent=agent,
+            declared=agent.declared(toolset.tools.values()))
     return r, toolset, warnings
 
 

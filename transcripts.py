@@ -104,20 +104,10 @@ CHOICES = {"room_type": ROOMS}     # the words of the choice values the judge ca
 
 
 def declaration_of(meta, given=None):
-    """The declaration a file is judged by: the one its audit file records ("agent"), else `given`, else XIAN.
-    An audit file records its agent's own tools; a run of the Xi'an agent in MCP mode had the MCP tools too,
-    which XIAN declares, so a recorded Xi'an agent is read with XIAN's tools and sources added."""
+    """The declaration a file is judged by: the one its audit file records ("agent": the tools the run
+    really had, MCP tools included), else `given`, else XIAN."""
     recorded = meta.get("agent")
-    if not _readable(recorded):
-        return given if _readable(given) else XIAN
-    if recorded.get("name") != XIAN["name"]:
-        return recorded
-    tools = {name: dict(spec) for name, spec in recorded["tools"].items() if isinstance(spec, dict)}
-    for name, spec in XIAN["tools"].items():
-        mine = tools.setdefault(name, dict(spec))
-        sources = mine.get("sources") if isinstance(mine.get("sources"), list) else []
-        mine["sources"] = sources + [s for s in spec.get("sources", []) if s not in sources]
-    return dict(recorded, tools=tools)
+    return recorded if _readable(recorded) else given if _readable(given) else XIAN
 
 
 def _readable(declared):

@@ -155,12 +155,14 @@ def test_the_recorded_agent_wins_over_the_one_given(tmp_path):
 
 
 def test_a_recorded_xian_agent_in_mcp_mode_keeps_the_coordinates_rule(tmp_path):
-    # an audit file records the Xi'an agent's own tools, not the MCP tools of an MCP run: the coordinates of
-    # get_weather must still come from search_location (the file's coordinates were made up)
+    # an MCP run records the tools it really had (the loop: agent.declared(toolset.tools)): the coordinates
+    # of get_weather must come from search_location (the file's coordinates were made up)
+    import toolset
     with open(os.path.join(CORPUS, "bad_mcp_fabricated_coordinates.json"), encoding="utf-8") as f:
         snap = json.load(f)
-    snap["agent"] = tools.agent(None).declared()
-    assert "search_location" not in snap["agent"]["tools"]
+    ts = toolset.ToolSet("mcp-coords", None, "mcp", schemas=snap["tools"])      # as a resume builds it: no server
+    snap["agent"] = ts.agent.declared(ts.tools.values())
+    assert snap["agent"]["tools"]["get_weather"]["sources"][0]["tool"] == "search_location"
     path = tmp_path / "run-mcp-coords.json"
     path.write_text(json.dumps(snap, ensure_ascii=False), encoding="utf-8")
     entry = check_cli.check_file(str(path))

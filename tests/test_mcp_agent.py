@@ -177,6 +177,9 @@ def test_cli_mcp_run_suspends_and_confirm_books_once(tmp_path):
     again = run_cli("--confirm", "m1", cwd=tmp_path)
     assert again.returncode == 2 and "已经完成" in again.stderr
     assert store.count() == 1
+    recorded = done["agent"]["tools"]                    # the tools the run really had, for the judge
+    assert recorded["get_weather"]["sources"][0]["tool"] == "search_location" and "search_location" in recorded
+    assert run_cli("--check", "m1", cwd=tmp_path).returncode == 0
 
 
 def test_a_resume_keeps_the_mode_the_run_started_with(tmp_path):
