@@ -30,7 +30,7 @@ class ModelError(Exception):
     name the catalogue text (texts.py `model.*`), so `text(say)` says it in a run's language;
     str() is the Chinese one. `retried`: the attempts made before it was given up."""
 
-    def __init__(self, kind, message=None, tokens=0, key=None, **values):
+    def __init__(self, kind, message=None, /, tokens=0, key=None, **values):
         super().__init__(message if key is None else ZH(key, **values))
         self.kind, self.tokens, self.key, self.values, self.retried = kind, tokens, key, values, 0
 
@@ -195,8 +195,8 @@ def provider_error(error, streamed=False):
         kind = "server" if code in (429, 500, 502, 503, 504) or str(code) in ("429", "500", "502", "503", "504") \
             else "quota" if code in QUOTA_CODES or code == 402 else "bad_response"
         return ModelError(kind, key="model.provider_stream" if streamed else "model.provider", code=code,
-                          message=str(error.get("message"))[:500])
-    return ModelError("bad_response", key="model.provider_plain", message=str(error)[:500])
+                          said=str(error.get("message"))[:500])
+    return ModelError("bad_response", key="model.provider_plain", said=str(error)[:500])
 
 
 # what reading a body the SDK cannot parse raises (RuntimeError: pydantic's errors about its models)
@@ -204,7 +204,7 @@ UNPARSEABLE = (ValueError, TypeError, AttributeError, KeyError, IndexError, Runt
 
 
 def unparseable(exc, key="model.not_json"):
-    return ModelError("unparseable", key=key, kind=type(exc).__name__, error=str(exc)[:200])
+    return ModelError("unparseable", key=key, error_type=type(exc).__name__, error=str(exc)[:200])
 
 
 def overdue(where, seconds):

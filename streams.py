@@ -62,11 +62,17 @@ def assembled(openai, create, request, limits, on_event):
         except Exception as exc:                     # the transport's own, reading a whole body
             slow = "Timeout" in type(exc).__name__
             handed.put(("error", ModelError("timeout" if slow else "unreachable", key="model.unread", where=where,
-                                            kind=type(exc).__name__, error=str(exc)[:200])))
+                                            error_type=type(exc).__name__, error=str(exc)[:200])))
         except BaseException as exc:                 # handed back to the caller below
             handed.put(("error", exc))
 
-    threading.Thread(target=read, daemon=True, name="model-stream").start()
+    def guarded():                                   # nothing the reader raises is lost: the caller waits on it
+        try:
+            read()
+        except BaseException as exc:
+            handed.put(("error", exc))
+
+    threading.Thread(target=guarded, daemon=True, name="model-stream").start()
     deadline, reply = time.monotonic() + max_seconds, _Assembly(on_event)
     try:
         while True:

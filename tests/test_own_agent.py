@@ -161,3 +161,12 @@ def test_help_and_usage_errors_speak_the_agents_language(tmp_path):
     wrong = run_agent("--agent", EXAMPLE, "--json", cwd=tmp_path)
     assert shown.returncode == 0 and "--agent" in shown.stdout and not texts.CJK.search(shown.stdout)
     assert wrong.returncode == 2 and "--json" in wrong.stderr and not texts.CJK.search(wrong.stderr)
+
+
+def test_a_failed_model_service_is_told_in_the_agents_language(tmp_path, fake_model):
+    from test_model import http
+    ts = toolset.ToolSet("f", agent=english())
+    r = loop.begin(str(tmp_path), "f", "", ts, "scripted", fsync=False)
+    ask, _ = fake_model([http(401, body={"error": {"message": "bad key"}})])
+    loop.run(r, ask, ts)
+    assert (r.status, r.reason) == ("error", "auth") and "bad key" in r.detail and not texts.CJK.search(r.detail)
