@@ -137,7 +137,7 @@ def _main(argv):
             try:
                 declared = (named or session.load_agent(args.agent)).declared()
             except session.Refused as exc:
-                print(_error(exc), file=sys.stderr)
+                print(_error(exc, named), file=sys.stderr)
                 return 2
         return check_cli.run(args.check, args.audit_dir or env["audit_dir"], args.json, strict=args.strict,
                              agent=declared)
@@ -149,23 +149,27 @@ def _main(argv):
     try:
         return drive(args, env)
     except (audit.AuditError, UsageError) as exc:
-        print(_error(exc), file=sys.stderr)
+        print(_error(exc, named), file=sys.stderr)
         return 2
     except mcp_tools.MCPAuthError as exc:      # a remote server refused us: like the model service's auth
-        print(f"错误：MCP 模式无法运行：{exc}", file=sys.stderr)
+        print(_error(exc, named, "cli.mcp_failed"), file=sys.stderr)
         return 3
     except mcp_tools.MCPError as exc:
-        print(f"错误：MCP 模式无法运行：{exc}", file=sys.stderr)
+        print(_error(exc, named, "cli.mcp_failed"), file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"错误：无法读写审计目录：{exc}", file=sys.stderr)
+        print(_error(exc, named, "cli.audit_dir"), file=sys.stderr)
         return 2
 
 
-def _error(exc):
-    """An error line in the language of its message (an English agent's refusals are English)."""
-    import texts
-    return f"错误：{exc}" if texts.CJK.search(str(exc)) else f"error: {exc}"
+def _error(exc, agent=None, what=None):
+    """An error line: what the error says, in the agent's language where it carries a texts.Said
+    (else as it was said: an English run's refusals are English), with the prefix in the same
+    language."""
+    say = agent.say if agent else texts.ZH_TEXTS
+    told = texts.told(exc, say)
+    told = say(what, error=told) if what else told
+    return ("错误：" if texts.CJK.search(told) else "error: ") + told
 
 
 def drive(args, env):

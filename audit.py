@@ -12,6 +12,7 @@ import os
 import secrets
 
 import config
+from texts import Said
 
 STATUSES = ("running", "suspended", "done", "stopped", "error")
 _encode = json.JSONEncoder(ensure_ascii=False).encode     # no indent: keeps the C encoder
@@ -29,12 +30,13 @@ def _utf8(value):
 
 
 class AuditError(Exception):
-    """A run that cannot be found, read, trusted or used now; the message says which."""
+    """A run that cannot be found, read, trusted or used now; the message (a texts.Said, or a text
+    already said) says which."""
 
 
 def check_run_id(run_id):
     if not isinstance(run_id, str) or not config.RUN_ID_PATTERN.fullmatch(run_id) or run_id in (".", ".."):
-        raise AuditError(f"运行 id 不合法：{str(run_id)[:80]!r}（只能用字母、数字、_ . -，最多 64 个字符）")
+        raise AuditError(Said("audit.bad_id", run_id=str(run_id)[:80]))
     return run_id
 
 
@@ -53,7 +55,7 @@ def latest_run_id(audit_dir):
     except OSError:
         names = []
     if not names:
-        raise AuditError(f"{audit_dir} 里还没有任何运行；先运行 python agent.py")
+        raise AuditError(Said("audit.no_runs", folder=audit_dir))
     newest = max(names, key=lambda n: (os.path.getmtime(os.path.join(audit_dir, n)), n))
     return newest[len("run-"):-len(".json")]
 
@@ -129,7 +131,7 @@ class Writer:
                     return spare
             except FileNotFoundError:
                 return spare
-        raise AuditError(f"审计文件 {self.path} 的两个备用文件都指向它本身，无法安全写入")
+        raise AuditError(Said("audit.spares", path=self.path))
 
     def encode(self, snapshot):
         """The snapshot's bytes as written (see parts)."""
@@ -217,31 +219,31 @@ def load(path):
         with open(path, encoding="utf-8") as f:
             snapshot = json.load(f)
     except FileNotFoundError:
-        raise AuditError(f"找不到审计文件 {path}") from None
+        raise AuditError(Said("audit.missing", path=path)) from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise AuditError(f"审计文件 {path} 无法读取或已损坏：{exc}") from None
+        raise AuditError(Said("audit.unreadable", path=path, error=exc)) from None
     except RecursionError:
-        raise AuditError(f"审计文件 {path} 已损坏：嵌套层数过深") from None
+        raise AuditError(Said("audit.too_deep", path=path)) from None
     problem = structure_problem(snapshot) or pairing_problem(snapshot["messages"])
     if problem:
-        raise AuditError(f"审计文件 {path} 不可用：{problem}")
+        raise AuditError(Said("audit.unusable", path=path, problem=problem))
     return snapshot
 
 
 def structure_problem(snapshot):
     if not isinstance(snapshot, dict):
-        return "不是 JSON 对象"
+        return Said("audit.not_object")
     if snapshot.get("version") != config.AUDIT_VERSION:
-        return f"版本 {snapshot.get('version')!r} 不受支持（本程序读写版本 {config.AUDIT_VERSION}）"
+        return Said("audit.version", version=snapshot.get("version"), ours=config.AUDIT_VERSION)
     kinds = {"run_id": str, "status": str, "turn": int, "mode": str, "messages": list, "memory": dict,
              "tools": list, "trace": list}
     for key, kind in kinds.items():
         if not isinstance(snapshot.get(key), kind):
-            return f"字段 {key} 缺失或类型不对"
+            return Said("audit.field", key=key)
     if snapshot["status"] not in STATUSES or snapshot["mode"] not in ("local", "mcp"):
-        return f"status {snapshot['status']!r} 或 mode {snapshot['mode']!r} 不合法"
+        return Said("audit.status", status=snapshot["status"], mode=snapshot["mode"])
     if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in snapshot["messages"]):
-        return "messages 里有不是消息的条目"
+        return Said("audit.not_messages")
     return None
 
 
@@ -251,19 +253,19 @@ def pairing_problem(messages):
     for i, message in enumerate(messages):
         if message["role"] == "tool":
             if not waiting or message.get("tool_call_id") != waiting[0]:
-                return f"第 {i} 条 tool 消息没有对应的调用（或次序不对）"
+                return Said("audit.orphan", index=i)
             waiting.pop(0)
             continue
         if waiting:
-            return f"第 {i} 条消息之前，调用 {waiting} 还没有 tool 消息回答"
+            return Said("audit.unanswered_before", index=i, calls=waiting)
         if message["role"] == "assistant":
             calls = message.get("tool_calls") or []
             if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
-                return f"第 {i} 条消息的 tool_calls 格式不对"
+                return Said("audit.bad_calls", index=i)
             waiting = [c.get("id") for c in calls]
             if len(set(waiting)) != len(waiting):
-                return f"第 {i} 条消息里有重复的调用 id"
-    return f"调用 {waiting} 没有 tool 消息回答" if waiting else None
+                return Said("audit.duplicate_ids", index=i)
+    return Said("audit.unanswered", calls=waiting) if waiting else None
 
 
 class RunLock:
@@ -280,7 +282,7 @@ class RunLock:
         except OSError:
             os.close(self.fd)
             self.fd = None
-            raise AuditError(f"运行 {self.run_id} 正被另一个进程使用，请等它结束后再试") from None
+            raise AuditError(Said("audit.busy", run_id=self.run_id)) from None
         return self
 
     def __exit__(self, *exc):

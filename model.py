@@ -24,6 +24,7 @@ import config
 import replies
 import streams
 from replies import ModelError, Reply, estimate_tokens, written_calls  # noqa: F401  (re-exported, as before)
+from texts import Said
 
 
 TRANSIENT = ("timeout", "unreachable", "rate_limited", "server", "unparseable")
@@ -72,8 +73,8 @@ def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=conf
                 return reply
             earlier += reply.notes + [f"{problem}: asked again"]
             if stream and on_event:
-                on_event("discard", why=ModelError(problem, key="model." + problem))
-        raise ModelError(problem, key="model." + problem, tokens=spent)
+                on_event("discard", why=ModelError(problem, Said("model." + problem)))
+        raise ModelError(problem, Said("model." + problem), tokens=spent)
 
     ask.model = model
     ask.streams = stream
@@ -101,11 +102,11 @@ def _with_retries(send, openai, retries, on_retry, sleep, where, model):
             error = replies.status_error(exc, model)
             wait = replies.retry_after(exc)
         except openai.APITimeoutError:
-            error, wait = ModelError("timeout", key="model.timeout", where=where), None
+            error, wait = ModelError("timeout", Said("model.timeout", where=where)), None
         except openai.APIConnectionError as exc:
-            error, wait = ModelError("unreachable", key="model.unreachable", where=where, error=exc.__cause__ or exc), None
+            error, wait = ModelError("unreachable", Said("model.unreachable", where=where, error=exc.__cause__ or exc)), None
         except openai.OpenAIError as exc:
-            error, wait = ModelError("bad_response", key="model.unusable", error=exc), None
+            error, wait = ModelError("bad_response", Said("model.unusable", error=exc)), None
         if error.kind not in TRANSIENT or attempt == retries:
             if error.kind == "unparseable":
                 error.kind = "bad_response"

@@ -19,6 +19,7 @@ import secrets
 import config
 import texts
 from calls import chars
+from texts import Said
 
 ZH = texts.ZH_TEXTS
 
@@ -26,18 +27,16 @@ ZH = texts.ZH_TEXTS
 class ModelError(Exception):
     """The model service failed; `kind` says how (auth, quota, not_found, bad_request,
     rate_limited, server, timeout, unreachable, bad_response, length, empty_reply). `tokens`:
-    what the failed attempts cost, when the server said. Errors are data: `key` and `values`
-    name the catalogue text (texts.py `model.*`), so `text(say)` says it in a run's language;
-    str() is the Chinese one. `retried`: the attempts made before it was given up."""
+    what the failed attempts cost, when the server said. Errors are data: the message is a
+    texts.Said, so `text(say)` says it in a run's language (the provider's own words kept as they
+    are); str() is the Chinese. `retried`: the attempts made before it was given up."""
 
-    def __init__(self, kind, message=None, /, tokens=0, key=None, **values):
-        super().__init__(message if key is None else ZH(key, **values))
-        self.kind, self.tokens, self.key, self.values, self.retried = kind, tokens, key, values, 0
+    def __init__(self, kind, message="", tokens=0):
+        super().__init__(message)
+        self.kind, self.tokens, self.retried = kind, tokens, 0
 
     def text(self, say):
-        """What happened, in `say`'s language (the provider's own words kept as they are)."""
-        told = say(self.key, **self.values) if self.key else Exception.__str__(self)
-        return told + (say("model.retried", n=self.retried) if self.retried else "")
+        return texts.told(self, say) + (say("model.retried", n=self.retried) if self.retried else "")
 
     def __str__(self):
         return self.text(ZH)
@@ -72,7 +71,7 @@ def normalised(response, messages, seconds, names=()):
     choice = choices[0]
     raw = getattr(choice, "message", None)
     if raw is None:
-        raise ModelError("bad_response", key="model.no_message")
+        raise ModelError("bad_response", Said("model.no_message"))
     calls, notes, seen = [], [], set()
     raw_calls = getattr(raw, "tool_calls", None) or []
     if not isinstance(raw_calls, list):
@@ -145,7 +144,7 @@ def status_error(exc, model):
     kind = "auth" if status in (401, 403) else "not_found" if status == 404 else \
         "quota" if status == 402 or _code(exc) in QUOTA_CODES else "rate_limited" if status == 429 else \
         "server" if status >= 500 else "bad_request"
-    return ModelError(kind, key="model." + kind, status=status, detail=detail, model=model)
+    return ModelError(kind, Said("model." + kind, status=status, detail=detail, model=model))
 
 
 QUOTA_CODES = ("insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "quota_exceeded",
@@ -184,7 +183,7 @@ def _body_error(response):
     error = getattr(response, "error", None) or (getattr(response, "model_extra", None) or {}).get("error")
     if error:
         return provider_error(error)
-    return ModelError("bad_response", key="model.no_choices")
+    return ModelError("bad_response", Said("model.no_choices"))
 
 
 def provider_error(error, streamed=False):
@@ -194,9 +193,9 @@ def provider_error(error, streamed=False):
         code = error.get("code")
         kind = "server" if code in (429, 500, 502, 503, 504) or str(code) in ("429", "500", "502", "503", "504") \
             else "quota" if code in QUOTA_CODES or code == 402 else "bad_response"
-        return ModelError(kind, key="model.provider_stream" if streamed else "model.provider", code=code,
-                          said=str(error.get("message"))[:500])
-    return ModelError("bad_response", key="model.provider_plain", said=str(error)[:500])
+        return ModelError(kind, Said("model.provider_stream" if streamed else "model.provider", code=code,
+                          said=str(error.get("message"))[:500]))
+    return ModelError("bad_response", Said("model.provider_plain", said=str(error)[:500]))
 
 
 # what reading a body the SDK cannot parse raises (RuntimeError: pydantic's errors about its models)
@@ -204,9 +203,9 @@ UNPARSEABLE = (ValueError, TypeError, AttributeError, KeyError, IndexError, Runt
 
 
 def unparseable(exc, key="model.not_json"):
-    return ModelError("unparseable", key=key, error_type=type(exc).__name__, error=str(exc)[:200])
+    return ModelError("unparseable", Said(key, error_type=type(exc).__name__, error=str(exc)[:200]))
 
 
 def overdue(where, seconds):
     """The whole reply took longer than `max_seconds` (e.g. a server dribbling bytes forever)."""
-    return ModelError("timeout", key="model.overdue", where=where, seconds=seconds)
+    return ModelError("timeout", Said("model.overdue", where=where, seconds=seconds))

@@ -10,7 +10,7 @@ error before the first chunk is handed back as the SDK raised it, so the caller'
 classifies it as it would for an unstreamed request. Listeners (`on_event`) are called in the
 caller's thread, never after `assembled` returned, and an interrupt stops at once. `openai` and
 the request function are handed in by the caller, so importing this module starts nothing;
-imports only replies.py.
+imports only replies.py and texts.py.
 """
 import json
 import queue
@@ -19,6 +19,7 @@ import time
 import types
 
 from replies import UNPARSEABLE, ModelError, arguments_text, overdue, parts_text, provider_error, unparseable
+from texts import Said
 
 
 def assembled(openai, create, request, limits, on_event):
@@ -47,10 +48,10 @@ def assembled(openai, create, request, limits, on_event):
             finally:
                 stream.close()
         except openai.APITimeoutError as exc:
-            handed.put(("error", ModelError("timeout", key="model.stall", where=where, seconds=timeout) if got else exc))
+            handed.put(("error", ModelError("timeout", Said("model.stall", where=where, seconds=timeout)) if got else exc))
         except openai.APIConnectionError as exc:
-            handed.put(("error", ModelError("unreachable", key="model.broken_stream", where=where,
-                                            error=str(exc.__cause__ or exc)) if got else exc))
+            handed.put(("error", ModelError("unreachable", Said("model.broken_stream", where=where,
+                                            error=str(exc.__cause__ or exc))) if got else exc))
         except openai.APIStatusError as exc:
             handed.put(("error", exc))
         except openai.APIError as exc:               # an `error` event inside the stream
@@ -61,8 +62,8 @@ def assembled(openai, create, request, limits, on_event):
             handed.put(("error", exc))
         except Exception as exc:                     # the transport's own, reading a whole body
             slow = "Timeout" in type(exc).__name__
-            handed.put(("error", ModelError("timeout" if slow else "unreachable", key="model.unread", where=where,
-                                            error_type=type(exc).__name__, error=str(exc)[:200])))
+            handed.put(("error", ModelError("timeout" if slow else "unreachable", Said("model.unread", where=where,
+                                            error_type=type(exc).__name__, error=str(exc)[:200]))))
         except BaseException as exc:                 # handed back to the caller below
             handed.put(("error", exc))
 

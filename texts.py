@@ -147,6 +147,8 @@ ZH = {
     "cli.stopped": "■ 已停止（{reason}）：{detail}\n   {head}\n   {where}",
     "cli.failed": "✖ 模型服务失败（{reason}）：{detail}\n   {head}\n   运行已保存，稍后可继续：python agent.py --resume {run_id}\n   {where}",
     "cli.online": "模型：{model} @ {url}",
+    "cli.mcp_failed": "MCP 模式无法运行：{error}",
+    "cli.audit_dir": "无法读写审计目录：{error}",
     "cli.no_key": "未设置 OPENAI_API_KEY",
     "cli.offline": "离线模式：使用内置离线模型（{why}），经 openai 客户端访问 {url}",
     "cli.no_offline": "智能体 {name} 没有自带离线模型：请设置 OPENAI_API_KEY（和 OPENAI_BASE_URL）使用真实模型",
@@ -240,6 +242,25 @@ ZH = {
     "model.length": "模型的回复因长度限制被截断（finish_reason=length），不能当作答复",
     "model.empty_reply": "模型返回了空回复（没有内容也没有工具调用）",
     "model.retried": "（已重试 {n} 次）",
+    # ---- the audit file (audit.py) ----
+    "audit.bad_id": "运行 id 不合法：{run_id!r}（只能用字母、数字、_ . -，最多 64 个字符）",
+    "audit.no_runs": "{folder} 里还没有任何运行；先运行 python agent.py",
+    "audit.spares": "审计文件 {path} 的两个备用文件都指向它本身，无法安全写入",
+    "audit.missing": "找不到审计文件 {path}",
+    "audit.unreadable": "审计文件 {path} 无法读取或已损坏：{error}",
+    "audit.too_deep": "审计文件 {path} 已损坏：嵌套层数过深",
+    "audit.unusable": "审计文件 {path} 不可用：{problem}",
+    "audit.not_object": "不是 JSON 对象",
+    "audit.version": "版本 {version!r} 不受支持（本程序读写版本 {ours}）",
+    "audit.field": "字段 {key} 缺失或类型不对",
+    "audit.status": "status {status!r} 或 mode {mode!r} 不合法",
+    "audit.not_messages": "messages 里有不是消息的条目",
+    "audit.orphan": "第 {index} 条 tool 消息没有对应的调用（或次序不对）",
+    "audit.unanswered_before": "第 {index} 条消息之前，调用 {calls} 还没有 tool 消息回答",
+    "audit.bad_calls": "第 {index} 条消息的 tool_calls 格式不对",
+    "audit.duplicate_ids": "第 {index} 条消息里有重复的调用 id",
+    "audit.unanswered": "调用 {calls} 没有 tool 消息回答",
+    "audit.busy": "运行 {run_id} 正被另一个进程使用，请等它结束后再试",
 }
 
 EN = {
@@ -375,6 +396,8 @@ EN = {
     "cli.stopped": "Stopped ({reason}): {detail}\n   {head}\n   {where}",
     "cli.failed": "The model service failed ({reason}): {detail}\n   {head}\n   The run is saved; continue later: python agent.py --resume {run_id}\n   {where}",
     "cli.online": "Model: {model} @ {url}",
+    "cli.mcp_failed": "MCP mode cannot run: {error}",
+    "cli.audit_dir": "cannot read or write the audit folder: {error}",
     "cli.no_key": "OPENAI_API_KEY is not set",
     "cli.offline": "Offline: the agent's built-in offline model ({why}), through the openai client at {url}",
     "cli.no_offline": "The agent {name} has no offline model of its own: set OPENAI_API_KEY (and OPENAI_BASE_URL) to use a real model",
@@ -468,6 +491,25 @@ EN = {
     "model.length": "The model's reply was cut off by the length limit (finish_reason=length) and cannot be an answer",
     "model.empty_reply": "The model replied with nothing (no text and no tool call)",
     "model.retried": " (after {n} retries)",
+    # ---- the audit file (audit.py) ----
+    "audit.bad_id": "not a valid run id: {run_id!r} (letters, digits, _ . - only, at most 64 characters)",
+    "audit.no_runs": "{folder} holds no run yet; start one with python agent.py",
+    "audit.spares": "both spare files of the audit file {path} point to it; it cannot be written safely",
+    "audit.missing": "no audit file {path}",
+    "audit.unreadable": "the audit file {path} cannot be read or is damaged: {error}",
+    "audit.too_deep": "the audit file {path} is damaged: nested too deeply",
+    "audit.unusable": "the audit file {path} cannot be used: {problem}",
+    "audit.not_object": "it is not a JSON object",
+    "audit.version": "version {version!r} is not supported (this program reads and writes version {ours})",
+    "audit.field": "the field {key} is missing or of the wrong type",
+    "audit.status": "status {status!r} or mode {mode!r} is not valid",
+    "audit.not_messages": "messages holds entries that are not messages",
+    "audit.orphan": "tool message {index} answers no call (or is out of order)",
+    "audit.unanswered_before": "before message {index}, the calls {calls} have no tool message answering them",
+    "audit.bad_calls": "the tool_calls of message {index} are malformed",
+    "audit.duplicate_ids": "message {index} repeats a call id",
+    "audit.unanswered": "the calls {calls} have no tool message answering them",
+    "audit.busy": "run {run_id} is in use by another process; try again once it is done",
 }
 
 CATALOGUES = {"zh": ZH, "en": EN}
@@ -489,6 +531,31 @@ class Texts:
 
     def join(self, items):
         return self.table["list.sep"].join(map(str, items))
+
+
+class Said:
+    """A text not said yet: a catalogue key and its values (a value may be a Said itself), said in
+    any language when it is shown (`said(say)`); str() says it in Chinese. Errors carry one, so
+    the layer that knows the run's language renders them."""
+
+    def __init__(self, name, /, **values):
+        self.name, self.values = name, values
+
+    def __call__(self, say):
+        return say(self.name, **{k: v(say) if isinstance(v, Said) else v for k, v in self.values.items()})
+
+    def __str__(self):
+        return self(ZH_TEXTS)
+
+    def __repr__(self):
+        return f"Said({self.name!r}, {self.values!r})"
+
+
+def told(error, say):
+    """What an error says, in `say`'s language: its Said when it carries one (as its first argument),
+    else its message as it is."""
+    said = error.args[0] if error.args else None
+    return said(say) if isinstance(said, Said) else str(error)
 
 
 _MADE = {}

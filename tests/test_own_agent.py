@@ -170,3 +170,12 @@ def test_a_failed_model_service_is_told_in_the_agents_language(tmp_path, fake_mo
     ask, _ = fake_model([http(401, body={"error": {"message": "bad key"}})])
     loop.run(r, ask, ts)
     assert (r.status, r.reason) == ("error", "auth") and "bad key" in r.detail and not texts.CJK.search(r.detail)
+
+
+def test_the_audit_files_refusals_speak_the_named_agents_language(tmp_path):
+    out = run_agent("--agent", EXAMPLE, "--confirm", "nosuch", cwd=tmp_path)
+    (tmp_path / "audit").mkdir(exist_ok=True)
+    (tmp_path / "audit" / "run-bad.json").write_text('{"messages": [', encoding="utf-8")
+    bad = run_agent("--agent", EXAMPLE, "--resume", "bad", cwd=tmp_path)
+    for done in (out, bad):
+        assert done.returncode == 2 and done.stderr.startswith("error: ") and not texts.CJK.search(done.stderr)
