@@ -110,7 +110,7 @@ def main(argv=None):
     try:
         return _main(argv)
     except KeyboardInterrupt:                                   # before or after a run's loop
-        print("\n已中断。", file=sys.stderr)
+        print("\n" + texts.ZH_TEXTS("cli.stopped_plain"), file=sys.stderr)
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -182,23 +182,23 @@ def drive(args, env):
     run_id = (_target(args) or audit.latest_run_id(audit_dir)) if how else (args.run_id or audit.new_run_id())
     audit.check_run_id(run_id)
     if not how and args.mcp_server and not args.mcp:
-        raise UsageError("--mcp-server 只在 MCP 模式下有用：新运行请同时加 --mcp")
+        raise UsageError(texts.Said("cli.mcp_server_alone"))
     command = _split(args.mcp_server or env["mcp_server"] or "") or None
     if command is None and env["mcp_server"]:
-        raise UsageError("环境变量 AGENT_MCP_SERVER 不是合法的命令行")
+        raise UsageError(texts.Said("cli.bad_mcp_env"))
     agent = (args.named or session.load_agent(args.agent)) if args.agent else None    # a bad file: why
     url, token = _mcp_http(args, env, how, (agent.say if agent else texts.ZH_TEXTS))
     policy = session.load_policy(args.policy) if args.policy else None
     if how is None and not os.path.isdir(audit_dir):
         os.makedirs(audit_dir, exist_ok=True)
     elif how and not os.path.isdir(audit_dir):
-        raise UsageError(f"审计目录 {audit_dir} 不存在")
+        raise UsageError(texts.Said("resume.no_dir", folder=audit_dir))
     with audit.RunLock(audit_dir, run_id):
         if how is None:
             r, toolset = session.start(audit_dir, run_id, args.goal or "", "mcp" if args.mcp else "local", command,
                                        _with_turns(policy, args, agent), mcp_url=url, mcp_token=token, agent=agent)
             print(r.say("cli.new_run", run_id=r.run_id, goal=r.messages[1]["content"]))
-            _mcp_line(toolset)
+            _mcp_line(toolset, r.say)
         else:
             r, toolset = _reopen(session, args, audit_dir, run_id, how, command, policy, token, agent)
         return _go(session, r, toolset, args, env)
@@ -234,11 +234,10 @@ def _with_turns(policy, args, agent=None):
     return dataclasses.replace(policy, max_turns=args.max_turns) if args.max_turns else policy
 
 
-def _mcp_line(toolset):
+def _mcp_line(toolset, say):
     if toolset.mcp is not None:
         client = toolset.mcp
-        print(f"MCP 模式：天气由 MCP 服务提供（{client.where}，协议 {client.version}，"
-              f"工具 {', '.join(sorted(toolset.remote))}）")
+        print(say("cli.mcp_line", where=client.where, version=client.version, tools=", ".join(sorted(toolset.remote))))
 
 
 def _require(*packages):
@@ -246,7 +245,7 @@ def _require(*packages):
     import importlib.util
     missing = [p for p in packages if importlib.util.find_spec(p) is None]
     if missing:
-        raise UsageError(f"缺少依赖 {', '.join(missing)}：请先运行 pip install -r requirements.txt")
+        raise UsageError(texts.Said("cli.missing", packages=", ".join(missing)))
 
 
 def _target(args):

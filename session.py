@@ -143,9 +143,9 @@ def load_policy(path):
             data = json.load(f)
         return config.Policy.from_dict(data, base=config.policy())
     except OSError as exc:
-        raise Refused(f"无法读取策略文件 {path}：{exc.strerror or exc}") from None
+        raise Refused(texts.Said("policy.unreadable", path=path, error=exc.strerror or exc)) from None
     except ValueError as exc:
-        raise Refused(f"策略文件 {path} 不可用：{exc}") from None
+        raise Refused(texts.Said("policy.unusable", path=path, error=exc)) from None
     except RecursionError:
-        raise Refused(f"策略文件 {path} 不可用：嵌套层数过深") from None
+        raise Refused(texts.Said("policy.unusable", path=path, error=texts.Said("call.nested"))) from None
 
