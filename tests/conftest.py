@@ -147,3 +147,13 @@ def heavy_imports(argv, cwd):
     done = subprocess.run([sys.executable, "-c", code.format(root=ROOT, argv=list(argv))], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=60)
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def unreadable(tmp_path, content):
+    """A file of `content` judged by --check: (its entry, its path); the file must be refused (exit 2)."""
+    import check_cli
+    target = tmp_path / "odd.json"
+    target.write_text(content, encoding="utf-8")
+    entry = check_cli.check_file(str(target))
+    assert "error" in entry and check_cli.exit_code([entry]) == 2
+    return entry, target

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, unreadable
 import checks
 import transcripts
 import check_cli
@@ -218,10 +218,8 @@ def test_pydantic_ai_retries_errors_and_interruptions(tmp_path):
     ('[{"kind": "response", "parts": [{"content": "x"}]}]', "没有 part_kind"),
     ('{"system": "x", "messages": []}', "没有任何用户或助手消息")])
 def test_unknown_blocks_and_parts_exit_2(content, fragment, tmp_path):
-    target = tmp_path / "odd.json"
-    target.write_text(content, encoding="utf-8")
-    entry = check_cli.check_file(str(target))
-    assert fragment in entry["error"] and check_cli.exit_code([entry]) == 2
+    entry, target = unreadable(tmp_path, content)
+    assert fragment in entry["error"]
     cli = run_cli("--check", str(target), cwd=tmp_path)
     assert cli.returncode == 2 and "Traceback" not in cli.stderr
 
