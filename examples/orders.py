@@ -16,12 +16,18 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import loop  # noqa: E402
 import model  # noqa: E402
-import plan  # noqa: E402
-from calls import Source, Tool, ToolError  # noqa: E402
+from calls import Agent, Source, Tool, ToolError  # noqa: E402
 from endpoint import Endpoint  # noqa: E402
 from toolset import ToolSet  # noqa: E402
 
 GOAL = "我的订单 A1001 里的耳机坏了，帮我查一下物流，然后申请全额退款。退款前先让我确认。"
+INSTRUCTIONS = """你是售后助手，只能通过工具查询订单、物流和申请退款。规则：
+1. 先调用 set_plan 制定计划；查询可以和 set_plan 放在同一轮。
+2. order_id 和运单号只能取自本次运行工具的结果，不要编造。
+3. 查清订单和物流后，先不要退款：用中文向用户说明退款方案（订单号、商品、金额），然后停止调用工具，等用户回复「确认」。
+4. 用户确认后按方案原样调用 refund_order；工具返回 error 时按提示修正，不要原样重复。"""
+PLAN_EXAMPLE = ('{"steps": [{"title": "查订单", "tool": "get_order"}, {"title": "查物流", "tool": "track_shipment", '
+                '"after": [1]}, {"title": "退款", "tool": "refund_order", "after": [1, 2]}]}')
 ORDERS = {"A1001": {"order_id": "A1001", "item": "降噪耳机", "amount": 899, "status": "delivered", "tracking": "SF7788"},
           "A1002": {"order_id": "A1002", "item": "机械键盘", "amount": 459, "status": "shipped", "tracking": "YT5566"}}
 SHIPMENTS = {"SF7788": {"tracking": "SF7788", "carrier": "顺丰", "state": "已签收", "signed": "2026-11-28"},
@@ -78,8 +84,6 @@ def declarations(refunds):
         return refunds.refund(idempotency_key, order_id, amount)
     text, money = {"type": "string", "minLength": 1, "maxLength": 32}, {"type": "integer", "minimum": 1}
     return [
-        *plan.tools('{"steps": [{"title": "查订单", "tool": "get_order"}, {"title": "查物流", "tool": "track_shipment", '
-                    '"after": [1]}, {"title": "退款", "tool": "refund_order", "after": [1, 2]}]}'),
         Tool("get_order", "查订单：商品、金额、状态、运单号 tracking。", _schema(order_id=text), get_order,
              gist=lambda r: f"{r.get('item')} ¥{r.get('amount')} {r.get('status')}",
              absorb=lambda facts, args, r: facts.update(orders={**facts.get("orders", {}), r["order_id"]: r}),
@@ -134,13 +138,19 @@ def offline_model():
     return ask, lambda: (ask.close(), endpoint.close())
 
 
+def agent(refunds):
+    """This agent: its prompt, goal, confirm reply, planning and its tools over `refunds`."""
+    return Agent("orders", INSTRUCTIONS, declarations(refunds), goal=GOAL, confirm=("确认",), language="zh",
+                 planning=True, plan_example=PLAN_EXAMPLE, offline=respond)
+
+
 def main(audit_dir=None):
     audit_dir = audit_dir or tempfile.mkdtemp(prefix="orders-")
     refunds = Refunds(os.path.join(audit_dir, "refunds.db"))
-    tools = ToolSet("orders-demo", tools=declarations(refunds))
+    tools = ToolSet("orders-demo", agent=agent(refunds))
     ask, close = offline_model()
     try:
-        r = loop.begin(audit_dir, "orders-demo", GOAL, tools, ask.model)
+        r = loop.begin(audit_dir, "orders-demo", "", tools, ask.model)         # "": the agent's goal
         loop.run(r, ask, tools)
         print(f"{r.status}/{r.reason}：{r.answer}")
         loop.add_user(r, "确认")

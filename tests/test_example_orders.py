@@ -19,7 +19,7 @@ PLAN = {"steps": [{"title": "查订单", "tool": "get_order"}, {"title": "退款
 
 def setup(tmp_path, run_id="o1"):
     refunds = orders.Refunds(str(tmp_path / "refunds.db"))
-    tools = ToolSet(run_id, tools=orders.declarations(refunds))
+    tools = ToolSet(run_id, agent=orders.agent(refunds))
     return loop.begin(str(tmp_path), run_id, orders.GOAL, tools, "m", fsync=False), tools, refunds
 
 
@@ -32,6 +32,8 @@ def test_the_example_runs_offline_through_the_loopback_endpoint(tmp_path):
     data = audit.load(str(tmp_path / "run-orders-demo.json"))            # loadable: structure and pairing
     assert (data["status"], data["memory"]["writes"][0]["tool"]) == ("done", "refund_order")
     assert data["memory"]["orders"]["A1001"]["amount"] == 899 and audit.pairing_problem(data["messages"]) is None
+    system = data["messages"][0]["content"]                             # its own prompt, not the hotel one
+    assert system.startswith(orders.INSTRUCTIONS) and "酒店" not in system and data["agent"]["name"] == "orders"
 
 
 def test_the_model_sees_only_the_example_tools_and_the_plan_is_first(tmp_path, fake_model):
