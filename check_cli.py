@@ -6,8 +6,9 @@ with a summary and the exit code.
 Language (check_texts.py, one catalogue per language): each file's texts (its JSON `name`, `reason`, `notes`,
 `progress_text`, `error`, and its block of the report) are said in the language of the agent it is judged as ("zh"
 unless the declaration says "en"; the Xi'an agent and other systems' transcripts: Chinese); a file that cannot be read
-at all, the summary line and the errors before any file is read are said in the language of the agent given
-(`--agent FILE`), else Chinese. The JSON's ids, verdicts, causes and progress stay the same machine values.
+at all and the errors before any file is read are said in the language of the agent given (`--agent FILE`), else
+Chinese; the summary line in the language of the agent given, else the one all the files were said in, else Chinese.
+The JSON's ids, verdicts, causes and progress stay the same machine values.
 
 Invariants: imports no project module but the judge's own (checks.py, transcripts.py, formats.py, check_texts.py); reads
 files, never writes; never asks a model; a file that cannot be read is reported (exit 2), never a traceback.
@@ -149,23 +150,24 @@ def conclusion(totals, language="zh"):
 def run(targets, audit_dir, as_json=False, out=None, strict=False, agent=None):
     """`python agent.py --check [RUN_ID or PATH ...] [--json] [--strict] [--agent FILE]`: print the report, return
     the exit code. `agent`: --agent FILE's declaration (a plain dict), for files that record no agent. Each file is
-    said in its judged agent's language; the summary line and errors before any file in `agent`'s (else Chinese)."""
-    out, language = out or sys.stdout, language_of(agent)
-    say = of(language)
+    said in its judged agent's language; errors before any file in `agent`'s (else Chinese); the summary line in
+    `agent`'s, else in the one language of all the files, else Chinese."""
+    out, say = out or sys.stdout, of(language_of(agent))
     try:
         paths = resolve(targets, audit_dir)
     except Unreadable as exc:
         print(say("report.error", error=told(exc, say)), file=sys.stderr)
         return 2
     checked = [_checked(p, agent, None) for p in paths]
-    entries = [entry for entry, _ in checked]
+    entries, languages = [entry for entry, _ in checked], {said_in for _, said_in in checked}
+    language = language_of(agent) if agent is not None or len(languages) != 1 else languages.pop()
     totals = summary(entries, strict)
     if as_json:
         print(json.dumps({"files": entries, "summary": totals}, ensure_ascii=False, indent=1), file=out)
         return totals["exit"]
     for entry, said_in in checked:
         print(render(entry, said_in) + "\n", file=out)
-    print(say("report.total", files=totals["files"], passed=totals["pass"], failed=totals["fail"],
-              pending=totals["pending"], unreadable=totals["unreadable"], conclusion=conclusion(totals, language),
-              exit=totals["exit"]), file=out)
+    print(of(language)("report.total", files=totals["files"], passed=totals["pass"], failed=totals["fail"],
+                       pending=totals["pending"], unreadable=totals["unreadable"],
+                       conclusion=conclusion(totals, language), exit=totals["exit"]), file=out)
     return totals["exit"]

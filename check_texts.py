@@ -220,8 +220,8 @@ EN = {
                          "skipped a step cannot be judged",
     "skip.missing": "{call} ran before {steps} had succeeded",
     "skip.plan": "when {call} ran, plan step {index} depended on steps not done yet: {undone}",
-    "prov.seen": "; the {what} of {count} {tool} call(s) all came from {source}",
-    "prov.passes": "the {what}'s {args} {values} all appeared in earlier successful {source} results",
+    "prov.seen": "; the {what} of {count} {tool} call(s) came from {source}",
+    "prov.passes": "the {what}'s {args} {values} appeared in earlier successful {source} results",
     "prov.nothing": "no {what} has taken effect yet, so the source of {args} cannot be checked{seen}",
     "prov.unparseable": "{call}: the arguments cannot be parsed, so the source of {args} cannot be checked",
     "prov.not_seen": "{call}: {arg} {value} did not appear in any earlier successful {source} result",
@@ -334,7 +334,7 @@ EN = {
     "report.summary": "  summary: {passed} passed · {failed} failed · {pending} pending",
     "report.progress": " — {progress}",
     "report.pending_why": " — some checks cannot be judged (see the reasons)",
-    "report.total": "total: {files} files · {passed} passed · {failed} failed · {pending} pending · {unreadable} "
+    "report.total": "total: {files} file(s) · {passed} passed · {failed} failed · {pending} pending · {unreadable} "
                     "unreadable → {conclusion} (exit code {exit})",
     "end.unreadable": "a file cannot be read",
     "end.failed": "a check failed",
