@@ -365,7 +365,7 @@ def tool_name(name):
 
 
 def parse_arguments(raw):
-    """Fences → json → JSON5 → (None, problem). Dicts pass as they are."""
+    """Fences → json → JSON5 → (None, problem: a Said). Dicts pass as they are."""
     if isinstance(raw, dict):
         return raw, None
     if raw is None:
