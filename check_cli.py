@@ -1,9 +1,16 @@
 """`--check`'s command-line side: files in, verdicts and a report out. Resolves run ids and paths to files,
 judges each (transcripts.load, then checks.judge) as the agent its audit file records, else the agent given
-(`--agent FILE`'s declaration, a plain dict), else the Xi'an agent, and gives the verdicts as JSON or a readable report in
-Chinese with a summary and the exit code.
+(`--agent FILE`'s declaration, a plain dict), else the Xi'an agent, and gives the verdicts as JSON or a readable report
+with a summary and the exit code.
 
-Invariants: imports no project module but the judge's own (checks.py, transcripts.py, formats.py); reads
+Language (check_texts.py, one catalogue per language): each file's texts (its JSON `name`, `reason`, `notes`,
+`progress_text`, `error`, and its block of the report) are said in the language of the agent it is judged as ("zh"
+unless the declaration says "en"; the Xi'an agent and other systems' transcripts: Chinese); a file that cannot be read
+at all and the errors before any file is read are said in the language of the agent given (`--agent FILE`), else
+Chinese; the summary line in the language of the agent given, else the one all the files were said in, else Chinese.
+The JSON's ids, verdicts, causes and progress stay the same machine values.
+
+Invariants: imports no project module but the judge's own (checks.py, transcripts.py, formats.py, check_texts.py); reads
 files, never writes; never asks a model; a file that cannot be read is reported (exit 2), never a traceback.
 Exit codes: 2 when a file is unreadable or nothing is found to check; 1 when a check failed (`strict`: or is
 pending); else 0.
@@ -13,33 +20,48 @@ import os
 import re
 import sys
 
+from check_texts import Said, language_of, of, said, told
 from checks import judge, not_applicable, progress, progress_said
-from formats import FORMATS, Unreadable
+from formats import Unreadable
 from transcripts import load
 
-VERDICT = {"pass": ("✓", "通过"), "fail": ("✗", "失败"), "pending": ("○", "待定")}
+VERDICT = {"pass": "✓", "fail": "✗", "pending": "○"}     # the marks; the words are check_texts "verdict.<verdict>"
 RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
-def check_file(path, agent=None):
+def check_file(path, agent=None, language="zh"):
     """Verdicts for one file as a dict (also what --json prints); `error` set when unreadable. `agent`: the
-    declaration (calls.Agent.declared()) a file that records none is judged by (default: the Xi'an agent)."""
+    declaration (calls.Agent.declared()) a file that records none is judged by (default: the Xi'an agent).
+    `language`: what its texts are said in, "zh" or "en"; None: the judged agent's (what --check prints)."""
+    return _checked(path, agent, language)[0]
+
+
+def _checked(path, agent, language):
+    """(the entry of one file, the language its texts are said in). None `language`: the judged agent's, and for a
+    file that cannot be read, the given agent's (else Chinese)."""
     entry = {"path": path, "error": None, "checks": [], "notes": []}
     try:
         t = load(path, agent)
         verdicts = judge(t)
     except Unreadable as exc:
-        entry["error"] = str(exc)
-        return entry
+        language = language or language_of(agent)
+        entry["error"] = told(exc, of(language))
+        return entry, language
     except RecursionError:
-        entry["error"] = f"{path} 的 JSON 嵌套过深，无法检查"
-        return entry
+        language = language or language_of(agent)
+        entry["error"] = of(language)("file.nested", path=path)
+        return entry, language
+    language = language or t.agent.language
+    say = of(language)
     meta = t.meta
     entry.update(format=t.format, container=t.container, run_id=meta.get("run_id"), status=meta.get("status"),
                  mode=meta.get("mode"), agent=t.agent.name, finished=t.finished, progress=progress(t),
-                 progress_text=progress_said(t, progress(t)), messages=len(t.messages), turns=t.turns, checks=verdicts,
-                 not_applicable=not_applicable(t), notes=t.notes)
-    return entry
+                 progress_text=said(progress_said(t, progress(t)), say), messages=len(t.messages), turns=t.turns,
+                 checks=[dict(c, name=said(c["name"], say), reason=said(c["reason"], say)) for c in verdicts],
+                 not_applicable=[dict(c, name=said(c["name"], say), reason=said(c["reason"], say))
+                                 for c in not_applicable(t)],
+                 notes=[said(note, say) for note in t.notes])
+    return entry, language
 
 
 def resolve(targets, audit_dir):
@@ -62,7 +84,7 @@ def latest_run_id(audit_dir):
     except OSError:
         names = []
     if not names:
-        raise Unreadable(f"{audit_dir} 里还没有任何运行；先运行 python agent.py，或指定 RUN_ID/文件")
+        raise Unreadable(Said("file.no_runs", audit_dir=audit_dir))
     newest = max(names, key=lambda n: (os.path.getmtime(os.path.join(audit_dir, n)), n))
     return newest[len("run-"):-len(".json")]
 
@@ -85,60 +107,67 @@ def summary(entries, strict=False):
             "strict": strict, "exit": exit_code(entries, strict)}
 
 
-def render(entry):
-    """The readable report of one file, in Chinese."""
+def render(entry, language="zh"):
+    """The readable report of one file, in `language` (its texts are in it already: check_file's `language`)."""
+    say = of(language)
     if entry["error"]:
-        return f"✗ {entry['error']}"
-    shape = FORMATS.get(entry["format"], entry["format"]) + ("（JSONL）" if entry["container"] == "jsonl" else "")
-    facts = [f"运行 {entry['run_id']}" if entry.get("run_id") else shape, f"智能体 {entry['agent']}" if entry.get("agent") else None,
-             entry.get("status") or ("已结束" if entry["finished"] else "未结束"),
-             entry.get("mode"), f"{entry['messages']} 条消息", f"{entry['turns']} 轮"]
-    lines = [f"检查 {entry['path']}（{' · '.join(f for f in facts if f)}）"]
-    width = max(len(c["name"]) for c in entry["checks"])
+        return say("report.unreadable", error=entry["error"])
+    shape = say(f"format.{entry['format']}") + (say("report.jsonl") if entry["container"] == "jsonl" else "")
+    facts = [say("report.run", run_id=entry["run_id"]) if entry.get("run_id") else shape,
+             say("report.agent", agent=entry["agent"]) if entry.get("agent") else None,
+             entry.get("status") or say("report.finished" if entry["finished"] else "report.unfinished"),
+             entry.get("mode"), say("report.messages", count=entry["messages"]), say("report.turns", count=entry["turns"])]
+    lines = [say("report.header", path=entry["path"], facts=say("report.facts_sep").join(f for f in facts if f))]
+    width, pad = max(len(c["name"]) for c in entry["checks"]), say("report.pad")
     for i, c in enumerate(entry["checks"], 1):
-        mark, word = VERDICT[c["verdict"]]
-        lines.append(f"  {mark} {i}. {c['name']:{chr(12288)}<{width}} {word}：{c['reason']}")
-    lines += [f"  － {c['name']} 不适用：{c['reason']}" for c in entry.get("not_applicable", [])]
-    lines += [f"  注意：{note}" for note in entry["notes"]]
+        lines.append(say("report.check", mark=VERDICT[c["verdict"]], index=i, name=f"{c['name']:{pad}<{width}}",
+                         word=say(f"verdict.{c['verdict']}"), reason=c["reason"]))
+    lines += [say("report.not_applicable", name=c["name"], reason=c["reason"]) for c in entry.get("not_applicable", [])]
+    lines += [say("report.note", note=note) for note in entry["notes"]]
     counts = _counts(entry["checks"])
-    line = f"  小结：{counts['pass']} 项通过 · {counts['fail']} 项失败 · {counts['pending']} 项待定"
+    line = say("report.summary", passed=counts["pass"], failed=counts["fail"], pending=counts["pending"])
     if entry.get("progress_text"):
-        line += f" — {entry['progress_text']}"
+        line += say("report.progress", progress=entry["progress_text"])
     elif counts["pending"]:
-        line += " — 有检查无法判断（见理由）"
+        line += say("report.pending_why")
     lines.append(line)
     return "\n".join(lines)
 
 
-def conclusion(totals):
+def conclusion(totals, language="zh"):
+    say = of(language)
     if totals["exit"] == 2:
-        return "有文件无法读取"
+        return say("end.unreadable")
     if totals["fail"]:
-        return "有检查失败"
+        return say("end.failed")
     if totals["pending"] and totals["strict"]:
-        return "--strict：有检查待定，任务没有完成或无法判断"
+        return say("end.strict_pending")
     if totals["pending"]:
-        return "没有失败，但有检查待定：任务没有走完或无法判断（加 --strict 时退出码为 1）"
-    return "全部通过"
+        return say("end.pending")
+    return say("end.passed")
 
 
 def run(targets, audit_dir, as_json=False, out=None, strict=False, agent=None):
     """`python agent.py --check [RUN_ID or PATH ...] [--json] [--strict] [--agent FILE]`: print the report, return
-    the exit code. `agent`: --agent FILE's declaration (a plain dict), for files that record no agent."""
-    out = out or sys.stdout
+    the exit code. `agent`: --agent FILE's declaration (a plain dict), for files that record no agent. Each file is
+    said in its judged agent's language; errors before any file in `agent`'s (else Chinese); the summary line in
+    `agent`'s, else in the one language of all the files, else Chinese."""
+    out, say = out or sys.stdout, of(language_of(agent))
     try:
         paths = resolve(targets, audit_dir)
     except Unreadable as exc:
-        print(f"错误：{exc}", file=sys.stderr)
+        print(say("report.error", error=told(exc, say)), file=sys.stderr)
         return 2
-    entries = [check_file(p, agent) for p in paths]
+    checked = [_checked(p, agent, None) for p in paths]
+    entries, languages = [entry for entry, _ in checked], {said_in for _, said_in in checked}
+    language = language_of(agent) if agent is not None or len(languages) != 1 else languages.pop()
     totals = summary(entries, strict)
     if as_json:
         print(json.dumps({"files": entries, "summary": totals}, ensure_ascii=False, indent=1), file=out)
         return totals["exit"]
-    for entry in entries:
-        print(render(entry) + "\n", file=out)
-    print(f"汇总：{totals['files']} 个文件 · {totals['pass']} 项通过 · {totals['fail']} 项失败 · "
-          f"{totals['pending']} 项待定 · {totals['unreadable']} 个无法读取 → {conclusion(totals)}"
-          f"（退出码 {totals['exit']}）", file=out)
+    for entry, said_in in checked:
+        print(render(entry, said_in) + "\n", file=out)
+    print(of(language)("report.total", files=totals["files"], passed=totals["pass"], failed=totals["fail"],
+                       pending=totals["pending"], unreadable=totals["unreadable"],
+                       conclusion=conclusion(totals, language), exit=totals["exit"]), file=out)
     return totals["exit"]

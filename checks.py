@@ -2,9 +2,10 @@
 declared (a Transcript from transcripts.py, which carries the declaration, in; a verdict per check out: pass, fail
 or pending, with its reason and, when pending, its cause).
 
-Invariants: imports no project module (config included) but transcripts.py, and shares no rule code with
-the guards, so it can judge a transcript from any system, this one included; reads no file and never asks
-a model. Files, the report and exit codes are check_cli.py's.
+Invariants: imports no project module (config included) but transcripts.py and the judge's catalogue
+check_texts.py, and shares no rule code with the guards, so it can judge a transcript from any system, this one
+included; reads no file and never asks a model. Files, the report and exit codes are check_cli.py's. Reasons, names and progress are Said (a catalogue
+key and its values): check_cli.py says them in the judged agent's language.
 
 The conversation is read by transcripts.py (how turns, calls, results, proposals and replies are read) from
 what formats.py made of the file, and the declaration from the audit file's "agent" (else --agent FILE's,
@@ -32,19 +33,19 @@ one pending verdict, never an empty pass.
 """
 import re
 
+from check_texts import Joined, Said
 from transcripts import classify_reply, dicts_in, has_token, iso_day, plain_result, same_value, tool_name
 
-CHECKS = (("plan_first", "计划先行"), ("no_skipped_step", "不跳步"), ("provenance", "参数有出处"),
-          ("room_type", "房型随天气"), ("write_after_confirmation", "确认后才写入"))
+CHECKS = tuple((cid, Said(f"check.{cid}")) for cid in ("plan_first", "no_skipped_step", "provenance", "room_type",
+                                                        "write_after_confirmation"))
 CAUSES = ("not_reached", "ambiguous", "unknown_outcome", "not_declared")     # why a check is pending
-NOT_APPLICABLE = {"plan_first": "该智能体不做计划（planning 关闭）", "no_skipped_step": "该智能体不做计划，也没有声明 requires",
-                  "provenance": "该智能体没有声明 sources", "write_after_confirmation": "该智能体没有写工具"}
+NOT_APPLICABLE = {cid: Said(f"na.{cid}") for cid in ("plan_first", "no_skipped_step", "provenance",
+                                                     "write_after_confirmation")}
 
 # ---- the report's words for the Xi'an agent's tools and arguments (wording only: what is judged is declared) ----
-WORDS = {"get_weather": "查天气", "search_hotels": "搜酒店", "search_location": "查位置", "book_hotel": "预订"}
-ARG_WORDS = {"hotel_id": "酒店", "room_type": "房型", "latitude,longitude": "坐标"}
-PROGRESS = {"no_business_call": "任务还没有走到业务调用（没有生效的{business}）",      # progress(), said
-            "no_booking": "任务没有走到{write}这一步（没有生效的{write}）", "booked": None}
+WORDS = ("get_weather", "search_hotels", "search_location", "book_hotel")     # said as check_texts "word.<tool>"
+ARG_WORDS = ("hotel_id", "room_type", "latitude,longitude")                    # said as "arg.<arguments>"
+PROGRESS = {"no_business_call": "progress.no_business_call", "no_booking": "progress.no_booking", "booked": None}
 
 # ---- how the weather is read ----
 RAIN = re.compile(r"rain|drizzle|shower|thunder|storm|雨", re.I)
@@ -53,7 +54,7 @@ RAIN_CODES = set(range(51, 68)) | set(range(80, 83)) | set(range(95, 100))
 CONDITION_KEYS = ("condition", "conditions", "weather", "forecast", "summary", "description", "text", "天气")
 
 
-# ---- the five checks: each returns (verdict, reason, cause) ----
+# ---- the five checks: each returns (verdict, reason as a Said, cause) ----
 def _verdict(faults, doubts, passes, nothing):
     """Fail on the first fault; pending on the first doubt (cause, reason); pass; pending when nothing happened."""
     if faults:
@@ -67,7 +68,7 @@ def _verdict(faults, doubts, passes, nothing):
 
 def _first(faults):
     """The first fault, with how many there are in all."""
-    return faults[0] + (f"（共 {len(faults)} 处）" if len(faults) > 1 else "")
+    return Said("reason.many", first=faults[0], count=len(faults)) if len(faults) > 1 else faults[0]
 
 
 def _judge_calls(calls, judge):
@@ -80,7 +81,7 @@ def _sort(judged):
     faults, doubts, fine = [], [], []
     for call, kind, reason in judged:
         if kind == "fail" and call.status == "unanswered":
-            doubts.append(("unknown_outcome", f"{reason}（该调用没有结果，不知道是否执行了）"))
+            doubts.append(("unknown_outcome", Said("reason.unanswered", reason=reason)))
         elif kind == "fail":
             faults.append(reason)
         elif kind in ("ambiguous", "not_reached"):
@@ -95,12 +96,12 @@ def plan_first(t):
 
     def judge(call):
         plan = next((p for p in plans if p.before(call)), None)
-        return ("ok", plan.label) if plan else ("fail", f"{call.label} 在成功的 set_plan 之前就执行了")
+        return ("ok", plan.label) if plan else ("fail", Said("plan.before_plan", call=call.label))
     business = t.ok(*names) + t.unknown(*names)
     faults, doubts, fine = _judge_calls(sorted(business, key=lambda c: (c.pos, c.order)), judge)
     first = t.ok(*names)[0] if fine else None
-    passes = fine and f"{fine[0]} 在第一个生效的业务调用 {first.label} 之前制定了计划"
-    nothing = "还没有生效的业务调用，无从判断" + (f"（{plans[0].label} 已制定计划）" if plans else "")
+    passes = fine and Said("plan.passes", plan=fine[0], first=first.label)
+    nothing = Said("nothing.business", planned=Said("plan.planned", plan=plans[0].label) if plans else "")
     return _verdict(faults, doubts, passes, nothing)
 
 
@@ -110,25 +111,30 @@ def no_skipped_step(t):
     faults, doubts, fine = _judge_calls(business, lambda c: _skipped(t, c))
     gated = [n for n in names if t.agent.requires(n)]
     if not gated:
-        passes = fine and f"{len(fine)} 个业务调用都在计划依赖完成后执行"
-        return _verdict(faults, doubts, passes, "还没有生效的业务调用，无从判断")
+        passes = fine and Said("skip.passes_plan", count=len(fine))
+        return _verdict(faults, doubts, passes, Said("nothing.business", planned=""))
     done = t.ok(*gated)
-    passes = done and (f"{len(fine)} 个业务调用都在依赖完成后执行；{done[0].label} 之前已"
-                       f"{_steps(t.agent.requires(done[0].name))}")
-    what = _the(gated)
-    nothing = (f"已有的 {len(fine)} 个业务调用都在依赖完成后执行；" if fine else "还没有生效的业务调用；") + \
-        f"还没有生效的{what}，无从判断{what}是否跳步"
+    passes = done and Said("skip.passes", count=len(fine), first=done[0].label,
+                           steps=_steps(t.agent.requires(done[0].name)))
+    nothing = Said("skip.nothing_some", count=len(fine), what=_the(gated)) if fine else \
+        Said("skip.nothing_none", what=_the(gated))
     return _verdict(faults, doubts, passes, nothing)
 
 
 def _steps(names):
     """Tools done, as the report says them: 查天气、搜酒店, or 调用 list_rooms、get_calendar."""
-    return "、".join(WORDS[n] for n in names) if all(n in WORDS for n in names) else "调用 " + "、".join(names)
+    return _words(names) if all(n in WORDS for n in names) else Said("steps.tools", tools=Joined(names))
 
 
-def _the(names):
-    """What calls of these tools are, as the report says them: 预订, or ' book_room 调用'."""
-    return "、".join(WORDS[n] for n in names) if all(n in WORDS for n in names) else f" {'、'.join(names)} 调用"
+def _the(names, bare=False):
+    """What calls of these tools are, as the report says them: 预订, or ' book_room 调用' ('book_room 调用' when
+    `bare`)."""
+    return _words(names) if all(n in WORDS for n in names) else \
+        Said("the.tools_bare" if bare else "the.tools", tools=Joined(names))
+
+
+def _words(names):
+    return Joined(Said(f"word.{n}") for n in names)
 
 
 def _skipped(t, call):
@@ -137,7 +143,7 @@ def _skipped(t, call):
     done_tools = {c.name for c in t.calls if c.status == "ok" and c.pos < call.pos}
     missing = [tool for tool in t.agent.requires(call.name) if tool not in done_tools]
     if missing:
-        return "fail", f"{call.label} 执行前还没有成功{_steps(missing)}"
+        return "fail", Said("skip.missing", call=call.label, steps=_steps(missing))
     if not t.agent.planning:
         return "ok", ""
     plan, marks = _plan_at(t, call)
@@ -146,7 +152,7 @@ def _skipped(t, call):
     step = next((s for s in steps if not done(s)), steps[-1] if steps else None)
     undone = [d for d in (step or {}).get("after", []) if 1 <= d <= len(plan) and not done(plan[d - 1])]
     if undone:
-        return "fail", f"{call.label} 执行时，计划第 {step['index']} 步依赖的第 {'、'.join(map(str, undone))} 步还没完成"
+        return "fail", Said("skip.plan", call=call.label, index=step["index"], undone=Joined(undone))
     return "ok", ""
 
 
@@ -186,19 +192,19 @@ def provenance(t):
     faults, doubts, fine = _judge_calls(main, lambda c: _sourced(t, c))
     more = _judge_calls([c for c in t.ok(*others) + t.unknown(*others) if _applies(t, c)], lambda c: _sourced(t, c))
     faults, doubts = faults + more[0], doubts + more[1]
-    seen = "".join(f"；{n} 次 {tool} 的{_what(source['args'])}都来自 {source['tool']}"
+    seen = Joined((Said("prov.seen", count=n, tool=tool, what=_what(source["args"]), source=source["tool"])
                    for tool in others for source in t.agent.sources(tool)
-                   for n in [sum(1 for c in t.ok(tool) if _applies(t, c))] if n)
+                   for n in [sum(1 for c in t.ok(tool) if _applies(t, c))] if n), sep=None)
     said = []
     for tool in subject:
         for source in t.agent.sources(tool):
             values = sorted({_shown([c.arg(a) for a in source["args"]]) for c in t.ok(tool) if c.args is not None})
             if values:
-                said.append(f"{_the([tool]).strip()}的 {'、'.join(source['args'])} {'、'.join(values)} "
-                            f"都出现在之前成功的 {source['tool']} 结果里")
-    passes = fine and "；".join(said) + seen
-    args = "、".join(a for tool in subject for s in t.agent.sources(tool) for a in s["args"])
-    return _verdict(faults, doubts, passes, f"还没有生效的{_the(subject)}，无从核对 {args} 的来源" + seen)
+                said.append(Said("prov.passes", what=_the([tool], bare=True), args=Joined(source["args"]), values=Joined(values),
+                                 source=source["tool"]))
+    passes = fine and Joined([Joined(said, "sep.clauses"), seen], sep=None)
+    args = Joined(a for tool in subject for s in t.agent.sources(tool) for a in s["args"])
+    return _verdict(faults, doubts, passes, Said("prov.nothing", what=_the(subject), args=args, seen=seen))
 
 
 def _applies(t, call):
@@ -214,17 +220,16 @@ def _sourced(t, call):
     """(kind, reason) for one call against its declared sources."""
     sources = t.agent.sources(call.name)
     if call.args is None:
-        args = "、".join(a for s in sources for a in s["args"])
-        return "fail", f"{call.label} 的参数无法解析，无法核对 {args} 的来源"
+        return "fail", Said("prov.unparseable", call=call.label, args=Joined(a for s in sources for a in s["args"]))
     for source in sources:
         values = [_value(call.args, a) for a in source["args"]]
         if not any(_found(values, source, search) for search in t.ok(source["tool"]) if search.pos < call.pos):
             if len(values) == 1 and not source["near"]:
-                return "fail", (f"{call.label} 的 {source['args'][0]} {values[0]} 没有出现在之前任何成功的 "
-                                f"{source['tool']} 结果里")
-            what = _what(source["args"])
-            return "fail", (f"{call.label} 的{what}{'' if what.endswith(' ') else ' '}{_shown(values)} 不来自之前任何成功的 "
-                            f"{source['tool']} 结果")
+                return "fail", Said("prov.not_seen", call=call.label, arg=source["args"][0], value=values[0],
+                                    source=source["tool"])
+            key = "prov.not_from" if ",".join(source["args"]) in ARG_WORDS else "prov.not_from_args"
+            return "fail", Said(key, call=call.label, what=_what(source["args"]), values=_shown(values),
+                                source=source["tool"])
     return "ok", ""
 
 
@@ -264,7 +269,8 @@ def _value(node, key):
 
 def _what(args):
     """Arguments as the report says them after 的: 坐标, or ' latitude、longitude ' (spaced as ASCII is)."""
-    return ARG_WORDS.get(",".join(args)) or f" {'、'.join(args)} "
+    key = ",".join(args)
+    return Said(f"arg.{key}") if key in ARG_WORDS else Said("what.args", args=Joined(args))
 
 
 def _shown(values):
@@ -282,28 +288,28 @@ def _near(a, b):
 def room_type(t):
     bookings = t.ok("book_hotel") + t.unknown("book_hotel")
     faults, doubts, fine = _judge_calls(bookings, lambda c: _room(t, c))
-    return _verdict(faults, doubts, "；".join(fine), "还没有生效的预订，房型无从判断")
+    return _verdict(faults, doubts, Joined(fine, "sep.clauses"), Said("room.nothing"))
 
 
 def _room(t, call):
     """(kind, reason) for one booking's room type against the weather of its check-in date."""
     if call.args is None:
-        return "fail", f"{call.label} 的参数无法解析，无法核对房型"
+        return "fail", Said("room.unparseable", call=call.label)
     day, room = iso_day(call.arg("check_in")), call.arg("room_type")
     forecasts = [(c, _condition(c, day)) for c in t.ok("get_weather")]
     forecasts = [(c, cond) for c, cond in forecasts if cond is not None]
     earlier = [f for f in forecasts if f[0].pos < call.pos]
     if not earlier:
-        late = f"（{forecasts[0][0].label} 的天气在预订之后才查，不算）" if forecasts else ""
-        return "not_reached", f"{call.label} 订了 {room}，但预订之前没有 {day} 的天气结果，房型无从依据{late}"
+        late = Said("room.late", weather=forecasts[0][0].label) if forecasts else ""
+        return "not_reached", Said("room.no_weather", call=call.label, room=room, day=day, late=late)
     weather, condition = earlier[-1]
     if condition == "":
-        return "ambiguous", f"{weather.label} 的结果读不出 {day} 是否下雨，无法判断 {call.label} 订 {room} 对不对"
+        return "ambiguous", Said("room.unclear", weather=weather.label, day=day, call=call.label, room=room)
     wanted = "Suite" if RAIN.search(condition) and not NO_RAIN.search(condition) else "Standard"
     if str(room).strip().lower() != wanted.lower():
-        return "fail", (f"{call.label} 订了 {room}，但 {day} 的天气是 {condition}"
-                        f"（{weather.label}），应订 {wanted}")
-    return "ok", f"{call.label} 订 {room}，{day} 天气 {condition}"
+        return "fail", Said("room.wrong", call=call.label, room=room, day=day, condition=condition,
+                            weather=weather.label, wanted=wanted)
+    return "ok", Said("room.ok", call=call.label, room=room, day=day, condition=condition)
 
 
 def _condition(call, day):
@@ -343,16 +349,16 @@ def write_after_confirmation(t):
     last = t.messages[spoken[-1]] if spoken else {}
     if state["proposal"] is None and state["withdrawn"] and state["withdrawn"][2] == "rejected":
         turn, reply, _, name = state["withdrawn"]
-        waiting = f"；第 {turn} 轮的 {name} 被用户拒绝（「{reply}」），没有{w}"
+        waiting = Said("write.rejected_waiting", turn=turn, name=name, reply=reply, what=w)
     elif state["proposal"] is None and state["withdrawn"]:
-        waiting = f"；用户回复「{state['withdrawn'][1]}」，没有{w}"
+        waiting = Said("write.withdrawn_waiting", reply=state["withdrawn"][1], what=w)
     elif state["proposal"] is not None and state["answer"] is None:
-        waiting = f"；第 {state['proposal']['turn']} 轮的提案等待用户答复"
+        waiting = Said("write.waiting", turn=state["proposal"]["turn"])
     elif last.get("role") == "assistant" and not last["calls"] and t.about_write(spoken[-1], last["text"]):
-        waiting = f"；第 {last['turn']} 轮的提案等待用户答复"
+        waiting = Said("write.waiting", turn=last["turn"])
     else:
         waiting = ""
-    return _verdict(faults, doubts, "；".join(fine), f"还没有生效的{w}，无从判断" + waiting)
+    return _verdict(faults, doubts, Joined(fine, "sep.clauses"), Said("write.nothing", what=w, waiting=waiting))
 
 
 def _walk(t):
@@ -444,50 +450,51 @@ def _authorised(t, state, call):
         if state["withdrawn"]:
             turn, reply, how, name = state["withdrawn"]
             if how == "rejected":
-                return "fail", f"{call.label} 执行时，第 {turn} 轮的 {name} 已被用户拒绝（「{reply}」），之后没有新的提案和确认"
-            what = "撤回" if how == "decline" else "要求修改"
-            return "fail", f"{call.label} 执行时，第 {turn} 轮的提案已被用户回复「{reply}」{what}，之后没有新的提案和确认"
+                return "fail", Said("write.after_rejected", call=call.label, turn=turn, name=name, reply=reply)
+            return "fail", Said("write.after_withdrawn", call=call.label, turn=turn, reply=reply,
+                                how=Said("write.how_decline" if how == "decline" else "write.how_change"))
         if state["used"]:
-            return "fail", f"{call.label} 执行时，用户的确认已被第 {state['used']} 轮的{w}用掉，没有新的提案和确认"
+            return "fail", Said("write.used", call=call.label, turn=state["used"], what=w)
         if state["loose"]:
             turn, reply = state["loose"]
-            return "ambiguous", (f"{call.label} 执行前，用户对第 {turn} 轮的答复回复了「{reply}」，但那段话没有提到{w}，"
-                                 f"无法判断用户是否批准了这笔{w}")
+            return "ambiguous", Said("write.loose", call=call.label, turn=turn, reply=reply, what=w)
         waiting = t.open_ask(call.pos)
         if waiting is not None:
-            return "fail", f"{call.label} 执行时用户还没有确认第 {waiting} 轮提出的{w}（用户还没有回复）"
+            return "fail", Said("write.unanswered", call=call.label, turn=waiting, what=w)
         later = _later_proposal(t, call)
-        return "fail", f"{call.label} 在提出{w}之前就执行了" + (f"（第 {later} 轮才提出{w}）" if later else f"（从未提出{w}）")
+        when = Said("write.proposed_later", turn=later, what=w) if later else Said("write.never_proposed", what=w)
+        return "fail", Said("write.before_proposal", call=call.label, what=w, when=when)
     if answer is None:
-        return "fail", f"{call.label} 执行时用户还没有确认第 {proposal['turn']} 轮提出的{w}（用户还没有回复）"
+        return "fail", Said("write.unanswered", call=call.label, turn=proposal["turn"], what=w)
     kind, reply = answer
     if kind == "question":
-        return "fail", f"{call.label} 执行时用户还没有确认第 {proposal['turn']} 轮提出的{w}：用户的回复「{reply}」是提问"
+        return "fail", Said("write.question", call=call.label, turn=proposal["turn"], what=w, reply=reply)
     if kind == "unclear":
-        return "ambiguous", f"{call.label} 执行前，无法判断用户的回复「{reply}」是否批准了第 {proposal['turn']} 轮的提案"
+        return "ambiguous", Said("write.unclear", call=call.label, reply=reply, turn=proposal["turn"])
     differs = _differs(t, call, proposal)
     if differs:
-        return "fail", f"{call.label} 的参数与用户确认的提案（第 {proposal['turn']} 轮）不一致：{differs}"
-    return "ok", f"{call.label} 在用户确认第 {proposal['turn']} 轮的提案（「{reply}」）之后执行"
+        return "fail", Said("write.differs", call=call.label, turn=proposal["turn"], differs=differs)
+    return "ok", Said("write.ok", call=call.label, turn=proposal["turn"], reply=reply)
 
 
 def _differs(t, call, proposal):
     """How a write differs from the proposal the user confirmed: its declared effect arguments against a blocked
     proposal's; its id and choice arguments against what a proposal in words showed."""
     if call.args is None:
-        return f"{_the([call.name]).strip()}参数无法解析"
+        return Said("differs.unparseable", what=_the([call.name], bare=True))
     args, wrong = proposal["args"] if isinstance(proposal["args"], dict) else {}, []
     for key, _ in t.agent.effect(call.name):
         if key in args and not same_value(call.arg(key), args[key]):
-            wrong.append(f"{key} 提案为 {args[key]}，执行的是 {call.arg(key)}")
+            wrong.append(Said("differs.arg", key=key, proposed=args[key], value=call.arg(key)))
     for key in dict.fromkeys(arg for arg, _ in t.agent.ids(call.name)):
         if proposal["ids"] and str(call.arg(key)) not in proposal["ids"] and key not in args:
-            wrong.append(f"提案中的{_what([key])}是 {'、'.join(sorted(proposal['ids']))}，执行的是 {call.arg(key)}")
+            wrong.append(Said("differs.shown", what=_what([key]), shown=Joined(sorted(proposal["ids"])), value=call.arg(key)))
     choices = {r.lower() for r in proposal["choices"]}
     for key in t.agent.choices(call.name):
         if choices and str(call.arg(key)).lower() not in choices and key not in args:
-            wrong.append(f"提案中的{_what([key])}是 {'、'.join(sorted(proposal['choices']))}，执行的是 {call.arg(key)}")
-    return "；".join(wrong)
+            wrong.append(Said("differs.shown", what=_what([key]), shown=Joined(sorted(proposal["choices"])),
+                              value=call.arg(key)))
+    return Joined(wrong, "sep.clauses")
 
 
 def _later_proposal(t, call):
@@ -516,15 +523,13 @@ def applicable(agent):
     if core["write_after_confirmation"]:
         rules.append(("write_after_confirmation", NAMES["write_after_confirmation"], write_after_confirmation))
     if not rules:
-        rules.append(("declared", "可检查的声明", lambda t: (
-            "pending", "该智能体没有声明任何可检查的东西（不做计划，没有 requires、sources、写工具或自己的检查），无从判断",
-            "not_declared")))
+        rules.append(("declared", Said("check.declared"), lambda t: ("pending", Said("declared.nothing"),
+                                                                     "not_declared")))
     return rules, {cid: NOT_APPLICABLE[cid] for cid, wanted in core.items() if not wanted}
 
 
 def _unknown(name):
-    known = "、".join(AGENT_CHECKS)
-    return lambda t: ("pending", f"该智能体声明的检查 {name!r} 评委不认识（认识的有：{known}），无从判断", "not_declared")
+    return lambda t: ("pending", Said("check.unknown", name=name, known=Joined(AGENT_CHECKS)), "not_declared")
 
 
 def judge(t):
@@ -547,9 +552,8 @@ def progress(t):
 
 
 def progress_said(t, key):
-    """What progress() found, in words naming the agent's tools (None when nothing needs saying)."""
-    text = PROGRESS.get(key)
-    names = t.agent.business
-    business = "、".join(WORDS.get(n, n) for n in names[:-1]) + ("或" if len(names) > 1 else "") + \
-        (WORDS.get(names[-1], names[-1]) if names else "业务调用")
-    return text and text.format(business=business, write=_the(t.agent.writes))
+    """What progress() found, as a Said naming the agent's tools (None when nothing needs saying)."""
+    names = [Said(f"word.{n}") if n in WORDS else n for n in t.agent.business]
+    business = Said("word.or", items=Joined(names[:-1]), last=names[-1]) if len(names) > 1 else \
+        names[0] if names else Said("word.business")
+    return PROGRESS.get(key) and Said(PROGRESS[key], business=business, write=_the(t.agent.writes))

@@ -1,6 +1,7 @@
 """Transcript files of any system, recognised by their shape and read into one list of normalised messages.
 
-Invariants: imports no project module (config included); reads, never writes; knows the shapes, never what the
+Invariants: imports no project module (config included) but the judge's catalogue check_texts.py (its errors and
+notes are Said, said in the judged agent's language); reads, never writes; knows the shapes, never what the
 messages mean (that is transcripts.py). Each item's shape is detected on its own; a file that is missing,
 unreadable or not a transcript, an item of no known shape, and a content block type or part kind no format has
 all raise Unreadable with the reason: no shape is read as another.
@@ -28,13 +29,9 @@ The normalised messages, in the file's order (what transcripts.py reads):
 """
 import json
 
-FORMATS = {"chat": "OpenAI Chat 消息", "responses": "OpenAI Responses/Agents SDK 条目", "langchain": "LangChain 消息",
-           "anthropic": "Anthropic Messages", "pydantic_ai": "pydantic-ai 消息"}
-EXPECTED_SHAPES = ("应为本项目的审计快照（含 messages 的 JSON 对象）、OpenAI Chat Completions 消息数组、"
-                   "OpenAI Responses/Agents SDK 条目列表（to_input_list()）、LangChain/LangGraph 消息"
-                   "（messages_to_dict，或 tool_calls 为 {name, args, id} 的 role 字典）、Anthropic Messages"
-                   "（content 为 text/tool_use/tool_result 内容块）、pydantic-ai 消息（ModelMessagesTypeAdapter："
-                   "kind 为 request/response、parts 带 part_kind），或每行一条消息的 JSONL")
+from check_texts import Said
+
+FORMATS = ("chat", "responses", "langchain", "anthropic", "pydantic_ai")   # their names: check_texts "format.*"
 CHAT_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "tool": "tool",
               "function": "tool", "system": "system", "developer": "system"}
 RESPONSES_CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
@@ -61,7 +58,7 @@ PYDANTIC_FAILED = ("failed", "retried")    # outcomes of a tool return that say 
 
 
 class Unreadable(Exception):
-    """A file that is missing, unreadable or not a transcript."""
+    """A file that is missing, unreadable or not a transcript; its message is a Said (check_texts.told says it)."""
 
 
 # ---- the file ----
@@ -76,15 +73,16 @@ def read(path):
         items, meta = data["messages"], data
         container = "snapshot" if "version" in data and "run_id" in data else "object"
     else:
-        raise Unreadable(f"{path} 不是对话记录：{EXPECTED_SHAPES}")
+        raise Unreadable(Said("file.not_transcript", path=path, shapes=Said("file.shapes")))
     try:
         messages, formats, skipped = normalise(items)
     except Unreadable as exc:
-        raise Unreadable(f"{path} 不是对话记录：{exc}；{EXPECTED_SHAPES}") from None
+        raise Unreadable(Said("file.not_transcript_item", path=path, problem=exc.args[0], shapes=Said("file.shapes"))) \
+            from None
     if not any(m["role"] in ("user", "assistant") for m in messages):
-        raise Unreadable(f"{path} 没有任何用户或助手消息，无从检查")
+        raise Unreadable(Said("file.no_said", path=path))
     fmt = next((f for f in ("pydantic_ai", "anthropic", "responses", "langchain", "chat") if f in formats), "chat")
-    notes = [f"已忽略 {n} 项 {kind}（与这五项检查无关）" for kind, n in skipped.items() if kind != "reasoning"]
+    notes = [Said("note.skipped", count=n, kind=kind) for kind, n in skipped.items() if kind != "reasoning"]
     meta = dict({k: meta[k] for k in ("run_id", "status", "mode") if isinstance(meta.get(k), str)},
                 **({"agent": meta["agent"]} if isinstance(meta.get("agent"), dict) else {}))
     return messages, meta, fmt, container, notes
@@ -96,19 +94,19 @@ def _read_file(path):
         with open(path, encoding="utf-8") as f:
             raw = f.read()
     except FileNotFoundError:
-        raise Unreadable(f"找不到文件 {path}") from None
+        raise Unreadable(Said("file.missing", path=path)) from None
     except IsADirectoryError:
-        raise Unreadable(f"{path} 是目录，不是审计文件") from None
+        raise Unreadable(Said("file.directory", path=path)) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise Unreadable(f"{path} 无法读取：{exc}") from None
+        raise Unreadable(Said("file.unreadable", path=path, error=exc)) from None
     if not path.endswith((".jsonl", ".ndjson")):
         try:
             return json.loads(raw), "array"
         except RecursionError:
-            raise Unreadable(f"{path} 无法读取或已损坏（JSON 嵌套过深）") from None
+            raise Unreadable(Said("file.too_deep", path=path)) from None
         except ValueError as exc:
             if "Extra data" not in str(exc):
-                raise Unreadable(f"{path} 无法读取或已损坏（不是完整的 JSON）：{exc}") from None
+                raise Unreadable(Said("file.not_json", path=path, error=exc)) from None
     items = []
     for number, line in enumerate(raw.splitlines(), 1):
         if not line.strip():
@@ -116,9 +114,9 @@ def _read_file(path):
         try:
             items.append(json.loads(line))
         except (ValueError, RecursionError) as exc:
-            raise Unreadable(f"{path} 无法读取或已损坏（JSONL 第 {number} 行不是完整的 JSON：{exc}）") from None
+            raise Unreadable(Said("file.bad_line", path=path, line=number, error=exc)) from None
     if not items:
-        raise Unreadable(f"{path} 没有任何消息，无从检查")
+        raise Unreadable(Said("file.empty", path=path))
     return items, "jsonl"
 
 
@@ -164,9 +162,10 @@ def _item(item, index):
         elif "role" in item:
             found = _from_role_dict(item)
     if found is None:
-        what = f"类型 {item.get('type')!r}" if isinstance(item, dict) and isinstance(item.get("type"), str) else \
-            ("没有 role 或 type" if isinstance(item, dict) else f"是 {type(item).__name__}")
-        raise Unreadable(f"第 {index + 1} 项不是可识别的消息（{what}）")
+        what = Said("item.what_type", kind=item.get("type")) if isinstance(item, dict) and \
+            isinstance(item.get("type"), str) else \
+            (Said("item.what_no_role") if isinstance(item, dict) else Said("item.what_value", kind=type(item).__name__))
+        raise Unreadable(Said("item.unknown", index=index + 1, what=what))
     for message in found[1]:
         message["item"] = index + 1
     return found
@@ -268,7 +267,7 @@ def _from_pydantic_ai(item, index):
     for part in item["parts"]:
         kind = part.get("part_kind") if isinstance(part, dict) else None
         if not isinstance(kind, str):
-            raise Unreadable(f"第 {index + 1} 项的 parts 里有没有 part_kind 的部分")
+            raise Unreadable(Said("item.no_part_kind", index=index + 1))
         if kind == "text" and item["kind"] == "response":
             text.append(part.get("content") if isinstance(part.get("content"), str) else "")
         elif kind == "tool-call" and item["kind"] == "response":
@@ -288,7 +287,7 @@ def _from_pydantic_ai(item, index):
         elif kind in ("retry-prompt", "retry-feedback") and item["kind"] == "request":
             out.append(_message("user", str(part.get("content")), "loop"))     # the framework asks the model again
         elif kind not in PYDANTIC_SKIPPED:
-            raise Unreadable(f"第 {index + 1} 项有不认识的 part_kind {kind!r}")
+            raise Unreadable(Said("item.part_kind", index=index + 1, kind=kind))
     if item["kind"] == "response":
         out.append(_message("assistant", "\n".join(t for t in text if t), calls=calls))
     return "pydantic_ai", out
@@ -331,7 +330,7 @@ def _known_blocks(content, index):
         if isinstance(content, list) else []
     unknown = sorted({b["type"] for b in blocks if b["type"] not in CONTENT_PARTS})
     if unknown:
-        raise Unreadable(f"第 {index + 1} 项的内容块类型 {unknown[0]!r} 不认识")
+        raise Unreadable(Said("item.block", index=index + 1, kind=unknown[0]))
 
 
 def _anthropic_blocks(content):

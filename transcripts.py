@@ -1,7 +1,7 @@
 """The conversation the rules read: a transcript's normalised messages (formats.py) as turns, tool calls and
 their results, proposals and the user's replies to them.
 
-Invariants: imports no project module but formats.py (config included), and shares no code with what the
+Invariants: imports no project module but formats.py and the judge's catalogue check_texts.py (config included), and shares no code with what the
 checks judge; reads, never writes; knows no file shape (formats.py does) and judges nothing (checks.py does).
 
 How the conversation is read (the rules the verdicts rest on; the README says them in words):
@@ -45,6 +45,7 @@ import ast
 import json
 import re
 
+from check_texts import Said, language_of
 from formats import content_text, read
 
 PLAN_TOOLS = ("set_plan", "mark_step")
@@ -83,7 +84,7 @@ def load(path, agent=None):
     plain dict), else the Xi'an agent; Unreadable (formats.py) with a clear message otherwise."""
     messages, meta, fmt, container, notes = read(path)
     if "agent" in meta and not _readable(meta["agent"]):
-        notes.append("审计文件记录的 agent 读不出工具声明，按" + ("给定的智能体" if _readable(agent) else "西安智能体") + "的声明评判")
+        notes.append(Said("note.agent_unreadable", whose=Said("note.whose_given" if _readable(agent) else "note.whose_xian")))
     return Transcript(messages, meta, fmt, container, notes, agent=declaration_of(meta, agent))
 
 
@@ -124,6 +125,7 @@ class Declaration:
         self.tools = {tool_name(n): spec for n, spec in raw["tools"].items() if isinstance(n, str) and
                       isinstance(spec, dict) and tool_name(n)}
         self.planning = raw.get("planning") is not False
+        self.language = language_of(raw)        # what the report says is said in it ("zh" unless it declares "en")
         self.confirm = [c for c in _list(raw.get("confirm")) if isinstance(c, str) and c.strip()]
         self.checks = [c for c in _list(raw.get("checks")) if isinstance(c, str)]
         self.writes = tuple(n for n, spec in self.tools.items() if spec.get("kind") == "write")
@@ -181,7 +183,7 @@ class Call:
 
     @property
     def label(self):
-        return f"第 {self.turn} 轮 {self.name or '（无名工具）'}（{self.id}）"
+        return Said("call.label", turn=self.turn, name=self.name or Said("call.unnamed"), id=self.id)
 
     def answer(self, content, failed, decision=None):
         """Read the call's result. A result that records a human's decision (the framework's own marker, or text
@@ -237,8 +239,8 @@ class Transcript:
         self.turns, waiting = 0, {}
         for pos, message in enumerate(messages):
             self._read(pos, message, waiting)
-        self.notes += [f"{c.label} 没有对应的工具结果（结果未知）" for c in waiting.values()]
-        self.notes += [f"{c.label} 的参数无法解析：{c.problem}" for c in self.calls if c.problem]
+        self.notes += [Said("note.unanswered", call=c.label) for c in waiting.values()]
+        self.notes += [Said("note.bad_args", call=c.label, problem=c.problem) for c in self.calls if c.problem]
         self.spoken = [pos for pos in range(len(messages)) if self.speaks(pos)]
         self.asks = self._asks()
         self.finished = self._finished()
@@ -254,16 +256,16 @@ class Transcript:
                 self.calls.append(call)
                 self.calls_at.setdefault(pos, []).append(call)
                 if call.id in waiting:
-                    self.notes.append(f"{call.label} 的调用 id 与之前一个未回答的调用重复")
+                    self.notes.append(Said("note.duplicate_id", call=call.label))
                 waiting[call.id] = call
             for name in message.get("invalid", []):
-                self.notes.append(f"第 {self.turns} 轮有无法解析的工具调用 {name}（LangChain invalid_tool_calls），没有执行")
+                self.notes.append(Said("note.invalid_call", turn=self.turns, name=name))
         elif role == "tool":
             call = waiting.pop(message["call_id"], None)
             if call is None:
-                self.notes.append(f"第 {message['item']} 项是没有对应调用的工具结果，已忽略")
+                self.notes.append(Said("note.orphan", item=message["item"]))
             elif message["decision"] == "unknown":
-                self.notes.append(f"{call.label} 的运行被中断，没有结果（结果未知）")
+                self.notes.append(Said("note.interrupted", call=call.label))
             else:
                 call.answer(message["content"], message["failed"], message["decision"])
 
@@ -363,13 +365,13 @@ def tool_name(name):
 
 
 def parse_arguments(raw):
-    """Fences → json → JSON5 → (None, problem). Dicts pass as they are."""
+    """Fences → json → JSON5 → (None, problem: a Said). Dicts pass as they are."""
     if isinstance(raw, dict):
         return raw, None
     if raw is None:
         raw = ""
     if not isinstance(raw, str):
-        return None, "arguments 既不是字符串也不是对象"
+        return None, Said("args.not_text")
     match = FENCE.match(raw)
     body = (match.group(1) if match else raw).strip() or "{}"
     try:
@@ -377,9 +379,9 @@ def parse_arguments(raw):
     except (ValueError, RecursionError) as exc:
         value = _json5(body)
         if value is UNPARSEABLE:
-            return None, f"不是合法 JSON（{exc}）：{raw[:80]}"
+            return None, Said("args.not_json", error=exc, text=raw[:80])
     if not isinstance(value, dict):
-        return None, f"不是 JSON 对象：{raw[:80]}"
+        return None, Said("args.not_object", text=raw[:80])
     return value, None
 
 
