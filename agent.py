@@ -328,6 +328,8 @@ def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=Fal
     if kind == "answer":
         if not streamed:
             print("   " + say("cli.answer", text=run.answer.replace("\n", "\n   ")))
+        for claimed in run.memory.unbacked(run.answer):     # what it says it did, and nothing of the kind ran
+            print("   " + say(f"cli.unbacked.{claimed}"))
         return
     if reply.message.get("content") and not streamed:
         print("   " + say("cli.model", text=reply.message["content"].strip().replace("\n", " ")[:200]))

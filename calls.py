@@ -25,7 +25,7 @@ import texts
 ZH = texts.ZH_TEXTS
 KINDS = ("read", "state", "write")                   # a tool's kind
 EFFECTS = ("id", "choice", "date", "count")          # how a proposal states a write's effect argument
-CONTEXT = ("run_id", "idempotency_key", "plan", "tool_names")    # what a tool may take besides its arguments
+CONTEXT = ("run_id", "idempotency_key", "plan", "tool_names", "done_tools")    # what a tool may take besides its arguments
 
 
 class ToolError(Exception):
@@ -53,7 +53,7 @@ class Tool:
 
     `fn(**args, **context)` returns a JSON object or raises ToolError; it may be `async def`.
     `takes` names the context it needs, passed as keyword arguments: `run_id`, `idempotency_key`
-    (writes), `plan` (the current plan), `tool_names`.
+    (writes), `plan` (the current plan), `tool_names`, `done_tools` (the tools that succeeded in the run).
     """
     name: str
     description: str

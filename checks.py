@@ -3,7 +3,7 @@ declared (a Transcript from transcripts.py, which carries the declaration, in; a
 or pending, with its reason and, when pending, its cause).
 
 Invariants: imports no project module (config included) but transcripts.py and the judge's catalogue
-check_texts.py, and shares no rule code with the guards, so it can judge a transcript from any system, this one
+check_texts.py (transcripts.py reads answers with words.py, as the run does), and shares no rule code with the guards, so it can judge a transcript from any system, this one
 included; reads no file and never asks a model. Files, the report and exit codes are check_cli.py's. Reasons, names and progress are Said (a catalogue
 key and its values): check_cli.py says them in the judged agent's language.
 

@@ -83,8 +83,10 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
             return finish(r, "stopped", *stop)
         config.fault("before_ask")
         try:
-            reply = _ask(r, ask, outgoing, report)
+            reply = _ask(r, ask, outgoing, report, force=forcing(r))
         except ModelError as exc:
+            if empty_again(r, exc, sent, report):
+                continue
             return failed(r, exc)
         config.fault("after_reply")
         r.turn += 1
@@ -137,22 +139,68 @@ def answered(r, reply, sent, report):
     the user), None when the loop nudged the model and goes on."""
     r.messages.append(reply.message)
     r.memory.absorb_answer(reply.text)
+    reply.notes += [f"the answer claims {kind} work, but no {kind} tool succeeded in this run"
+                    for kind in r.memory.unbacked(reply.text)]
     r.trace.append(_record(r, reply, sent, [], {}))
     r.answer = reply.text
     report("answer", run=r, reply=reply)
     status, reason = r.memory.verdict(reply.written_calls)
     if status != "nudge":
         return finish(r, status, reason)
-    nudge(r, reason)
+    text = nudge(r, reason, _problems(r, reply))
     save(r)
-    report("nudge", run=r, text=r.say(f"nudge.{reason}"))
+    report("nudge", run=r, text=text)
     return None
 
 
-def nudge(r, kind):
-    """The loop tells the model, once, what is wrong with its answer: a user message named "loop"."""
-    r.messages.append({"role": "user", "name": LOOP_NAME, "content": r.say(f"nudge.{kind}")})
-    r.memory.absorb_nudge(r.say(f"nudge.{kind}"))
+def nudge(r, kind, problems=()):
+    """The loop tells the model, once, what is wrong with its answer: a user message named "loop".
+    Its text starts with the nudge of its kind (how memory knows it), then says what exactly was
+    wrong with a call written as text (`problems`) and, for "idle" and "written_call", the tool
+    the task needs next. Returns the text."""
+    parts = [r.say(f"nudge.{kind}"), *(r.say(f"nudge.problem.{p}") for p in problems)]
+    step = r.memory.next_step() if kind in FORCING else None
+    text = " ".join(parts + ([r.say("nudge.next", tool=step)] if step else []))
+    r.messages.append({"role": "user", "name": LOOP_NAME, "content": text})
+    r.memory.absorb_nudge(text)
+    return text
+
+
+FORCING = ("idle", "written_call")       # nudges whose re-ask forces a tool call
+
+
+def forcing(r):
+    """Whether the next request must force a tool call: the record ends with a nudge that the
+    model answered in words instead of acting (small models repeat their sentence to a text
+    nudge; forced, they call the tool)."""
+    last = r.messages[-1]
+    return bool(r.tools) and last.get("name") == LOOP_NAME and \
+        any(str(last.get("content")).startswith(r.say(f"nudge.{kind}")) for kind in FORCING)
+
+
+def _problems(r, reply):
+    """What makes the calls a reply wrote as text unusable (placeholders, arguments not an object,
+    markup that is no call), for the written-call nudge."""
+    import replies
+    names = [t.get("function", {}).get("name") for t in r.tools]
+    return replies.written_problems(reply.text, names) if reply.written_calls else []
+
+
+def empty_again(r, exc, sent, report):
+    """An empty reply: the first time since the last message, the loop asks again with the
+    empty-reply nudge in the record (the identical request tends to come back empty again) and
+    returns True; when the reply to that nudge is empty too, False (the run fails)."""
+    if exc.kind != "empty_reply" or str(r.messages[-1].get("content")) == r.say("nudge.empty_reply"):
+        return False
+    r.turn += 1
+    r.memory.used_tokens += exc.tokens
+    text = nudge(r, "empty_reply")
+    r.trace.append({"turn": r.turn, "model_seconds": 0.0, "tokens": exc.tokens, "tokens_estimated": False,
+                    "used_tokens": r.memory.used_tokens, "chars_sent": sent[0], "chars_full": sent[1],
+                    "notes": ["empty_reply: asked again with a nudge"], "tools": []})
+    save(r)
+    report("nudge", run=r, text=text)
+    return True
 
 
 def failed(r, exc):
@@ -188,13 +236,15 @@ def last_answer(r, ask, toolset, report):
     return finish(r, "stopped", "max_turns", r.say("stop.max_turns", limit=r.max_turns))
 
 
-def _ask(r, ask, outgoing, report, final=False):
+def _ask(r, ask, outgoing, report, final=False, force=False):
     """Ask the model for turn r.turn + 1, telling `report` first ("asking"). An `ask` that streams
     hands each piece of text and each complete tool call to `report` as they arrive ("delta",
     "tool_call"; "discard" when what came of an attempt is void); only the whole reply, returned
-    here, can enter the record."""
+    here, can enter the record. `force`: ask for a tool call, when the `ask` can (`ask.forces`)."""
     report("asking", run=r)
     listen = {"on_event": lambda kind, **data: report(kind, run=r, **data)} if getattr(ask, "streams", False) else {}
+    if force and getattr(ask, "forces", False):
+        listen["force"] = True
     return ask(outgoing, r.tools, final=True, **listen) if final else ask(outgoing, r.tools, **listen)
 
 

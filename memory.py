@@ -31,6 +31,8 @@ class Memory:
         self.agent = agent or DEFAULT_AGENT    # its confirm replies, language and planning rule the fold
         self.say = self.agent.say
         self.writable = True      # the run has a write tool (declare() tells)
+        self.write_tools = ()     # the declared write tools (what an offer in words must name is theirs)
+        self.tool_names = ()      # the declared tools' names (a tag named after one is markup, not words)
         self.goal = goal
         self.said = []            # the user's own messages, the goal first
         self.facts = {}           # namespace -> the facts tools' absorb hooks keep ("plan": steps, marks)
@@ -38,7 +40,7 @@ class Memory:
         self.hooks = {}           # namespace -> the render hook of the tool that wrote it
         self.done_tools = set()   # tools that succeeded in this run
         self.progress = 0         # successful read and write calls: the task moved
-        self.names = {}           # any id a read result gave -> the name beside it
+        self.names = {}           # any id a read result gave -> the name beside it (None: no name)
         self.proposal = None      # arguments of a blocked write awaiting the user's confirmation
         self.offer = None         # a proposal in words (the model's answer) awaiting the user
         self.confirmed = False    # the user confirmed the proposal or offer, and it is not used up yet
@@ -58,6 +60,8 @@ class Memory:
         """Start the facts of these tools' namespaces with their declared initial facts."""
         tools = list(tools)
         self.writable = any(t.kind == "write" for t in tools) if tools else self.writable
+        self.write_tools = tuple(t for t in tools if t.kind == "write") or self.write_tools
+        self.tool_names = tuple(t.name for t in tools) or self.tool_names
         for tool in tools:
             if tool.initial:
                 self.facts.setdefault(tool.namespace, {k: _copy(v) for k, v in tool.initial.items()})
@@ -109,6 +113,7 @@ class Memory:
             return
         self.done_tools.add(call.name)
         self.blocked = {}
+        self.nudged.discard("idle")            # something new happened: the task may be nudged again
         self.results[call.name] = (*self.results.get(call.name, ()), result)
         if call.kind in ("read", "write"):
             self.progress += 1
@@ -143,19 +148,53 @@ class Memory:
 
     def absorb_answer(self, text):
         """A model answer without tool calls. While the task's write is still to do, an answer
-        after progress that names something the reads found (an id or its name) is a proposal in
-        words; after a confirmation the offer stays as the user confirmed it (a new text is not
-        what they saw when they said 「确认」). After a write was blocked as not what the user
-        confirmed, an answer that names that other write's id or choice proposes it: the
-        confirmation gives way to the new offer."""
+        after progress is a proposal in words when it is one (`offers`); after a confirmation the
+        offer stays as the user confirmed it (a new text is not what they saw when they said
+        「确认」). After a write was blocked as not what the user confirmed, an answer that names
+        that other write's id or choice proposes it: the confirmation gives way to the new offer."""
         if self.confirmed and self.differs is not None and self._names_other(words.plain(text)):
             self.proposal, self.confirmed, self.differs = None, False, None
         if self.confirmed:
             self.unwritten = True
         elif self.writable and not self.writes and self.proposal is None and not self.declined and self.progress:
-            plain = words.plain(text)
-            named = not self.names or any(words.names_in(plain, i, n) for i, n in self.names.items())
-            self.offer = text if named else None
+            self.offer = text if self.offers(text) else None
+
+    def offers(self, text):
+        """Whether an answer is an offer the user can confirm: words for the user (no tool markup,
+        no pasted tool result, no claim of a write that did not happen) that name, for some write
+        tool, exactly one value of each of its `id` effects among the ids the reads gave, and of
+        each `choice` effect among its declared choices. A tool-less memory (no declarations)
+        keeps the loose rule: any answer that names an id the reads gave, or any at all if none."""
+        plain = words.plain(text)
+        if words.markup(text, self.tool_names) or "write" in self.unbacked(text):
+            return False
+        if not self.write_tools:
+            return not self.names or any(words.names_in(plain, i, n) for i, n in self.names.items())
+        return any(all(len(self._named(plain, tool, how)) == 1 for _, how in tool.effect if how in ("id", "choice")
+                       if how == "id" or tool.aliases) for tool in self.write_tools)
+
+    def _named(self, plain, tool, how):
+        """The values of one kind (ids the reads gave, or the tool's declared choices) a text names."""
+        values = self.names if how == "id" else tool.aliases
+        return {v for v in values if words.names_in(plain, v, self.names.get(v), *tool.aliases.get(v, ()))}
+
+    def unbacked(self, text):
+        """The kinds of action ("read", "write") an answer says were done while none of that kind
+        succeeded in the run: the model claims work it did not do."""
+        did = {"write"} if self.writes else set()
+        did |= {"read"} if self.progress > len(self.writes) else set()
+        return sorted(words.claims(text) - did)
+
+    def next_step(self):
+        """The tool the task needs next: set_plan while a planning agent has no plan, else the tool
+        of the first pending plan step whose dependencies are done; None when the plan names none."""
+        if self.agent.planning and not self.plan and "set_plan" in self.tool_names:
+            return "set_plan"
+        for step in self.plan:
+            if step.get("tool") and self.step_status(step["index"]) == "pending" and \
+                    all(self.step_status(dep) == "done" for dep in step["after"] if dep <= len(self.plan)):
+                return step["tool"]
+        return None
 
     def _names_other(self, plain):
         """Whether a text names what the blocked write `differs` had in place of the confirmed one."""
@@ -194,7 +233,7 @@ class Memory:
 
     def absorb_nudge(self, text):
         """A message the loop itself sent the model: which nudge it was (never a user reply)."""
-        self.nudged.update(kind for kind in NUDGES if self.say(f"nudge.{kind}") == text)
+        self.nudged.update(kind for kind in NUDGES if text.startswith(self.say(f"nudge.{kind}")))
 
     def verdict(self, written_calls=()):
         """After a model answer: ("done" | "suspended", reason), or ("nudge", kind) when the loop
@@ -302,7 +341,7 @@ def count_run(runs, recent, signature):
 
 
 def _names(value, names, depth=0):
-    """Every id a result gives (a string under `id` or `*_id`) with the `name` beside it."""
+    """Every id a result gives (a string under `id` or `*_id`) with the `name` beside it, if any."""
     if depth > 4:
         return
     if isinstance(value, list):
@@ -311,8 +350,8 @@ def _names(value, names, depth=0):
     elif isinstance(value, dict):
         name = value.get("name") if isinstance(value.get("name"), str) else None
         for key, item in value.items():
-            if isinstance(item, str) and (key == "id" or key.endswith("_id")) and name:
-                names[item] = name
+            if isinstance(item, str) and (key == "id" or key.endswith("_id")) and item.strip():
+                names[item] = name or names.get(item)
             elif isinstance(item, (dict, list)):
                 _names(item, names, depth + 1)
 

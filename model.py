@@ -2,12 +2,15 @@
 OpenAI-compatible endpoint (the built-in offline model included): the client, each request
 with its time limits, retries, and asking once more for a reply that cannot be an answer.
 
-Invariants: every request has a timeout and says `tool_choice` whenever it carries tools;
+Invariants: every request has a timeout and says `tool_choice` whenever it carries tools ("auto";
+"required" when the loop forces a tool call, until the server rejects it: then "auto" for the
+rest of the client's life; "none" for a final answer);
 timeouts, 429 (but not quota or billing), 5xx and unparseable bodies are retried with backoff
 (honouring Retry-After, capped); every other failure, and retries running out, raise
-ModelError with a kind and the provider's own message. A reply that cannot be an answer (cut
-off by length, empty) is asked for once more, then raised as ModelError; the tokens of
-discarded attempts are counted in the reply that is returned. The timeout bounds the wait for
+ModelError with a kind and the provider's own message. A reply cut off by length is asked for
+once more, then raised as ModelError; an empty one is raised at once (the loop asks again with a
+nudge: the same request tends to get the same empty reply); the tokens of discarded attempts are
+counted in the reply that is returned. The timeout bounds the wait for
 the first byte and every silence between bytes; `max_seconds` caps a whole reply, streamed or
 not. `openai` is imported only when a client is made, so commands that never ask a model start
 fast. No response the SDK can hand back raises anything but ModelError.
@@ -50,11 +53,15 @@ def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=conf
     _warm(openai)
     where = base_url or "https://api.openai.com/v1"
 
-    def ask(messages, tools, final=False, on_event=None):
+    unforced = []                   # the server rejected tool_choice "required": asked without it since
+
+    def ask(messages, tools, final=False, on_event=None, force=False):
         request = {"model": model, "messages": messages}
         if tools:
-            request.update(tools=tools, tool_choice="none" if final else "auto")
-        names = {t.get("function", {}).get("name") for t in tools or ()}
+            request.update(tools=tools, tool_choice="none" if final else "required" if force and not unforced
+                           else "auto")
+        names = {t.get("function", {}).get("name"): list((t.get("function", {}).get("parameters") or {})
+                                                         .get("properties") or ()) for t in tools or ()}
         started, spent, earlier = time.perf_counter(), 0, []
 
         def send():
@@ -64,22 +71,40 @@ def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=conf
             else:
                 response = _within(max_seconds, where, lambda: _create(client, request))
             return replies.normalised(response, messages, time.perf_counter() - started, names)
-        for _ in (1, 2):                    # a cut-off or empty reply is asked for once more
-            reply = _with_retries(send, openai, retries, on_retry, sleep, where, model)
+        for _ in (1, 2):                    # a cut-off reply is asked for once more
+            reply = _forced(send, request, unforced, earlier,
+                            lambda: _with_retries(send, openai, retries, on_retry, sleep, where, model))
             spent += reply.tokens
             problem = _unusable(reply)
             if problem is None:
                 reply.tokens, reply.notes = spent, earlier + reply.notes
                 return reply
-            earlier += reply.notes + [f"{problem}: asked again"]
             if stream and on_event:
                 on_event("discard", why=ModelError(problem, Said("model." + problem)))
+            if problem == "empty_reply":    # the loop re-asks with a nudge, not the same request
+                break
+            earlier += reply.notes + [f"{problem}: asked again"]
         raise ModelError(problem, Said("model." + problem), tokens=spent)
 
+    ask.forces = True               # ask(..., force=True) asks for a tool call (tool_choice "required")
     ask.model = model
     ask.streams = stream
     ask.close = client.close
     return ask
+
+
+def _forced(send, request, unforced, notes, attempt):
+    """attempt(); when the request forced a tool call and the server rejected that (400 naming
+    tool_choice), the same request with tool_choice "auto", and the run's later requests too."""
+    try:
+        return attempt()
+    except ModelError as exc:
+        if request.get("tool_choice") != "required" or not replies.about(exc, "tool_choice"):
+            raise
+    unforced.append(True)
+    request["tool_choice"] = "auto"
+    notes.append('tool_choice "required" rejected by the server: asked with "auto" (and so on in this run)')
+    return attempt()
 
 
 def _unusable(reply):

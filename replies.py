@@ -124,17 +124,40 @@ def parts_text(parts):
     return "".join(p.get("text") or "" if isinstance(p, dict) else str(getattr(p, "text", "") or "") for p in parts)
 
 
-WRITTEN = re.compile(r"<tool_call>|<function[=\s>]|\[TOOL_CALLS\]|<\|python_tag\|>|^\s*```|^\s*[\[{]", re.M)
+WRITTEN = re.compile(r"<tool_call>|<function[=\s>]|\[TOOL_CALLS\]|<\|python_tag\|>|^\s*```|^\s*[\[{]|^\s*\"name\"\s*:",
+                     re.M)
 NAMED = re.compile(r"""["']?(?:name|function)["']?\s*[:=]\s*["']([A-Za-z0-9_.-]+)["']|<function=([A-Za-z0-9_.-]+)>""")
+PLACEHOLDER = re.compile(r"""["']([A-Za-z_][A-Za-z0-9_]*)["']\s*:\s*<[^<>"\n]{1,80}>""")
 
 
 def written_calls(text, names):
     """Tools the model named in a tool-call shape inside its text (`<tool_call>` tags, a bare or
-    fenced JSON object with a tool's name...) instead of calling them: small open models do this."""
-    if not text or not names or not WRITTEN.search(text):
+    fenced JSON object with a tool's name, a tag named after a tool, arguments with placeholders
+    that only one tool takes...) instead of calling them: small open models do this. `names`: the
+    tools offered, or {name: its argument names} (then placeholders are matched to a tool too)."""
+    if not text or not names:
         return []
-    found = [a or b for a, b in NAMED.findall(text)]
+    found = [a or b for a, b in NAMED.findall(text)] if WRITTEN.search(text) else []
+    found += [m.group(1) for m in re.finditer(r"<\s*([A-Za-z0-9_.-]+)[\s/>]", text) if m.group(1) in names]
+    keys = set(PLACEHOLDER.findall(text))
+    if keys and isinstance(names, dict):
+        takers = [n for n, props in names.items() if keys <= set(props or ())]
+        found += takers if len(takers) == 1 else []
     return list(dict.fromkeys(n for n in found if n in names))
+
+
+def written_problems(text, names=()):
+    """What makes a call written into text unusable, beyond being text: "placeholder" (a value
+    written as <...>), "arguments_not_object" (`arguments` given as a list), "markup" (a tag named
+    after a tool, not a call of any format)."""
+    problems = []
+    if PLACEHOLDER.search(text or ""):
+        problems.append("placeholder")
+    if re.search(r"""["']arguments["']\s*:\s*\[""", text or ""):
+        problems.append("arguments_not_object")
+    if any(re.search(rf"<\s*{re.escape(n)}[\s/>]", text or "") for n in names):
+        problems.append("markup")
+    return problems
 
 
 def status_error(exc, model):
@@ -144,7 +167,21 @@ def status_error(exc, model):
     kind = "auth" if status in (401, 403) else "not_found" if status == 404 else \
         "quota" if status == 402 or _code(exc) in QUOTA_CODES else "rate_limited" if status == 429 else \
         "server" if status >= 500 else "bad_request"
-    return ModelError(kind, Said("model." + kind, status=status, detail=detail, model=model))
+    error = ModelError(kind, Said("model." + kind, status=status, detail=detail, model=model))
+    error.param = _param(exc)
+    return error
+
+
+def about(error, param):
+    """Whether a ModelError is the server refusing a request parameter (HTTP 400 naming it)."""
+    said = error.args[0] if error.args else None
+    detail = str(getattr(said, "values", {}).get("detail", ""))
+    return error.kind == "bad_request" and (getattr(error, "param", None) == param or param in detail)
+
+
+def _param(exc):
+    error = _error_of(exc)
+    return error.get("param") if isinstance(error, dict) else None
 
 
 QUOTA_CODES = ("insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "quota_exceeded",

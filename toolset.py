@@ -192,7 +192,8 @@ class ToolSet:
 
     def _invoke(self, call, memory):
         """The declared function, with the context it takes."""
-        context = {"run_id": self.run_id, "plan": memory.plan, "tool_names": set(self.tools)}
+        context = {"run_id": self.run_id, "plan": memory.plan, "tool_names": set(self.tools),
+                   "done_tools": set(memory.done_tools)}
         if "idempotency_key" in call.tool.takes:
             context["idempotency_key"] = idempotency_key(self.run_id, call)
         return call.tool.fn(**call.args, **{k: context[k] for k in call.tool.takes})

@@ -1,8 +1,9 @@
 """The conversation the rules read: a transcript's normalised messages (formats.py) as turns, tool calls and
 their results, proposals and the user's replies to them.
 
-Invariants: imports no project module but formats.py and the judge's catalogue check_texts.py (config included), and shares no code with what the
-checks judge; reads, never writes; knows no file shape (formats.py does) and judges nothing (checks.py does).
+Invariants: imports no project module but formats.py, the judge's catalogue check_texts.py and words.py (config
+not included), and shares no code with what the checks judge but words.py, on purpose: what an answer claims to
+have done (words.claims) must read the same in the run's printout and in the judge's notes; reads, never writes; knows no file shape (formats.py does) and judges nothing (checks.py does).
 
 How the conversation is read (the rules the verdicts rest on; the README says them in words):
 - Turn N is the N-th model response (an assistant message; in a Responses list, the consecutive
@@ -45,6 +46,7 @@ import ast
 import json
 import re
 
+import words
 from check_texts import Said, language_of
 from formats import content_text, read
 
@@ -241,6 +243,7 @@ class Transcript:
             self._read(pos, message, waiting)
         self.notes += [Said("note.unanswered", call=c.label) for c in waiting.values()]
         self.notes += [Said("note.bad_args", call=c.label, problem=c.problem) for c in self.calls if c.problem]
+        self.notes += self._unbacked()
         self.spoken = [pos for pos in range(len(messages)) if self.speaks(pos)]
         self.asks = self._asks()
         self.finished = self._finished()
@@ -268,6 +271,20 @@ class Transcript:
                 self.notes.append(Said("note.interrupted", call=call.label))
             else:
                 call.answer(message["content"], message["failed"], message["decision"])
+
+    def _unbacked(self):
+        """Notes on answers that claim work of a kind (a lookup, a write) when no call of that kind had
+        taken effect before them: the model says it did what it did not (words.claims reads the claim,
+        as the run does)."""
+        notes = []
+        for pos, message in enumerate(self.messages):
+            if message["role"] != "assistant" or message["calls"] or not message["text"].strip():
+                continue
+            done = [c for c in self.calls if c.status == "ok" and c.pos < pos and c.name in self.agent.business]
+            did = {"write" if c.name in self.agent.writes else "read" for c in done}
+            notes += [Said(f"note.unbacked_{kind}", turn=message["turn"]) for kind in
+                      sorted(words.claims(message["text"]) - did)]
+        return notes
 
     def ok(self, *names):
         return [c for c in self.calls if c.status == "ok" and c.name in names]

@@ -1,8 +1,11 @@
-"""Reading a proposal in words: which ids (or their names), choices, dates and counts a text
-states. Used to decide whether a write is the one the user was shown when they confirmed.
+"""Reading what a model's answer says: which ids (or their names), choices, dates and counts it
+states (is a write the one the user was shown when they confirmed?), which actions it claims to
+have done (`claims`), and whether it carries tool markup or a pasted tool result instead of
+words for the user (`markup`).
 
-Invariants: imports no project module; pure functions of the text; full-width forms and case
-do not matter (texts are compared in their NFKC, lower-case form).
+Invariants: imports no project module, so the offline judge reads answers with the same code as
+the run (what an answer claims must read the same in both); pure functions of the text;
+full-width forms and case do not matter (texts are compared in their NFKC, lower-case form).
 """
 import re
 import unicodedata
@@ -56,3 +59,53 @@ def counts(text, units=()):
     return found
 
 
+
+
+# Claims of work done, in the past tense: "I have searched", 「已经预订了」, an order number. A
+# promise ("I will book", 「我将预订」) or a question ("Shall I book it?") claims nothing.
+CLAIMS = {
+    "read": re.compile(
+        r"(?:已经?|已)\s*(?:查询|查看|查过|查到|查了|搜索|搜过|搜到|检索|获取|看过)|(?:查询|搜索|检索|查看|查)(?:了|过|到了)"
+        r"|根据(?:查询|搜索|检索)结果"
+        r"|\bi(?:\s+have|'ve|\s+just)?\s+(?:already\s+)?(?:checked|searched|looked\s+up|queried|fetched|retrieved|"
+        r"found|got\s+the)\b"),
+    "write": re.compile(
+        r"(?:已经?|已)\s*(?:为你|为您|帮你|帮您)?\s*(?:预订|预定|订好|订了|下单|支付|付款|退款|取消|提交|发送|创建|办理|完成预订)"
+        r"|(?:预订|预定|下单|支付|退款|订购)(?:成功|完成|好了)|订好了|订单号|预订号|确认号"
+        r"|\bi(?:\s+have|'ve|\s+just)?\s+(?:already\s+)?(?:booked|reserved|ordered|purchased|paid|refunded|"
+        r"cancell?ed|submitted|sent|placed|created)\b"
+        r"|\b(?:has|have)\s+been\s+(?:booked|reserved|ordered|paid|refunded|cancell?ed|placed)\b"
+        r"|\bis\s+(?:now\s+)?(?:booked|reserved|confirmed)\b"
+        r"|\b(?:booking|order|confirmation|reservation)\s+(?:number|id|no\.?|code)\b"),
+}
+
+
+def claims(text):
+    """The kinds of action ("read", "write") a text says were already done."""
+    text = plain(text)
+    return {kind for kind, pattern in CLAIMS.items() if pattern.search(text)}
+
+
+TAGS = re.compile(r"</?\s*(?:tool_call|tool_response|tool_result|tools|function_call|function|call|invoke|"
+                  r"observation)\b", re.I)
+
+
+def markup(text, names=()):
+    """Whether a text carries tool markup or a pasted tool result instead of words for the user: a
+    tool tag (<tool_call>, <tool_response>...), a tag named after a tool (<get_weather .../>), or a
+    JSON object (a written call, an echoed result)."""
+    if TAGS.search(text):
+        return True
+    if any(re.search(rf"<\s*{re.escape(name)}\b", text) for name in names):
+        return True
+    return any(_object(text, match.start()) for match in re.finditer(r"\{", text))
+
+
+def _object(text, start):
+    """Whether a JSON object with at least one key begins at `start`."""
+    import json
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, start)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and bool(value)

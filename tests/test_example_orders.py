@@ -85,7 +85,7 @@ def test_a_refund_other_than_the_one_confirmed_is_a_new_proposal(tmp_path, fake_
     ask, _ = fake_model([tool_calls(("set_plan", PLAN), ("get_order", {"order_id": "A1001"})),
                          tool_calls(("track_shipment", {"tracking": "SF7788"})),
                          text("建议退款 A1001 ¥899，确认吗？"),
-                         tool_calls(("refund_order", {"order_id": "A1001", "amount": 500})), text("金额改成 500 了，请再确认")])
+                         tool_calls(("refund_order", {"order_id": "A1001", "amount": 500})), text("A1001 的退款金额改成 ¥500 了，请再确认")])
     loop.run(r, ask, tools)
     loop.add_user(r, "确认")
     loop.run(r, ask, tools)

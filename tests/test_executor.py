@@ -49,6 +49,7 @@ def test_three_slow_reads_run_together_and_come_back_in_request_order():
 
 def test_two_plan_updates_in_one_turn_both_stick():
     ts, memory = ToolSet("r", None), Memory()
+    memory.done_tools.add("get_weather")            # step 1's tool succeeded: it may be marked done
     pending = calls(ts, ("set_plan", {"steps": PLAN}), ("mark_step", {"index": 1, "status": "done"}),
                     ("mark_step", {"index": 3, "status": "failed", "note": "x"}))
     outcomes = execute(memory, pending, ts)
@@ -57,6 +58,20 @@ def test_two_plan_updates_in_one_turn_both_stick():
     for call, message in zip(pending, tool_messages(pending, outcomes)):
         memory.absorb(call, json.loads(message["content"]))
     assert [memory.step_status(i) for i in (1, 2, 3)] == ["done", "pending", "failed"]
+
+
+def test_a_step_whose_tool_has_not_succeeded_cannot_be_marked_done():
+    ts, memory = ToolSet("r", None), Memory()
+    pending = calls(ts, ("set_plan", {"steps": PLAN}))
+    memory.absorb(pending[0], execute(memory, pending, ts)["c1"].result)
+    marks = calls(ts, ("mark_step", {"index": 3, "status": "done"}), ("mark_step", {"index": 2, "status": "failed"}))
+    outcomes = execute(memory, marks, ts)
+    refused = outcomes[marks[0].id].result
+    assert "error" in refused and PLAN[2]["tool"] in refused["error"]           # names the tool
+    assert outcomes[marks[1].id].status == "ok"                                # failed may always be said
+    for call in marks:
+        memory.absorb(call, outcomes[call.id].result)
+    assert [memory.step_status(i) for i in (1, 2, 3)] == ["pending", "failed", "pending"]
 
 
 def test_mark_step_without_a_plan_is_an_error_for_the_model():

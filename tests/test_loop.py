@@ -104,16 +104,27 @@ def test_budget_exceeded_by_real_usage_blocks_the_calls_and_stops(fake_model, ne
     assert (r.status, r.reason) == ("stopped", "budget") and tool_results(r)[0]["blocked_by"] == "budget"
 
 
-def test_an_empty_reply_is_asked_again_once_then_an_error_a_resume_can_move_on(fake_model, new_run):
+def test_an_empty_reply_is_asked_again_with_a_nudge_then_an_error_a_resume_can_move_on(fake_model, new_run):
     r, ts, _ = new_run()
     ask, endpoint = fake_model([text(""), text(""), tool_calls(("set_plan", {"steps": PLAN})), text("好的")])
     loop.run(r, ask, ts)
     assert (r.status, r.reason) == ("error", "empty_reply") and len(endpoint.requests) == 2
+    first, second = (q["messages"] for q in endpoint.requests)
+    assert second[:-1] == first and second[-1]["name"] == "loop"          # not the identical request
     nudge = r.messages[-1]
     assert nudge["role"] == "user" and nudge["name"] == "loop" and r.memory.said == [r.messages[1]["content"]]
+    assert sum(m.get("name") == "loop" for m in r.messages) == 1 and r.memory.used_tokens > 0
     loop.run(r, ask, ts)
-    assert endpoint.requests[2]["messages"] != endpoint.requests[1]["messages"]      # the resume sends something new
     assert r.memory.plan and r.status == "suspended"
+
+
+def test_an_empty_reply_then_a_real_one_goes_on_without_an_error(fake_model, new_run):
+    r, ts, _ = new_run()
+    ask, endpoint = fake_model([text(""), tool_calls(("set_plan", {"steps": PLAN})), text("好的")])
+    loop.run(r, ask, ts)
+    assert r.status == "suspended" and r.memory.plan and endpoint.requests[1]["messages"][-1]["name"] == "loop"
+    assert any("empty_reply" in n for t in r.trace for n in t["notes"])
+    audit.load(r.path)                                                     # loadable and paired
 
 
 def test_model_failure_is_recorded_and_a_resume_continues_with_turns_and_tokens(fake_model, new_run, tmp_path):
