@@ -6,8 +6,10 @@ does and `absorb_nudge()` the only way a loop's own message does, so `rebuild(me
 gives the same memory as the live run did (that is how a resume checks an audit file).
 
 Proposals and confirmation: a proposal is a blocked write (its exact arguments) or, while the
-task's write has not happened, a model answer after the task made progress (a proposal in
-words). Confirmation comes only from a user message that is one of the agent's confirm replies
+task's write has not happened, a model answer after the task made progress that is an offer
+(a proposal in words: words for the user, no tool markup or pasted result, no claim of a write
+that never ran, naming exactly one id the reads gave and one declared choice for each of a
+write's id and choice effects); any other answer leaves the run waiting for the user's reply. Confirmation comes only from a user message that is one of the agent's confirm replies
 (「确认」 for the Xi'an agent) after a proposal, never from model, tool or loop text; it authorises the proposed write (for words: the ids and
 choices the text named, the dates and counts it or the user stated) and is used up by it. Any
 other user reply withdraws the proposal; a reply that declines ends the task's need to write.

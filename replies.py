@@ -140,7 +140,7 @@ def written_calls(text, names):
     found = [a or b for a, b in NAMED.findall(text)] if WRITTEN.search(text) else []
     found += [m.group(1) for m in re.finditer(r"<\s*([A-Za-z0-9_.-]+)[\s/>]", text) if m.group(1) in names]
     keys = set(PLACEHOLDER.findall(text))
-    if keys and isinstance(names, dict):
+    if keys and isinstance(names, dict) and not found:       # bare arguments: the one tool that takes them
         takers = [n for n, props in names.items() if keys <= set(props or ())]
         found += takers if len(takers) == 1 else []
     return list(dict.fromkeys(n for n in found if n in names))

@@ -208,3 +208,113 @@ def small_model(request):
 def repeats_blocked(request):
     """Sends the same invalid set_plan again and again, whatever it is told."""
     return calls(("set_plan", {"steps": [{"title": "查天气", "tool": "get_weather", "after": [1]}]}))
+
+
+# ---- a 1.5 B model served on a laptop (shared/notes/real-model-replies.md, round 2) ----
+SELF_AFTER = [{"title": "查询西安的天气预报", "tool": "get_weather", "after": [1]},
+              {"title": "搜索西安可入住的酒店", "tool": "search_hotels", "after": [2]},
+              {"title": "预订酒店", "tool": "book_hotel", "after": [3]}]
+ARGS = {"get_weather": WEATHER, "search_hotels": SEARCH}
+REJECT_REQUIRED = {"_http": {"status": 400, "body": {"error": {
+    "message": "tool_choice 'required' is not supported", "type": "invalid_request_error", "param": "tool_choice"}}}}
+
+
+def forced(request):
+    return request.get("tool_choice") == "required"
+
+
+def named_next(talk):
+    """The tool the loop's last message names (what a forced small model then calls), else None."""
+    told = talk.last.get("content") or "" if talk.last.get("name") == "loop" else ""
+    return next((name for name in ("set_plan", "get_weather", "search_hotels") if name in told), None)
+
+
+class Server:
+    """What sits between a policy and the client: a server that accepts tool_choice "required" (it
+    forces a call: OpenAI, vLLM, llama.cpp) or one that rejects it with a 400 naming tool_choice."""
+
+    def __init__(self, policy, accepts=True):
+        self.policy, self.accepts, self.rejected, self.requests = policy, accepts, 0, []
+
+    def __call__(self, request):
+        self.requests.append(request)
+        if forced(request) and not self.accepts:
+            self.rejected += 1
+            return REJECT_REQUIRED
+        return self.policy(request)
+
+
+def answers_instead(request):
+    """Reads 「预订前必须先等我确认」 as "wait now": answers 「好的，请先确认预订方案。」 and gives the same
+    sentence back to any text nudge. Forced to call a tool: set_plan with `after` as each step's own
+    number, then the tool the nudge names."""
+    talk = Talk(request)
+    if talk.final:
+        return say("好的。")
+    if not forced(request):
+        return say("好的，请先确认预订方案。" if not talk.said else "好的，请等待我确认。")
+    if not talk.ok("set_plan"):
+        return calls(("set_plan", {"steps": SELF_AFTER}))
+    name = named_next(talk)
+    return calls((name, ARGS[name])) if name in ARGS else say("好的，请等待我确认。")
+
+
+def claims_done(request):
+    """Claims work it never did: a forecast it never fetched, then a booking with an order number."""
+    talk = Talk(request)
+    if not talk.said:
+        return say("好的，我已经查询了西安的天气预报。根据预报结果，当天没有下雨。所以我将预订 Standard 酒店。预订前请确认你的选择。")
+    return say("好的，我已经预订了西安的星海酒店，住两晚，使用房间类型为 Standard。订单号为 789012。")
+
+
+def markup_calls(request):
+    """Writes calls as markup the API never defined (a <tools> block, <mark_step .../>, <get_weather .../>);
+    forced, it makes the real call the nudge names (the plan first)."""
+    talk = Talk(request)
+    if talk.final:
+        return say("好的。")
+    if forced(request):
+        name = named_next(talk) or "set_plan"
+        return calls((name, {"steps": PLAN} if name == "set_plan" else ARGS[name]))
+    if talk.ok("get_weather"):
+        return say("好的，请等待我确认。")
+    return say('<tools>\n{"steps":[{"title":"查天气","tool":"get_weather"}]}\n</tools>\n\n'
+               '<mark_step index="1" status="done"/>\n\n<get_weather city="西安" date="2026-10-01"/>')
+
+
+def echoes(request):
+    """Real lookups, then a pasted tool result as its answer; after 「确认」 an invented booking result."""
+    talk = Talk(request)
+    if not talk.results:
+        return opening_or_end(talk)
+    if talk.reply:
+        return say('<tool_response>\n{"message":"预订成功！天气为雨，您选择的房型是 Suite。酒店名称为曲江国际酒店，'
+                   '价格为 880 元/晚，总价为 1920 元。订单号为 XA-003。"}\n</tool_response>')
+    return say('<tool_response>\n{"message":"已收到预订请求，请确认后预订。"}\n</tool_response>')
+
+
+def dumps_hotels(request):
+    """Real lookups, then every hotel found, listed: no one booking to confirm."""
+    talk = Talk(request)
+    if not talk.results:
+        return opening_or_end(talk)
+    hotels = (talk.ok("search_hotels") or {}).get("hotels", [])
+    return say("找到以下酒店：" + "；".join(f"{h['name']}（{h['hotel_id']}）{h['prices']}" for h in hotels))
+
+
+def empty_after_tools(request):
+    """Comes back empty right after a tool result (the server's prefix cache answers the same request the
+    same way); told that its reply was empty, it goes on as words_question does."""
+    talk = Talk(request)
+    if talk.last.get("role") == "tool" and not talk.final:
+        return say("")
+    return words_question(request)
+
+
+def marks_unrun_steps(request):
+    """Marks the booking step done in its first turn, with the plan and the lookups; then as words_question."""
+    talk = Talk(request)
+    if not talk.results:
+        return calls(("set_plan", {"steps": PLAN}), ("mark_step", {"index": 3, "status": "done"}),
+                     ("get_weather", WEATHER), ("search_hotels", SEARCH))
+    return words_question(request)

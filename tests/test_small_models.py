@@ -1,0 +1,217 @@
+"""Models as they are: a small local model that answers instead of acting, claims work it never did,
+writes calls as markup, echoes tool results, comes back empty, and marks steps done that never ran
+(tests/policies.py, written from shared/notes/real-model-replies.md), behind a server that accepts
+tool_choice "required" and one that rejects it, through the real `openai` client.
+
+Assertions read states, stores, audit files and requests; never a nudge's wording or a turn count.
+"""
+import json
+
+import pytest
+
+import audit
+import check_texts
+import loop
+import policies
+import replies
+import session
+import texts
+import toolset
+from test_own_agent import EXAMPLE
+from test_real_models import bookings, checked, cli, state  # noqa: F401  (cli is a fixture)
+
+ZH = texts.of("zh")
+
+
+def loop_messages(data):
+    return [m for m in data["messages"] if m["role"] == "user" and m.get("name") == "loop"]
+
+
+def forced_after_nudges(requests):
+    """Every request that forced a tool call came right after a loop message; returns how many did."""
+    forced = [q for q in requests if q.get("tool_choice") == "required"]
+    assert all(q["messages"][-1].get("name") == "loop" for q in forced)
+    return len(forced)
+
+
+def test_forced_after_the_nudge_it_plans_and_looks_up_instead_of_answering(cli, tmp_path):
+    server = policies.Server(policies.answers_instead)
+    run = cli(server)
+    out = run("--run-id", "r")
+    assert out.returncode == 0, out.stderr
+    status, reason, data = state(tmp_path)
+    assert (status, bookings(tmp_path)) == ("suspended", 0)
+    plan = data["memory"]["plan"]
+    assert [s["tool"] for s in plan] == ["get_weather", "search_hotels", "book_hotel"]   # accepted, after dropped
+    assert all(s["after"] == [] for s in plan)
+    results = [json.loads(m["content"]) for m in data["messages"] if m["role"] == "tool"]
+    assert any("note" in r and "plan" in r for r in results)                     # the drop was said
+    assert any("city" in r and "error" not in r for r in results)                # the weather was looked up
+    nudges = loop_messages(data)
+    assert "set_plan" in nudges[0]["content"] and any("get_weather" in m["content"] for m in nudges[1:])
+    assert reason == "awaiting_reply" and data["memory"]["offer"] is None        # nothing to confirm yet
+    assert forced_after_nudges(server.requests) >= 2                            # each nudge to act, forced
+
+
+def test_a_server_that_rejects_a_forced_call_is_asked_without_it_and_the_run_goes_on(cli, tmp_path):
+    server = policies.Server(policies.answers_instead, accepts=False)
+    run = cli(server)
+    out = run("--run-id", "r")
+    assert out.returncode == 0, out.stderr
+    status, reason, data = state(tmp_path)
+    assert (status, reason, bookings(tmp_path)) == ("suspended", "awaiting_reply", 0)
+    assert server.rejected == 1 and forced_after_nudges(server.requests) == 1
+    assert any("tool_choice" in n for t in data["trace"] for n in t["notes"])
+
+
+def test_a_rejected_forced_call_is_remembered_for_the_client(fake_model):
+    server = policies.Server(lambda request: policies.say("好的"), accepts=False)
+    ask, endpoint = fake_model(server)
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    for _ in range(3):
+        reply = ask([{"role": "user", "content": "u"}], tools, force=True)
+        assert reply.text == "好的"
+    assert [q["tool_choice"] for q in endpoint.requests] == ["required", "auto", "auto", "auto"]
+    assert server.rejected == 1
+
+
+def test_a_server_that_accepts_it_is_sent_required_each_time(fake_model):
+    ask, endpoint = fake_model(lambda request: policies.say("好的"))
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    ask([{"role": "user", "content": "u"}], tools, force=True)
+    ask([{"role": "user", "content": "u"}], tools)
+    ask([{"role": "user", "content": "u"}], tools, force=True)
+    assert [q["tool_choice"] for q in endpoint.requests] == ["required", "auto", "required"]
+
+
+def test_claimed_work_is_shown_as_not_done_and_check_agrees(cli, tmp_path):
+    run = cli(policies.Server(policies.claims_done, accepts=False))
+    out = run("--run-id", "r")
+    assert out.returncode == 0, out.stderr
+    status, reason, data = state(tmp_path)
+    assert (status, reason, bookings(tmp_path)) == ("suspended", "awaiting_reply", 0)
+    assert data["memory"]["offer"] is None and not data["memory"]["writes"]
+    assert ZH("cli.unbacked.read") in out.stdout and ZH("cli.unbacked.write") in out.stdout
+    assert any("claims write" in n for t in data["trace"] for n in t["notes"])
+    notes = json.loads(run("--check", "r", "--json").stdout)["files"][0]["notes"]
+    judge = check_texts.of("zh")
+    turns = [m["turn"] for m in data["trace"]]
+    assert any(judge("note.unbacked_write", turn=t) in notes for t in turns)
+    assert any(judge("note.unbacked_read", turn=t) in notes for t in turns)
+
+
+def test_markup_that_is_no_call_gets_a_forced_nudge_naming_the_next_tool(cli, tmp_path):
+    server = policies.Server(policies.markup_calls)
+    run = cli(server)
+    out = run("--run-id", "r")
+    assert out.returncode == 0, out.stderr
+    status, _, data = state(tmp_path)
+    assert status == "suspended" and bookings(tmp_path) == 0
+    nudges = loop_messages(data)
+    assert nudges and "set_plan" in nudges[0]["content"]                        # the concrete next step
+    assert data["memory"]["plan"] and data["memory"]["weather"]                  # forced, it acted
+    audit.load(audit.path_for(str(tmp_path / "audit"), "r"))
+
+
+@pytest.mark.parametrize("policy", [policies.echoes, policies.dumps_hotels])
+def test_an_echo_or_a_dump_is_not_an_offer(cli, tmp_path, policy):
+    run = cli(policy)
+    out = run("--run-id", "r")
+    assert out.returncode == 0, out.stderr
+    status, reason, data = state(tmp_path)
+    assert (status, reason, data["memory"]["offer"]) == ("suspended", "awaiting_reply", None)
+    assert ZH("cli.offer_above").split("：")[0] not in out.stdout              # not called a proposal
+    again = run("--confirm", "r")                                               # 「确认」 to nothing
+    status, _, data = state(tmp_path)
+    assert again.returncode == 0 and bookings(tmp_path) == 0 and not data["memory"]["confirmed"]
+
+
+def test_an_empty_reply_after_a_tool_result_is_asked_again_with_a_nudge(cli, tmp_path):
+    run = cli(policies.empty_after_tools)
+    assert run("--run-id", "r").returncode == 0
+    status, reason, data = state(tmp_path)
+    assert (status, reason) == ("suspended", "awaiting_confirmation")
+    assert run("--confirm", "r").returncode == 0
+    status, _, data = state(tmp_path)
+    assert (status, bookings(tmp_path)) == ("done", 1)
+    assert len(loop_messages(data)) == 2                                        # once per empty reply
+    checked(run)
+
+
+def test_a_step_whose_tool_never_ran_is_not_marked_done(cli, tmp_path):
+    run = cli(policies.marks_unrun_steps)
+    assert run("--run-id", "r").returncode == 0
+    status, reason, data = state(tmp_path)
+    assert (status, reason) == ("suspended", "awaiting_confirmation")
+    assert [s["status"] for s in data["memory"]["plan"]] == ["done", "done", "pending"]
+    refused = [json.loads(m["content"]) for m in data["messages"] if m["role"] == "tool"][1]
+    assert "error" in refused and "book_hotel" in refused["error"]
+    assert run("--confirm", "r").returncode == 0 and bookings(tmp_path) == 1
+
+
+def english_room_model(request):
+    """The same small model on the English meeting-room agent (planning off): answers instead of acting,
+    forced it lists the rooms, then claims a booking it never made."""
+    talk = policies.Talk(request)
+    if policies.forced(request):
+        return policies.calls(("list_rooms", {"seats": 6}))
+    if not talk.results:
+        return policies.say("Sure, please confirm the plan first.")
+    return policies.say("I have booked Maple (R-202) for you on 2026-12-03 at 10:00. Booking number MR-1.")
+
+
+def test_an_english_agent_is_nudged_forced_and_its_claim_noted_in_english(tmp_path, fake_model):
+    agent = session.load_agent(EXAMPLE)
+    ts = toolset.ToolSet("e", agent=agent)
+    r = loop.begin(str(tmp_path), "e", "", ts, "scripted", fsync=False)
+    server = policies.Server(english_room_model)
+    ask, _ = fake_model(server)
+    loop.run(r, ask, ts)
+    assert (r.status, r.reason, r.memory.offer) == ("suspended", "awaiting_reply", None)
+    assert forced_after_nudges(server.requests) == 1 and "list_rooms" in r.memory.done_tools
+    assert r.memory.unbacked(r.answer) == ["write"]
+    assert any("claims write" in n for t in r.trace for n in t["notes"])
+    said = json.dumps([m for m in r.messages if m.get("name") == "loop"], ensure_ascii=False)
+    assert said and not texts.CJK.search(said)
+
+
+WRITTEN = [   # round 2 of shared/notes/real-model-replies.md: (text, tools it names, what is wrong with it)
+    ('"name": "set_plan", "arguments": [ {"title": "查天气", "tool": "get_weather"} ]', ["set_plan"],
+     ["arguments_not_object"]),
+    ('"hotel_id": <返回的酒店ID>, "room_type": <根据天气预报决定的房型（Standard 或 Suite）>', ["book_hotel"],
+     ["placeholder"]),
+    ('<tools>\n{"steps":[{"title":"查天气","tool":"get_weather"}]}\n</tools>\n\n<mark_step index="1" status="done"/>\n\n'
+     '<get_weather city="西安" date="2026-10-01"/>', ["mark_step", "get_weather"], ["markup"]),
+    ('{"name": "set_plan", "arguments": {"steps": [{"title": "预订", "tool": "book_hotel", "arguments": '
+     '{"hotel_id": <hotel-id>}}]}}', ["set_plan"], ["placeholder"]),
+    ('<tool_call>\n{"name": "get_weather", "arguments": {"city": "西安"}}\n</tool_call>', ["get_weather"], []),
+    ("好的，我会重新发出工具调用。", [], []),
+    ("建议预订曲江国际酒店（XA-003）Suite 两晚，共 ¥1920，请确认。", [], []),
+]
+SIGNATURES = {"set_plan": ["steps"], "mark_step": ["index", "status", "note"], "get_weather": ["city", "date"],
+              "search_hotels": ["city", "check_in", "nights"],
+              "book_hotel": ["hotel_id", "room_type", "check_in", "nights"]}
+
+
+@pytest.mark.parametrize("text, names, problems", WRITTEN)
+def test_what_is_wrong_with_a_call_written_as_text_is_named(text, names, problems):
+    assert replies.written_calls(text, SIGNATURES) == names
+    assert replies.written_problems(text, list(SIGNATURES)) == problems
+
+
+@pytest.mark.parametrize("text, offer", [
+    ("建议预订曲江国际酒店（XA-003）Suite 两晚，共 ¥1920，请确认。", True),
+    ("Shall I book XA-003, a Suite, for two nights?", True),
+    ("XA-001 或 XA-003 都有 Suite，你想订哪家？", False),                   # two ids: no one booking
+    ("建议预订 XA-003，Suite 或 Standard 都行。", False),                    # two choices
+    ("好的，请等待我确认。", False),                                         # names nothing
+    ('<tool_response>\n{"message":"已收到预订请求，请确认后预订。"}\n</tool_response>', False),
+    ("已为你预订曲江国际酒店（XA-003）Suite，订单号 789012。", False),         # claims a write that did not happen
+])
+def test_an_offer_names_exactly_one_id_and_choice_and_is_words(text, offer, tmp_path):
+    import tools
+    ts = toolset.ToolSet("t", tools.BookingStore(tmp_path / "b.db"))
+    memory = loop.Memory(agent=ts.agent).declare(ts.tools.values())
+    search = ts.prepare([{"id": "s", "function": {"name": "search_hotels", "arguments": json.dumps(policies.SEARCH)}}])
+    memory.absorb(search[0], ts.run(search[0], memory))
+    assert memory.offers(text) is offer
