@@ -27,6 +27,14 @@ def loop_messages(data):
     return [m for m in data["messages"] if m["role"] == "user" and m.get("name") == "loop"]
 
 
+def started(cli, tmp_path, policy):
+    """The first command of a run against `policy`: (run, its output, status, reason, audit data)."""
+    run = cli(policy)
+    out = run("--run-id", "r")
+    assert out.returncode == 0, out.stderr
+    return (run, out, *state(tmp_path))
+
+
 def forced_after_nudges(requests):
     """Every request that forced a tool call came right after a loop message; returns how many did."""
     forced = [q for q in requests if q.get("tool_choice") == "required"]
@@ -36,10 +44,7 @@ def forced_after_nudges(requests):
 
 def test_forced_after_the_nudge_it_plans_and_looks_up_instead_of_answering(cli, tmp_path):
     server = policies.Server(policies.answers_instead)
-    run = cli(server)
-    out = run("--run-id", "r")
-    assert out.returncode == 0, out.stderr
-    status, reason, data = state(tmp_path)
+    _, _, status, reason, data = started(cli, tmp_path, server)
     assert (status, bookings(tmp_path)) == ("suspended", 0)
     plan = data["memory"]["plan"]
     assert [s["tool"] for s in plan] == ["get_weather", "search_hotels", "book_hotel"]   # accepted, after dropped
@@ -55,10 +60,7 @@ def test_forced_after_the_nudge_it_plans_and_looks_up_instead_of_answering(cli, 
 
 def test_a_server_that_rejects_a_forced_call_is_asked_without_it_and_the_run_goes_on(cli, tmp_path):
     server = policies.Server(policies.answers_instead, accepts=False)
-    run = cli(server)
-    out = run("--run-id", "r")
-    assert out.returncode == 0, out.stderr
-    status, reason, data = state(tmp_path)
+    _, _, status, reason, data = started(cli, tmp_path, server)
     assert (status, reason, bookings(tmp_path)) == ("suspended", "awaiting_reply", 0)
     assert server.rejected == 1 and forced_after_nudges(server.requests) == 1
     assert any("tool_choice" in n for t in data["trace"] for n in t["notes"])
@@ -85,10 +87,7 @@ def test_a_server_that_accepts_it_is_sent_required_each_time(fake_model):
 
 
 def test_claimed_work_is_shown_as_not_done_and_check_agrees(cli, tmp_path):
-    run = cli(policies.Server(policies.claims_done, accepts=False))
-    out = run("--run-id", "r")
-    assert out.returncode == 0, out.stderr
-    status, reason, data = state(tmp_path)
+    run, out, status, reason, data = started(cli, tmp_path, policies.Server(policies.claims_done, accepts=False))
     assert (status, reason, bookings(tmp_path)) == ("suspended", "awaiting_reply", 0)
     assert data["memory"]["offer"] is None and not data["memory"]["writes"]
     assert ZH("cli.unbacked.read") in out.stdout and ZH("cli.unbacked.write") in out.stdout
@@ -101,11 +100,7 @@ def test_claimed_work_is_shown_as_not_done_and_check_agrees(cli, tmp_path):
 
 
 def test_markup_that_is_no_call_gets_a_forced_nudge_naming_the_next_tool(cli, tmp_path):
-    server = policies.Server(policies.markup_calls)
-    run = cli(server)
-    out = run("--run-id", "r")
-    assert out.returncode == 0, out.stderr
-    status, _, data = state(tmp_path)
+    _, _, status, _, data = started(cli, tmp_path, policies.Server(policies.markup_calls))
     assert status == "suspended" and bookings(tmp_path) == 0
     nudges = loop_messages(data)
     assert nudges and "set_plan" in nudges[0]["content"]                        # the concrete next step
@@ -115,10 +110,7 @@ def test_markup_that_is_no_call_gets_a_forced_nudge_naming_the_next_tool(cli, tm
 
 @pytest.mark.parametrize("policy", [policies.echoes, policies.dumps_hotels])
 def test_an_echo_or_a_dump_is_not_an_offer(cli, tmp_path, policy):
-    run = cli(policy)
-    out = run("--run-id", "r")
-    assert out.returncode == 0, out.stderr
-    status, reason, data = state(tmp_path)
+    run, out, status, reason, data = started(cli, tmp_path, policy)
     assert (status, reason, data["memory"]["offer"]) == ("suspended", "awaiting_reply", None)
     assert ZH("cli.offer_above").split("：")[0] not in out.stdout              # not called a proposal
     again = run("--confirm", "r")                                               # 「确认」 to nothing
