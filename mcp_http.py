@@ -357,8 +357,7 @@ class HTTPClient(mcp_tools.Client):
     def __init__(self, url, token=None, timeout=8.0, mode="auto", probe_timeout=3.0, max_restarts=3, close_grace=2.0,
                  say=ZH):
         super().__init__(command=[url], env={}, timeout=timeout, mode=mode, probe_timeout=probe_timeout,
-                         max_restarts=max_restarts, close_grace=close_grace)
-        self.say = say                                  # the run's agent's language (texts.py)
+                         max_restarts=max_restarts, close_grace=close_grace, say=say)
         self.target, self.token = Target(url, say), check_token(token, say)
         self.url, self.refused = self.target.url, None
 

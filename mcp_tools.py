@@ -14,7 +14,8 @@ the server said (a JSON object) or raises MCPError; what may reach the model is 
 The same Client speaks Streamable HTTP in mcp_http.HTTPClient, which gives it another kind of
 connection (`_connect`); `python mcp_tools.py --http [HOST:]PORT` serves over HTTP (mcp_http_server).
 
-This module never imports tools.py, nor tools.py it; it needs only the standard library.
+This module never imports tools.py, nor tools.py it; it needs only the standard library and the
+catalogue texts.py: what it says (its errors) is in the run's agent's language (`say`).
 """
 import collections
 import json
@@ -23,6 +24,8 @@ import os
 import subprocess
 import sys
 import threading
+
+import texts
 
 MODERN_VERSION = "2026-07-28"
 LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")    # newest first
@@ -123,12 +126,13 @@ class _Slot:
 class _Connection:
     """One server process: its pipes, its two reader threads and the requests awaiting replies."""
 
-    def __init__(self, command, env):
+    def __init__(self, command, env, say=texts.ZH_TEXTS):
+        self.say = say
         try:
             self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, env=env, start_new_session=os.name == "posix")
         except (OSError, ValueError) as exc:
-            raise MCPError(f"无法启动 MCP 服务（{' '.join(command)}）：{exc}") from None
+            raise MCPError(say("mcp.spawn_failed", command=" ".join(command), error=exc)) from None
         self.lock, self.write_lock = threading.Lock(), threading.Lock()
         self.pending, self.next_id, self.closed = {}, 1, False
         self.stderr, self.garbage = collections.deque(maxlen=20), 0
@@ -157,7 +161,7 @@ class _Connection:
             self._forget(rid)
             if cancel:
                 self.notify("notifications/cancelled", {"requestId": rid, "reason": "timeout"})
-            raise MCPTimeout(f"MCP 服务 {timeout:g} 秒内没有回答 {method}")
+            raise MCPTimeout(self.say("mcp.stdio_timeout", seconds=timeout, method=method))
         return self._result(slot.reply)
 
     def notify(self, method, params=None):
@@ -167,7 +171,7 @@ class _Connection:
         try:
             data = encode(message)
         except ValueError as exc:
-            raise MCPError(f"无法把请求编码成 JSON：{exc}") from None
+            raise MCPError(self.say("mcp.unencodable", why=exc)) from None
         with self.write_lock:
             try:
                 self.proc.stdin.write(data)
@@ -180,10 +184,10 @@ class _Connection:
             raise MCPError(self.death())
         if "error" in reply:
             error = reply["error"] if isinstance(reply["error"], dict) else {}
-            code, text = error.get("code"), str(error.get("message") or "（没有说明）")[:300]
-            raise MCPError(f"MCP 服务返回错误 {code}：{text}", code=code, data=error.get("data"))
+            code, text = error.get("code"), str(error.get("message") or self.say("mcp.no_detail"))[:300]
+            raise MCPError(self.say("mcp.error_reply", code=code, text=text), code=code, data=error.get("data"))
         if not isinstance(reply.get("result"), dict):
-            raise MCPError("MCP 服务的回复格式不对：没有 result 对象")
+            raise MCPError(self.say("mcp.no_result"))
         return reply["result"]
 
     def _forget(self, rid):
@@ -210,7 +214,8 @@ class _Connection:
             message = None
         if not isinstance(message, dict):
             self.garbage += 1
-            self.stderr.append(f"[stdout 上的非协议内容已忽略] {str(line)[:120] if line is not TOO_LONG else '(超长行)'}")
+            shown = str(line)[:120] if line is not TOO_LONG else self.say("mcp.long_line")
+            self.stderr.append(self.say("mcp.garbage", line=shown))
             return
         if "method" in message:                    # a server request, or a notification (ignored)
             if "id" in message and valid_id(message["id"]):
@@ -254,9 +259,9 @@ class _Connection:
         """Why this connection cannot be used, with the server's last words on stderr."""
         self.threads[1].join(0.2)
         code = self.proc.poll()
-        why = f"已退出（退出码 {code}）" if code is not None else "已断开"
+        why = self.say("mcp.exited", code=code) if code is not None else self.say("mcp.disconnected")
         tail = " | ".join(list(self.stderr)[-3:])
-        return f"MCP 服务{why}" + (f"；最后的 stderr：{tail[-300:]}" if tail else "")
+        return self.say("mcp.death", why=why) + (self.say("mcp.death_tail", tail=tail[-300:]) if tail else "")
 
     def close(self, grace=2.0):
         """End the process: stdin EOF and wait, then SIGTERM, then SIGKILL. Never raises."""
@@ -297,7 +302,7 @@ class Client:
     """
 
     def __init__(self, command=None, env=None, timeout=8.0, mode="auto", probe_timeout=3.0, max_restarts=3,
-                 close_grace=2.0):
+                 close_grace=2.0, say=texts.ZH_TEXTS):
         if mode not in ("auto", "legacy", "modern"):
             raise ValueError(f"mode must be auto, legacy or modern, not {mode!r}")
         self.command = list(command or default_command())
@@ -308,6 +313,7 @@ class Client:
         self.era = self.version = None
         self.server_info = {}
         self.lock = threading.Lock()
+        self.say = say                                  # the run's agent's language (texts.py)
 
     def start(self):
         """Connect now (spawn and handshake) unless connected; returns self."""
@@ -324,7 +330,7 @@ class Client:
                 self.conn.close(grace=min(0.5, self.close_grace))
                 self.conn = None
             if self.starts > self.max_restarts:
-                raise MCPError(f"MCP 服务已重启 {self.max_restarts} 次，不再重试；{self.last_death}")
+                raise MCPError(self.say("mcp.gave_up", restarts=self.max_restarts, death=self.last_death))
             self.starts += 1
             conn = self._connect()
             try:
@@ -337,7 +343,7 @@ class Client:
 
     def _connect(self):
         """A new, not yet initialised connection (here: a server process)."""
-        return _Connection(self.command, self.env)
+        return _Connection(self.command, self.env, self.say)
 
     @property
     def where(self):
@@ -354,13 +360,13 @@ class Client:
                     self.era, self.version = "modern", MODERN_VERSION
                     self.server_info = (result.get("_meta") or {}).get(META_SERVER_INFO) or {}
                     return
-                problem = f"server/discover 只支持 {versions!r}"
+                problem = self.say("mcp.discover_only", versions=versions)
             except MCPError as exc:
                 if conn.closed or isinstance(exc, MCPAuthError):
                     raise
                 problem = str(exc)
             if self.mode == "modern":
-                raise MCPError(f"MCP 服务不支持协议 {MODERN_VERSION}：{problem}")
+                raise MCPError(self.say("mcp.no_modern", version=MODERN_VERSION, problem=problem))
         self._initialize(conn)
 
     def _initialize(self, conn):
@@ -368,7 +374,7 @@ class Client:
                                              "clientInfo": CLIENT_INFO}, self.timeout)
         version = result.get("protocolVersion")
         if version not in LEGACY_VERSIONS:
-            raise MCPError(f"MCP 服务提出的协议版本 {version!r} 不受支持（支持：{', '.join(LEGACY_VERSIONS)}）")
+            raise MCPError(self.say("mcp.bad_version", version=version, supported=", ".join(LEGACY_VERSIONS)))
         conn.notify("notifications/initialized")
         self.era, self.version = "legacy", version
         self.server_info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else {}
@@ -384,7 +390,7 @@ class Client:
         result = conn.request(method, params, self.timeout, cancel=self.era == "legacy")
         kind = result.get("resultType", "complete")
         if kind != "complete":
-            raise MCPError(f"MCP 服务的结果类型 {kind!r} 需要额外交互，本客户端不支持")
+            raise MCPError(self.say("mcp.result_type", kind=kind))
         return result
 
     def list_tools(self, max_pages=100):
@@ -394,20 +400,20 @@ class Client:
             result = self.request("tools/list", {"cursor": cursor} if cursor else None)
             page, cursor = result.get("tools"), result.get("nextCursor")
             if not isinstance(page, list):
-                raise MCPError("tools/list 的结果里没有 tools 列表")
+                raise MCPError(self.say("mcp.no_tools_list"))
             found += [t for t in page if isinstance(t, dict) and isinstance(t.get("name"), str)]
             if not cursor:
                 return found
             if not isinstance(cursor, str):
-                raise MCPError(f"tools/list 的 nextCursor 不是字符串：{cursor!r}")
-        raise MCPError(f"tools/list 翻了 {max_pages} 页还没有结束")
+                raise MCPError(self.say("mcp.bad_cursor", cursor=cursor))
+        raise MCPError(self.say("mcp.endless", pages=max_pages))
 
     def call_tool(self, name, arguments):
         """The tool's result as a JSON object; ToolFailed for an `isError` result, MCPError otherwise."""
         result = self.request("tools/call", {"name": name, "arguments": arguments})
         if result.get("isError") is True:
-            raise ToolFailed(result_text(result) or "工具报告失败，但没有说明原因")
-        return result_payload(result)
+            raise ToolFailed(result_text(result) or self.say("mcp.failed_silently"))
+        return result_payload(result, self.say)
 
     def close(self):
         """End the session and the server process; a later request would start a new one."""
@@ -423,7 +429,7 @@ def result_text(result):
     return " ".join(texts)[:500]
 
 
-def result_payload(result):
+def result_payload(result, say=texts.ZH_TEXTS):
     """A tool result's JSON object: `structuredContent`, else the first text item that is one."""
     if isinstance(result.get("structuredContent"), dict):
         return result["structuredContent"]
@@ -436,7 +442,7 @@ def result_payload(result):
                 continue
             if isinstance(value, dict):
                 return value
-    raise MCPError("MCP 工具的结果里没有 JSON 对象")
+    raise MCPError(say("mcp.no_json"))
 
 
 if __name__ == "__main__":            # the server's command line stays `python mcp_tools.py`

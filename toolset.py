@@ -113,9 +113,10 @@ class ToolSet:
             self.mcp = mcp_http.HTTPClient(mcp_url, mcp_token, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS,
                                            say=self.say)
         elif mode == "mcp":
-            self.mcp = mcp_tools.Client(mcp_command, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS)
+            self.mcp = mcp_tools.Client(mcp_command, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS,
+                                        say=self.say)
         if mode == "mcp":
-            remote = _recorded(schemas) if schemas is not None else self._listed()
+            remote = _recorded(schemas, self.say) if schemas is not None else self._listed()
         self.remote = set(remote)
         self.tools = _placed(declared, {name: self._mcp_tool(name, spec, declared) for name, spec in remote.items()})
         if visible is not None:
@@ -126,7 +127,7 @@ class ToolSet:
         """The allow-listed tools of the MCP server, as OpenAI function specs (one tools/list)."""
         try:
             offered = {t["name"]: t for t in self.mcp.start().list_tools()}
-            return allowed_specs(offered)
+            return allowed_specs(offered, say=self.say)
         except mcp_tools.MCPError:
             self.mcp.close()
             raise
@@ -218,7 +219,7 @@ class ToolSet:
             raise ToolError(exc.message[:300]) from None
         except mcp_tools.MCPError as exc:
             raise ToolError(self.say("tool.mcp_error", tool=call.name, error=exc.message[:300])) from None
-        return trim(call.name, payload)
+        return trim(call.name, payload, self.say)
 
     def reconcile(self, call):
         """After a write's outcome went unknown: the receipt its idempotency key stored, or None."""
@@ -276,7 +277,7 @@ def _placed(declared, remote):
     return placed
 
 
-def allowed_specs(offered, where="MCP 服务"):
+def allowed_specs(offered, where=None, say=texts.ZH_TEXTS):
     """Allow-listed MCP tools → OpenAI function specs. A tool that is missing, or whose input schema
     lacks an argument the allow-list names, is an MCPError: the run cannot use this server."""
     specs, wrong = {}, []
@@ -290,7 +291,8 @@ def allowed_specs(offered, where="MCP 服务"):
         description = tool.get("description") if isinstance(tool.get("description"), str) else ""
         specs[name] = {"description": description[:500], "parameters": _safe_schema(schema)}
     if wrong:
-        raise mcp_tools.MCPError(f"{where}缺少可用的工具：{'、'.join(wrong)}（它提供：{', '.join(offered) or '无'}）")
+        raise mcp_tools.MCPError(say("mcp.missing_tools", where=where or say("mcp.server"), wrong=say.join(wrong),
+                                     offered=", ".join(offered) or say("mcp.nothing")))
     return specs
 
 
@@ -334,23 +336,23 @@ def _compiles(pattern):
     return len(pattern) <= 200
 
 
-def _recorded(schemas):
+def _recorded(schemas, say=texts.ZH_TEXTS):
     """The allow-listed MCP tools among the schemas a run recorded, checked as a server's would be."""
     found = {s["function"].get("name"): s["function"] for s in schemas
              if isinstance(s, dict) and isinstance(s.get("function"), dict)}
     offered = {name: {"description": found[name].get("description"), "inputSchema": found[name].get("parameters")}
                for name in config.MCP_TOOLS if name in found}
-    return allowed_specs(offered, where="审计文件记录的工具列表")
+    return allowed_specs(offered, where=say("mcp.recorded_tools"), say=say)
 
 
-def trim(name, payload):
+def trim(name, payload, say=texts.ZH_TEXTS):
     """An MCP result cut to the tool's allowed fields (JSON scalars, strings shortened), always;
     a ToolError when a required field is missing."""
     rule = config.MCP_TOOLS[name]
     kept = {key: _scalar(payload[key]) for key in rule["fields"] if _scalar(payload.get(key)) is not None}
     missing = [key for key in rule["required"] if key not in kept]
     if missing:
-        raise ToolError(f"{name} 的结果缺少字段 {', '.join(missing)}（MCP 服务返回的内容不可用）")
+        raise ToolError(say("mcp.missing_fields", tool=name, fields=", ".join(missing)))
     return kept
 
 

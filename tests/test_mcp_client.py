@@ -196,3 +196,20 @@ def test_requests_with_nan_arguments_fail_cleanly(client):
 
 def test_default_command_is_this_python_running_mcp_tools():
     assert mcp_tools.default_command() == [sys.executable, os.path.abspath(SERVER)]
+
+
+@pytest.mark.parametrize("make", [
+    lambda client, tmp: client([str(tmp / "no-such-server")]).start(),                       # cannot start
+    lambda client, tmp: client([sys.executable, "-c", "import sys; sys.exit(4)"]).start(),   # exits at once
+    lambda client, tmp: client(fake_command("crash"), max_restarts=0).call_tool("search_location", {"city": "x"}),
+    lambda client, tmp: client(fake_command("no-result")).call_tool("search_location", {"city": "x"}),
+    lambda client, tmp: client(fake_command("bad-version"), mode="legacy").start(),
+    lambda client, tmp: client(fake_command("v1"), mode="modern").start(),
+])
+def test_an_english_agents_client_says_its_errors_in_english(client, tmp_path, make):
+    import texts
+    english = lambda command=None, **options: client(command, say=texts.of("en"), **options)   # noqa: E731
+    with pytest.raises(mcp_tools.MCPError) as caught:
+        make(english, tmp_path)
+    said = str(caught.value).replace("西安", "")
+    assert said and not texts.CJK.search(said), said
