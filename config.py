@@ -51,6 +51,17 @@ MCP_TOOLS = {
 MCP_TIMEOUT = 8.0               # seconds per MCP request; under TOOL_TIMEOUT, so the MCP error is what the model sees
 MCP_RESTARTS = 3                # server restarts allowed in one process before calls fail fast
 
+class PolicyError(ValueError):
+    """What is wrong with a policy, as data: `problem` (not_object, unknown_field, out_of_range,
+    not_names, not_utf8) and its `values`; texts.py says it in a run's language (catalogue key
+    "policy.<problem>"), str() names it plainly."""
+
+    def __init__(self, problem, **values):
+        super().__init__(f"policy {problem}: " + ", ".join(f"{k}={v!r}" for k, v in values.items()))
+        self.problem, self.values = problem, values
+        self.catalogue_key = "policy." + problem
+
+
 @dataclasses.dataclass
 class Policy:
     """A run's limits, as one object, so that one loop serves tenants with different limits. The
@@ -74,24 +85,25 @@ class Policy:
 
     @classmethod
     def from_dict(cls, data, base=None):
-        """`base` (default: the defaults) with the fields `data` gives; ValueError saying what is wrong."""
+        """`base` (default: the defaults) with the fields `data` gives; PolicyError (a ValueError)
+        saying what is wrong."""
         if not isinstance(data, dict):
-            raise ValueError("策略应是一个 JSON 对象")
+            raise PolicyError("not_object")
         unknown = [k for k in data if k not in cls.RULES]
         if unknown:
-            raise ValueError(f"策略里没有字段 {', '.join(map(str, unknown))}；可用：{', '.join(cls.RULES)}")
+            raise PolicyError("unknown_field", fields=", ".join(map(str, unknown)), known=", ".join(cls.RULES))
         for key, value in data.items():
             kind, low, high = cls.RULES[key]
             if value is None and key in ("deadline", "tools", "final_prompt"):
                 continue
             size = len(value) if isinstance(value, (str, list)) else value
             if isinstance(value, bool) or not isinstance(value, kind) or not low <= size <= high:
-                raise ValueError(f"策略字段 {key} 不合法：{repr(value)[:80]}（应为 {low} 到 {high} 之间的"
-                                 f"{'长度' if kind in (str, list) else '数'}）")
+                raise PolicyError("out_of_range" if kind not in (str, list) else "bad_length", field=key,
+                                  value=repr(value)[:80], low=low, high=high)
             if key == "tools" and not all(isinstance(v, str) for v in value):
-                raise ValueError("策略字段 tools 应是工具名的列表")
+                raise PolicyError("not_names", field=key)
             if not all(utf8(v) for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)):
-                raise ValueError(f"策略字段 {key} 含有不是 UTF-8 的字符")
+                raise PolicyError("not_utf8", field=key)
         return dataclasses.replace(base or cls(), **data)
 
 

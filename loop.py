@@ -23,6 +23,7 @@ import time
 import audit
 import config
 import context
+import texts
 from calls import Agent, chars
 from executor import execute, tool_messages
 from guards import screen
@@ -416,7 +417,6 @@ def accept(how, snap, say=None):
 
 
 def _language_of(snap):
-    import texts
     agent = snap.get("agent") if isinstance(snap.get("agent"), dict) else {}
     return texts.of(agent.get("language") if agent.get("language") in texts.LANGUAGES else "zh")
 
@@ -443,7 +443,7 @@ def _recorded_policy(snap, agent):
     try:
         return config.Policy.from_dict(recorded)
     except ValueError as exc:
-        raise audit.AuditError(agent.say("resume.bad_policy", error=exc)) from None
+        raise audit.AuditError(agent.say("resume.bad_policy", error=texts.told(exc, agent.say))) from None
 
 
 def _disagreements(stored, rebuilt):

@@ -34,6 +34,7 @@ from mcp_tools import (INTERNAL_ERROR, INVALID_REQUEST, LEGACY_VERSIONS, META_VE
 
 PATH = "/mcp"
 MAX_BODY = mcp_server.SERVER_MAX_LINE   # bytes in one POST body
+DISCARD_MAX = 8 * MAX_BODY              # a refused body up to this size is read and dropped (see _discard)
 MAX_SESSIONS = 64                       # open sessions at once; idle ones past SESSION_IDLE make room
 SESSION_IDLE = 1800.0                   # seconds a session may sit unused before it may be dropped
 MAX_CONNECTIONS = 32                    # connections served at once
@@ -177,6 +178,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if int(raw) > MAX_BODY:
             self.close_connection = True
             self._fail(413, INVALID_REQUEST, f"Payload Too Large: at most {MAX_BODY} bytes")
+            self._discard(int(raw))
             return None
         return int(raw)
 
@@ -205,6 +207,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return None, None
 
     # ---- answers
+    def _discard(self, length):
+        """Read and drop a refused body, when it is not much bigger than the limit: closing with
+        unread bytes makes the kernel reset the connection, and the client may then never read the
+        refusal it was sent. A bigger body is not read: the connection closes as it is."""
+        if length > DISCARD_MAX:
+            return
+        try:
+            while length > 0:
+                chunk = self.rfile.read(min(length, 65536))
+                if not chunk:
+                    return
+                length -= len(chunk)
+        except OSError:
+            pass
+
     def _fail(self, status, code, text, headers=None):
         self._send(status, encode(error_reply(None, code, text)), "application/json", headers)
 

@@ -145,7 +145,7 @@ def load_policy(path):
     except OSError as exc:
         raise Refused(texts.Said("policy.unreadable", path=path, error=exc.strerror or exc)) from None
     except ValueError as exc:
-        raise Refused(texts.Said("policy.unusable", path=path, error=exc)) from None
+        raise Refused(texts.Said("policy.unusable", path=path, error=texts.said_of(exc))) from None
     except RecursionError:
         raise Refused(texts.Said("policy.unusable", path=path, error=texts.Said("call.nested"))) from None
 

@@ -157,6 +157,12 @@ ZH = {
     "cli.mcp_line": "MCP 模式：白名单上的工具由 MCP 服务提供（{where}，协议 {version}，工具 {tools}）",
     "cli.missing": "缺少依赖 {packages}：请先运行 pip install -r requirements.txt",
     "cli.stopped_plain": "已中断。",
+    "policy.not_object": "策略应是一个 JSON 对象",
+    "policy.unknown_field": "策略里没有字段 {fields}；可用：{known}",
+    "policy.out_of_range": "策略字段 {field} 不合法：{value}（应为 {low} 到 {high} 之间的数）",
+    "policy.bad_length": "策略字段 {field} 不合法：{value}（应为 {low} 到 {high} 之间的长度）",
+    "policy.not_names": "策略字段 {field} 应是工具名的列表",
+    "policy.not_utf8": "策略字段 {field} 含有不是 UTF-8 的字符",
     "policy.unreadable": "无法读取策略文件 {path}：{error}",
     "policy.unusable": "策略文件 {path} 不可用：{error}",
     "cli.mcp_failed": "MCP 模式无法运行：{error}",
@@ -442,6 +448,12 @@ EN = {
     "cli.mcp_line": "MCP mode: the allow-listed tools come from the MCP server ({where}, protocol {version}, tools {tools})",
     "cli.missing": "missing packages {packages}: run pip install -r requirements.txt first",
     "cli.stopped_plain": "Interrupted.",
+    "policy.not_object": "a policy must be a JSON object",
+    "policy.unknown_field": "a policy has no field {fields}; known: {known}",
+    "policy.out_of_range": "the policy field {field} is not valid: {value} (a number from {low} to {high})",
+    "policy.bad_length": "the policy field {field} is not valid: {value} (a length from {low} to {high})",
+    "policy.not_names": "the policy field {field} must be a list of tool names",
+    "policy.not_utf8": "the policy field {field} holds characters that are not UTF-8",
     "policy.unreadable": "cannot read the policy file {path}: {error}",
     "policy.unusable": "the policy file {path} is not usable: {error}",
     "cli.mcp_failed": "MCP mode cannot run: {error}",
@@ -624,10 +636,18 @@ class Said:
 
 
 def told(error, say):
-    """What an error says, in `say`'s language: its Said when it carries one (as its first argument),
-    else its message as it is."""
-    said = error.args[0] if error.args else None
+    """What an error says, in `say`'s language: its Said when it carries one (as its first argument,
+    or as a catalogue key and values: config.PolicyError), else its message as it is."""
+    said = said_of(error)
     return said(say) if isinstance(said, Said) else str(error)
+
+
+def said_of(error):
+    """An error as a Said when it can be said in any language, else the error itself."""
+    if getattr(error, "catalogue_key", None):
+        return Said(error.catalogue_key, **error.values)
+    said = error.args[0] if error.args else None
+    return said if isinstance(said, Said) else error
 
 
 _MADE = {}

@@ -167,3 +167,17 @@ def test_a_lone_surrogate_from_the_model_is_written_and_read_back(tmp_path):
     r.messages.append({"role": "assistant", "content": "答复\ud800"})
     loop.save(r)
     assert audit.load(r.path)["messages"][-1]["content"] == "答复\ud800"
+
+
+@pytest.mark.parametrize("body", ['{"max_turns": 0}', '{"turns": 3}', '{"tools": [1]}', '{"final_prompt": "\\udcff"}',
+                                  "[]", '{"final_prompt": ""}'])
+def test_a_bad_policy_is_refused_in_the_agents_language(tmp_path, body):
+    import texts
+    from test_own_agent import EXAMPLE
+    (tmp_path / "p.json").write_text(body, encoding="utf-8")
+    english = run_agent("--agent", EXAMPLE, "--policy", "p.json", cwd=tmp_path)
+    assert english.returncode == 2 and "policy" in english.stderr and not texts.CJK.search(english.stderr), \
+        english.stderr
+    chinese = run_agent("--policy", "p.json", cwd=tmp_path)
+    assert chinese.returncode == 2 and "策略" in chinese.stderr
+    _no_traceback(english)
