@@ -65,18 +65,20 @@ def counts(text, units=()):
 # promise ("I will book", 「我将预订」) or a question ("Shall I book it?") claims nothing.
 CLAIMS = {
     "read": re.compile(
-        r"(?:已经?|已)\s*(?:查询|查看|查过|查到|查了|搜索|搜过|搜到|检索|获取|看过)|(?:查询|搜索|检索|查看|查)(?:了|过|到了)"
+        r"(?:已经?|已)\s*(?:查询|查看|查过|查到|查了|搜索|搜过|搜到|检索|获取|看过)"
+        r"|(?<!没)(?<!未)(?<!没有)(?:查询|搜索|检索|查看|查)(?:了|过|到了)"
         r"|根据(?:查询|搜索|检索)结果"
         r"|\bi(?:\s+have|'ve|\s+just)?\s+(?:already\s+)?(?:checked|searched|looked\s+up|queried|fetched|retrieved|"
         r"found|got\s+the)\b"),
     "write": re.compile(
-        r"(?:已经?|已)\s*(?:为你|为您|帮你|帮您)?\s*(?:预订|预定|订好|订了|下单|支付|付款|退款|取消|提交|发送|创建|办理|完成预订)"
-        r"|(?:预订|预定|下单|支付|退款|订购)(?:成功|完成|好了)|订好了|订单号|预订号|确认号"
-        r"|\bi(?:\s+have|'ve|\s+just)?\s+(?:already\s+)?(?:booked|reserved|ordered|purchased|paid|refunded|"
-        r"cancell?ed|submitted|sent|placed|created)\b"
-        r"|\b(?:has|have)\s+been\s+(?:booked|reserved|ordered|paid|refunded|cancell?ed|placed)\b"
-        r"|\bis\s+(?:now\s+)?(?:booked|reserved|confirmed)\b"
-        r"|\b(?:booking|order|confirmation|reservation)\s+(?:number|id|no\.?|code)\b"),
+        r"(?:我\s*已经?|已经?\s*(?:为你|为您|帮你|帮您))\s*(?:为你|为您|帮你|帮您)?\s*(?:成功)?\s*"
+        r"(?:预订|预定|订好|订了|下单|下了单|支付|付款|付了|退款|退了|取消了|办好|办理了|提交了)"
+        r"|(?:预订|预定|下单|支付|付款|退款|订购)(?:成功|完成)|订好了"
+        r"|\bi(?:\s+have|'ve|\s+just)?\s+(?:already\s+|now\s+|successfully\s+)?(?:booked|reserved|ordered|purchased|"
+        r"paid|refunded|cancell?ed|submitted|placed)\b"
+        r"|\byour\s+(?:[a-z-]+\s+){0,2}(?:is|has\s+been)\s+(?:now\s+|successfully\s+)?(?:booked|reserved|confirmed|"
+        r"placed|refunded|cancell?ed)\b"
+        r"|\bsuccessfully\s+(?:booked|reserved|ordered|refunded|cancell?ed|placed)\b|\bbooking\s+(?:is\s+)?confirmed\b"),
 }
 
 

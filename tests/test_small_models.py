@@ -207,3 +207,25 @@ def test_an_offer_names_exactly_one_id_and_choice_and_is_words(text, offer, tmp_
     search = ts.prepare([{"id": "s", "function": {"name": "search_hotels", "arguments": json.dumps(policies.SEARCH)}}])
     memory.absorb(search[0], ts.run(search[0], memory))
     assert memory.offers(text) is offer
+
+
+@pytest.mark.parametrize("text, claimed", [
+    ("好的，我已经查询了西安的天气预报。根据预报结果，当天没有下雨。", {"read"}),
+    ("好的，我已经预订了西安的星海酒店，住两晚，使用房间类型为 Standard。订单号为 789012。", {"write"}),
+    ("预订成功！天气为雨，您选择的房型是 Suite。", {"write"}),
+    ("已为你订好曲江国际酒店 Suite。", {"write"}),
+    ("I have booked Maple for you.", {"write"}),
+    ("Your room is now booked: MR-1.", {"write"}),
+    ("I've checked the calendar and searched the rooms.", {"read"}),
+    ("该房型已预订满，建议订 Standard。", set()),                          # a fact read, not a claim
+    ("建议对订单号 A1001 退款 ¥899，确认吗？", set()),
+    ("订单 A1001 已退款过一次。", set()),
+    ("我将预订 Standard 酒店，预订前请确认。", set()),                     # a promise
+    ("我还没查过天气。", set()),
+    ("R-101 is booked at 10:00, but Maple (R-202) is free. Shall I book it?", set()),
+    ("Once you confirm I will book it and send you the booking number.", set()),
+    ("I haven't checked the weather yet.", set()),
+])
+def test_what_an_answer_claims_to_have_done(text, claimed):
+    import words
+    assert words.claims(text) == claimed
