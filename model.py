@@ -94,16 +94,20 @@ def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=conf
 
 
 def _forced(send, request, unforced, notes, attempt):
-    """attempt(); when the request forced a tool call and the server rejected that (400 naming
-    tool_choice), the same request with tool_choice "auto", and the run's later requests too."""
+    """attempt(); when the request forced a tool call and the server refused the request (a 400 or
+    422: servers word it their own way, "tool_choice", "tool choice", "only auto is supported"...),
+    the same request with tool_choice "auto", and the client's later requests too. A request that
+    fails with "auto" as well fails as it would have."""
     try:
         return attempt()
     except ModelError as exc:
-        if request.get("tool_choice") != "required" or not replies.about(exc, "tool_choice"):
+        if request.get("tool_choice") != "required" or exc.kind != "bad_request":
             raise
+        refused = replies.detail_of(exc)
     unforced.append(True)
     request["tool_choice"] = "auto"
-    notes.append('tool_choice "required" rejected by the server: asked with "auto" (and so on in this run)')
+    notes.append(f'tool_choice "required" refused by the server ({refused[:200]}): asked with "auto", '
+                 f'and so on for this client')
     return attempt()
 
 

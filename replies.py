@@ -167,21 +167,13 @@ def status_error(exc, model):
     kind = "auth" if status in (401, 403) else "not_found" if status == 404 else \
         "quota" if status == 402 or _code(exc) in QUOTA_CODES else "rate_limited" if status == 429 else \
         "server" if status >= 500 else "bad_request"
-    error = ModelError(kind, Said("model." + kind, status=status, detail=detail, model=model))
-    error.param = _param(exc)
-    return error
+    return ModelError(kind, Said("model." + kind, status=status, detail=detail, model=model))
 
 
-def about(error, param):
-    """Whether a ModelError is the server refusing a request parameter (HTTP 400 naming it)."""
+def detail_of(error):
+    """The provider's own words in a ModelError made by status_error ("" when there are none)."""
     said = error.args[0] if error.args else None
-    detail = str(getattr(said, "values", {}).get("detail", ""))
-    return error.kind == "bad_request" and (getattr(error, "param", None) == param or param in detail)
-
-
-def _param(exc):
-    error = _error_of(exc)
-    return error.get("param") if isinstance(error, dict) else None
+    return str(getattr(said, "values", {}).get("detail", ""))
 
 
 QUOTA_CODES = ("insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "quota_exceeded",

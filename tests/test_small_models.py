@@ -229,3 +229,27 @@ def test_an_offer_names_exactly_one_id_and_choice_and_is_words(text, offer, tmp_
 def test_what_an_answer_claims_to_have_done(text, claimed):
     import words
     assert words.claims(text) == claimed
+
+
+@pytest.mark.parametrize("status, said", [(400, "Only 'auto' tool choice is supported"),
+                                          (422, "Input should be 'none' or 'auto'"),
+                                          (400, "tool_choice 'required' is not supported")])
+def test_a_forced_call_refused_in_the_servers_own_words_falls_back_to_auto(fake_model, status, said):
+    def server(request):
+        if policies.forced(request):
+            return {"_http": {"status": status, "body": {"error": {"message": said, "type": "invalid_request_error"}}}}
+        return policies.say("好的")
+    ask, endpoint = fake_model(server)
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    reply = ask([{"role": "user", "content": "u"}], tools, force=True)
+    assert reply.text == "好的" and [q["tool_choice"] for q in endpoint.requests] == ["required", "auto"]
+    assert any(said in note for note in reply.notes)
+
+
+def test_a_request_refused_with_auto_too_fails_as_it_would_have(fake_model):
+    import model
+    ask, endpoint = fake_model(lambda request: {"_http": {"status": 400, "body": {"error": {"message": "bad"}}}})
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    with pytest.raises(model.ModelError) as caught:
+        ask([{"role": "user", "content": "u"}], tools, force=True)
+    assert caught.value.kind == "bad_request" and len(endpoint.requests) == 2
