@@ -64,6 +64,7 @@ class Run:
     writer: audit.Writer = dataclasses.field(init=False, repr=False, compare=False)    # this run's audit writes
     declared: dict | None = dataclasses.field(default=None, repr=False, compare=False)  # its agent, as recorded
     clock: "Clock" = dataclasses.field(default=None, repr=False, compare=False)   # whose time the run keeps
+    temporal: dict | None = None  # on Temporal: where its workflow runs ({"queue": ...}); None on one machine
 
     # the policy's limits, as the loop reads them
     max_turns = property(lambda r: r.policy.max_turns, lambda r, v: setattr(r.policy, "max_turns", v))
@@ -338,7 +339,7 @@ def snapshot(r):
             "elapsed": round(_worked(r), 3), "epoch": r.window.to_dict(), "answer": r.answer,
             "agent": r.declared, "messages": r.messages, "memory": r.memory.to_dict(), "tools": r.tools,
             "trace": r.trace,
-            **({"mcp_url": r.mcp_url} if r.mcp_url else {})}
+            **({"mcp_url": r.mcp_url} if r.mcp_url else {}), **({"temporal": r.temporal} if r.temporal else {})}
 
 
 def save(r):
@@ -410,6 +411,7 @@ def restore(path, snap, toolset_for):
             policy=_recorded_policy(snap, agent), created=snap.get("created", ""), answer=snap.get("answer", ""),
             window=context.Window.from_dict(snap.get("epoch"), snap["messages"]),
             elapsed=float(snap.get("elapsed") or 0.0), mcp_url=snap.get("mcp_url"), agent=agent,
+            temporal=snap["temporal"] if isinstance(snap.get("temporal"), dict) else None,
             declared=agent.declared(toolset.tools.values()))
     return r, toolset, warnings
 
