@@ -282,7 +282,7 @@ def _worker(env, named):
         asyncio.run(durable.serve(address, queue, env,
                                   ready=lambda: print(say("temporal.worker", queue=queue, address=address), flush=True)))
     except durable.Unreachable as exc:
-        print(_error(texts.Said("temporal.unreachable", address=address, error=exc), named), file=sys.stderr)
+        print(_error(UsageError(say("temporal.unreachable", address=address, error=exc)), named), file=sys.stderr)
         return 3
     return 0
 
@@ -306,9 +306,9 @@ def _on_temporal(args, env, how, run_id, audit_dir, agent, policy):
                 raise audit.AuditError(say("resume.exists", run_id=run_id, path=path))
             goal = args.goal or (agent or session.agent_for(audit_dir)).goal
             start.update(goal=goal, policy=_with_turns(policy, args, agent).to_dict())
-            print(say("cli.new_run", run_id=run_id, goal=goal))
-            print(say("temporal.started", run_id=run_id, queue=queue, address=address), flush=True)
-            state = asyncio.run(durable.start(address, queue, start))
+            state = asyncio.run(durable.start(address, queue, start, started=lambda: print(
+                say("cli.new_run", run_id=run_id, goal=goal) + "\n"
+                + say("temporal.started", run_id=run_id, queue=queue, address=address), flush=True)))
         else:
             text = args.reply[0] if args.reply else None
             if os.path.exists(path):               # what one machine refuses, refused in the same words
@@ -316,7 +316,7 @@ def _on_temporal(args, env, how, run_id, audit_dir, agent, policy):
             opening = dict(start, open=True) if os.path.exists(path) else None
             state = asyncio.run(durable.answer(address, queue, run_id, how, text, opening))
     except durable.Unreachable as exc:
-        print(_error(say("temporal.unreachable", address=address, error=exc), agent), file=sys.stderr)
+        print(_error(UsageError(say("temporal.unreachable", address=address, error=exc)), agent), file=sys.stderr)
         return 3
     if state.get("status") == "refused":
         raise audit.AuditError(state["detail"])

@@ -449,8 +449,8 @@ async def serve(address, queue, env, ready=None, stop=None):
         work.close()
 
 
-async def start(address, queue, start_input):
-    """Start the run as a workflow and return where it stands once it waits or ends."""
+async def start(address, queue, start_input, started=None):
+    """Start the run as a workflow (then `started()`) and return where it stands once it waits or ends."""
     from temporalio.common import WorkflowIDReusePolicy
     from temporalio.exceptions import WorkflowAlreadyStartedError
     client = await connect(address)
@@ -459,6 +459,8 @@ async def start(address, queue, start_input):
                                              id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
     except WorkflowAlreadyStartedError:
         raise loop.Refused(texts.Said("temporal.exists", run_id=start_input["run_id"])) from None
+    if started:
+        started()
     return await _settled(handle, handle.execute_update(AgentRun.settle))
 
 

