@@ -300,6 +300,11 @@ def _on_temporal(args, env, how, run_id, audit_dir, agent, policy):
     start = {"run_id": run_id, "audit_dir": audit_dir, "agent_file": agent.file if agent else None,
              "offline": args.offline, "model": args.model, "limits": durable.limits()}
     started = time.perf_counter()
+    if how and os.path.exists(path):           # what one machine refuses, refused in the same words
+        snap = audit.load(path)
+        recorded = snap.get("agent") if isinstance(snap.get("agent"), dict) else {}
+        say = say if agent or recorded.get("language") not in texts.LANGUAGES else texts.of(recorded["language"])
+        session.accept(how, snap, say)
     try:
         if how is None:
             if os.path.exists(path):
@@ -311,8 +316,6 @@ def _on_temporal(args, env, how, run_id, audit_dir, agent, policy):
                 + say("temporal.started", run_id=run_id, queue=queue, address=address), flush=True)))
         else:
             text = args.reply[0] if args.reply else None
-            if os.path.exists(path):               # what one machine refuses, refused in the same words
-                session.accept(how, audit.load(path))
             opening = dict(start, open=True) if os.path.exists(path) else None
             state = asyncio.run(durable.answer(address, queue, run_id, how, text, opening))
     except durable.Unreachable as exc:
@@ -325,6 +328,7 @@ def _on_temporal(args, env, how, run_id, audit_dir, agent, policy):
                                                                        "path")}))
         return EXIT[state["status"]]
     r, toolset, _ = session.reopen(audit_dir, run_id, None, agent=agent)
+    say = r.say
     try:
         if how in ("confirm", "reply"):
             print(say("cli.user", text=args.reply[0] if args.reply else r.agent.confirm[0]))

@@ -159,7 +159,7 @@ class World:
             return
         snapshot, writer.snapshot = writer.snapshot, None
         try:
-            await workflow.execute_activity(
+            await workflow.execute_local_activity(        # in the worker that runs the workflow: no extra round trip
                 "agent.save", pack({"path": self.r.path, "snapshot": snapshot}),
                 start_to_close_timeout=datetime.timedelta(seconds=60),
                 retry_policy=RetryPolicy(initial_interval=datetime.timedelta(seconds=1), maximum_attempts=20))
@@ -336,9 +336,10 @@ class Activities:
 
     @activity.defn(name="agent.begin")
     async def begin(self, start):
-        return pack(await self._blocking(self._begin, start, activity.info().attempt))
+        info = activity.info()
+        return pack(await self._blocking(self._begin, start, info.attempt, info.task_queue))
 
-    def _begin(self, start, attempt):
+    def _begin(self, start, attempt, queue):
         audit_dir, run_id = start["audit_dir"], start["run_id"]
         path = audit.path_for(audit_dir, run_id)
         try:
@@ -354,7 +355,9 @@ class Activities:
             ask = self._model(start.get("offline"), start.get("model"), agent)
             toolset = session.tool_set(audit_dir, run_id, "local", visible=policy.tools, agent=agent)
             with audit.RunLock(audit_dir, run_id):
-                loop.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.model, policy=policy)
+                r = loop.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.model, policy=policy)
+                r.temporal = {"queue": queue}                 # where the run lives, from its first snapshot on
+                loop.save(r)
             return audit.load(path)
         except (audit.AuditError, ValueError) as exc:
             return {"refused": texts.told(exc, texts.ZH_TEXTS)}
@@ -449,6 +452,21 @@ async def serve(address, queue, env, ready=None, stop=None):
         work.close()
 
 
+def _service_errors(fn):
+    """A failure of the Temporal service while talking to it is Unreachable, with the service's words."""
+    import functools
+    from temporalio.service import RPCError
+
+    @functools.wraps(fn)
+    async def guarded(*args, **kwargs):
+        try:
+            return await fn(*args, **kwargs)
+        except RPCError as exc:
+            raise Unreachable(f"{exc.status.name if exc.status else ''} {exc.message}"[:300]) from None
+    return guarded
+
+
+@_service_errors
 async def start(address, queue, start_input, started=None):
     """Start the run as a workflow (then `started()`) and return where it stands once it waits or ends."""
     from temporalio.common import WorkflowIDReusePolicy
@@ -464,6 +482,7 @@ async def start(address, queue, start_input, started=None):
     return await _settled(handle, handle.execute_update(AgentRun.settle))
 
 
+@_service_errors
 async def answer(address, queue, run_id, how, text, opening=None):
     """The user's part, sent to the run's workflow; returns where the run stands once it waits or
     ends. A run with no workflow (begun on one machine) is opened on Temporal first (`opening`: the

@@ -233,6 +233,26 @@ def test_a_worker_killed_after_the_booking_commits_the_other_finishes_with_one_b
     assert json.loads(receipts[0])["reconciled"] is True   # the key decided: reconciled, not booked again
 
 
+def test_an_agent_from_a_file_runs_on_temporal_and_the_workers_load_the_file_the_run_records(place):
+    """The English meeting-room example (its own offline model and store): started with --agent,
+    confirmed without it; every line in English."""
+    import sqlite3
+    import texts
+    p = place()
+    p.worker(), p.worker()
+    example = os.path.join(ROOT, "examples", "rooms.py")
+    started = p.cli("--agent", example, "--temporal", "--offline", "--run-id", "rooms")
+    assert started.returncode == 0, started.stderr
+    assert p.snapshot("rooms")["status"] == "suspended" and p.snapshot("rooms")["agent"]["file"] == example
+    confirmed = p.cli("--confirm", "rooms", "--temporal")
+    assert confirmed.returncode == 0, confirmed.stderr
+    assert not texts.CJK.search(started.stdout + started.stderr + confirmed.stdout + confirmed.stderr)
+    assert p.snapshot("rooms")["status"] == "done"
+    with sqlite3.connect(p.audit_dir / "rooms.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM bookings").fetchone()[0] == 1
+    HISTORIES.append((p.address, "rooms"))
+
+
 def test_twenty_runs_at_once_over_two_workers_stay_isolated(place):
     p = place()
     p.worker(), p.worker()
