@@ -234,7 +234,7 @@ class AgentRun:
         r, toolset, _ = loop.restore(path, snap, toolset_for(start["audit_dir"], start["run_id"]))
         r.clock, r.writer, self.r = WorkflowClock(), Pending(), r
         world = World(r, start)
-        if r.temporal != {"queue": workflow.info().task_queue}:      # the file says where the run lives
+        if r.temporal is None:                       # a run moved onto Temporal: its file says so from now on
             r.temporal = {"queue": workflow.info().task_queue}
             loop.save(r)
             await world.flush()
