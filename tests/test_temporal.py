@@ -233,6 +233,17 @@ def test_a_worker_killed_after_the_booking_commits_the_other_finishes_with_one_b
     assert json.loads(receipts[0])["reconciled"] is True   # the key decided: reconciled, not booked again
 
 
+def test_a_run_suspended_on_one_machine_moves_onto_temporal_with_its_confirmation(place):
+    p = place()
+    p.worker()
+    local = p.cli("--run-id", "moved")                 # on this machine, as before
+    assert local.returncode == 0, local.stderr
+    assert p.snapshot("moved")["status"] == "suspended" and "temporal" not in p.snapshot("moved")
+    confirmed = p.cli("--confirm", "moved", "--temporal")
+    assert confirmed.returncode == 0, confirmed.stderr
+    _booked_once(p, "moved")
+
+
 def test_an_agent_from_a_file_runs_on_temporal_and_the_workers_load_the_file_the_run_records(place):
     """The English meeting-room example (its own offline model and store): started with --agent,
     confirmed without it; every line in English."""
