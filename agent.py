@@ -321,6 +321,9 @@ def _on_temporal(args, env, how, run_id, audit_dir, agent, policy):
     except durable.Unreachable as exc:
         print(_error(UsageError(say("temporal.unreachable", address=address, error=exc)), agent), file=sys.stderr)
         return 3
+    except durable.WorkflowFailed as exc:
+        print(_error(UsageError(say("temporal.failed", run_id=run_id, error=exc)), agent), file=sys.stderr)
+        return 3
     if state.get("status") == "refused":
         raise audit.AuditError(state["detail"])
     if not os.path.exists(path):               # the workers' storage is not this machine's

@@ -421,6 +421,10 @@ class Unreachable(Exception):
     """The Temporal service could not be reached."""
 
 
+class WorkflowFailed(Exception):
+    """The run's workflow ended in failure (its audit file could not be written, say)."""
+
+
 async def connect(address):
     from temporalio.client import Client
     try:
@@ -516,8 +520,13 @@ async def answer(address, queue, run_id, how, text, opening=None):
 
 async def _settled(handle, waiting):
     """What an update returns, or, when the workflow ended meanwhile, what it returned."""
+    from temporalio.client import WorkflowFailureError
     from temporalio.service import RPCError
     try:
-        return await waiting
-    except RPCError:
-        return await handle.result()
+        try:
+            return await waiting
+        except RPCError:
+            return await handle.result()
+    except WorkflowFailureError as exc:
+        cause = exc.cause
+        raise WorkflowFailed(str(getattr(cause, "message", None) or cause or exc)[:300]) from None

@@ -1,7 +1,7 @@
 """The order of a turn: the only place that knows it.
 
 Invariants: compact before ask, screen before execute, audit after flatten, as adjacent lines
-of `run()`; `messages` is the full record (compaction works on a copy) and stays paired (every
+of `turns()`; `messages` is the full record (compaction works on a copy) and stays paired (every
 tool call answered, in order) at every audit; messages and trace records are only appended,
 never edited in place (messages[0] is replaced whole, and only when a compaction epoch starts),
 so the audit encodes each one once and each request extends the previous one between epochs;

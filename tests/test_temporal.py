@@ -201,6 +201,21 @@ def test_the_xian_task_through_two_workers_suspends_and_one_confirmation_by_upda
     assert check.returncode == 0, check.stdout
 
 
+def test_two_confirmations_racing_on_temporal_book_once(place):
+    p = place()
+    p.worker(), p.worker()
+
+    async def race():
+        await durable.start(p.address, p.queue, dict(_start_input(p), run_id="race"))
+        return await asyncio.gather(*(durable.answer(p.address, p.queue, "race", "confirm", None) for _ in range(2)),
+                                    return_exceptions=True)
+    results = asyncio.run(race())
+    done = [x for x in results if isinstance(x, dict)]
+    refused = [x for x in results if isinstance(x, durable.loop.Refused)]
+    assert [d["status"] for d in done] == ["done"] and len(refused) == 1, results
+    _booked_once(p, "race")
+
+
 def test_a_worker_killed_before_the_model_answers_the_other_finishes_the_run(place):
     held = Held()
     p = place(held)
