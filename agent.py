@@ -255,8 +255,16 @@ def _not_on_temporal(audit_dir, run_id, agent):
     except audit.AuditError:
         return                                 # session.reopen says what is wrong with it
     if isinstance(snap.get("temporal"), dict):
-        raise UsageError((agent.say if agent else texts.ZH_TEXTS)("temporal.lives", run_id=run_id,
-                                                                  queue=snap["temporal"].get("queue")))
+        raise UsageError(_recorded_say(snap, agent)("temporal.lives", run_id=run_id,
+                                                    queue=snap["temporal"].get("queue")))
+
+
+def _recorded_say(snap, agent=None):
+    """The language of `agent`, else of the agent a run's snapshot records, else Chinese."""
+    if agent is not None:
+        return agent.say
+    recorded = snap.get("agent") if isinstance(snap.get("agent"), dict) else {}
+    return texts.of(recorded["language"]) if recorded.get("language") in texts.LANGUAGES else texts.ZH_TEXTS
 
 
 def _durable(say):
@@ -264,7 +272,10 @@ def _durable(say):
     import importlib.util
     if importlib.util.find_spec("temporalio") is None:
         raise UsageError(say("temporal.missing"))
-    import durable
+    try:
+        import durable
+    except ImportError:                        # a broken install: as good as missing
+        raise UsageError(say("temporal.missing")) from None
     return durable
 
 
@@ -302,8 +313,7 @@ def _on_temporal(args, env, how, run_id, audit_dir, agent, policy):
     started = time.perf_counter()
     if how and os.path.exists(path):           # what one machine refuses, refused in the same words
         snap = audit.load(path)
-        recorded = snap.get("agent") if isinstance(snap.get("agent"), dict) else {}
-        say = say if agent or recorded.get("language") not in texts.LANGUAGES else texts.of(recorded["language"])
+        say = _recorded_say(snap, agent)
         session.accept(how, snap, say)
     try:
         if how is None:

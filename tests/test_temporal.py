@@ -201,6 +201,36 @@ def test_the_xian_task_through_two_workers_suspends_and_one_confirmation_by_upda
     assert check.returncode == 0, check.stdout
 
 
+class FailsFirst:
+    """words_question, but the first request gets an HTTP 500 (with no retries left: a model outage)."""
+
+    def __init__(self):
+        self.failed = False
+
+    def __call__(self, request):
+        if not self.failed:
+            self.failed = True
+            return {"_http": {"status": 500, "body": {"error": {"message": "upstream exploded", "type": "server_error"}}}}
+        return policies.words_question(request)
+
+
+def test_a_model_outage_then_resume_reply_and_confirm_on_temporal(place):
+    p = place(FailsFirst())
+    p.worker(AGENT_MODEL_RETRIES="0")
+    failed = p.cli("--temporal", "--run-id", "outage")
+    assert failed.returncode == 3 and "--resume outage --temporal" in failed.stderr
+    assert p.snapshot("outage")["status"] == "error"
+    resumed = p.cli("--resume", "outage", "--temporal")
+    assert resumed.returncode == 0, resumed.stderr
+    assert p.snapshot("outage")["status"] == "suspended"
+    declined = p.cli("--reply", "总价是多少？", "outage", "--temporal")
+    assert declined.returncode == 0 and p.bookings() == 0
+    users = [m["content"] for m in p.snapshot("outage")["messages"] if m["role"] == "user"]
+    assert "总价是多少？" in users                 # a reply is recorded as the user's, never a confirmation
+    assert p.cli("--confirm", "outage", "--temporal").returncode == 0
+    _booked_once(p, "outage")
+
+
 def test_two_confirmations_racing_on_temporal_book_once(place):
     p = place()
     p.worker(), p.worker()
