@@ -309,6 +309,23 @@ def test_an_agent_from_a_file_runs_on_temporal_and_the_workers_load_the_file_the
     HISTORIES.append((p.address, "rooms"))
 
 
+def test_a_worker_killed_while_it_writes_the_audit_file_the_other_writes_it_again(place):
+    """The audit write is a local activity: killed half-way through the file (fault point mid_audit, the
+    worker's third snapshot: the first turn's), the file on disk is still the last whole snapshot; the other
+    worker replays the workflow and writes it again."""
+    p = place()
+    first = p.worker(AGENT_FAULT="mid_audit:3")
+    starting = p.cli("--temporal", "--run-id", "torn", wait=False)
+    assert first.wait(60) == -signal.SIGKILL
+    assert p.snapshot("torn")["status"] == "running"                    # whole, loadable, paired
+    p.worker()
+    out, err = starting.communicate(timeout=120)
+    assert starting.returncode == 0, err
+    assert p.snapshot("torn")["status"] == "suspended" and p.bookings() == 0
+    assert p.cli("--confirm", "torn", "--temporal").returncode == 0
+    _booked_once(p, "torn")
+
+
 def test_twenty_runs_at_once_over_two_workers_stay_isolated(place):
     p = place()
     p.worker(), p.worker()
