@@ -341,7 +341,7 @@ class Activities:
 
     def _begin(self, start, attempt, queue):
         audit_dir, run_id = start["audit_dir"], start["run_id"]
-        path = audit.path_for(audit_dir, run_id)
+        path, say = audit.path_for(audit_dir, run_id), texts.ZH_TEXTS
         try:
             if start.get("open") or attempt > 1 and os.path.exists(path):   # opened, or begun by a lost attempt
                 snap = audit.load(path)
@@ -350,6 +350,7 @@ class Activities:
                 return snap
             given = session.load_agent(start["agent_file"]) if start.get("agent_file") else None
             agent = session.agent_for(audit_dir, given)
+            say = agent.say                    # refusals from here on in the agent's language
             policy = config.Policy.from_dict(start["policy"]) if start.get("policy") else loop.agent_policy(agent)
             os.makedirs(audit_dir, exist_ok=True)
             ask = self._model(start.get("offline"), start.get("model"), agent)
@@ -360,7 +361,9 @@ class Activities:
                 loop.save(r)
             return audit.load(path)
         except (audit.AuditError, ValueError) as exc:
-            return {"refused": texts.told(exc, texts.ZH_TEXTS)}
+            return {"refused": texts.told(exc, say)}
+        except OSError as exc:                 # the audit dir cannot be made or written: as the CLI says it
+            return {"refused": say("cli.audit_dir", error=exc)}
 
     @activity.defn(name="agent.ask")
     async def ask(self, request):
@@ -447,7 +450,7 @@ async def serve(address, queue, env, ready=None, stop=None):
     try:
         async with Worker(client, task_queue=queue, workflows=[AgentRun],
                           activities=[work.begin, work.ask, work.tools, work.save],
-                          max_concurrent_activities=64,
+                          max_concurrent_activities=64, graceful_shutdown_timeout=datetime.timedelta(seconds=5),
                           sticky_queue_schedule_to_start_timeout=datetime.timedelta(seconds=STICKY)):
             if ready:
                 ready()

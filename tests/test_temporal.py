@@ -199,6 +199,14 @@ def test_the_xian_task_through_two_workers_suspends_and_one_confirmation_by_upda
     assert again.returncode == 2 and p.bookings() == 1
     check = p.cli("--check", "two")
     assert check.returncode == 0, check.stdout
+    taken = p.cli("--temporal", "--run-id", "two")     # a run id in use is refused, as on one machine
+    assert taken.returncode == 2 and "Traceback" not in taken.stderr
+    mcp = p.cli("--temporal", "--mcp")
+    assert mcp.returncode == 2 and "Traceback" not in mcp.stderr
+    gone = dict(p.env, AGENT_TEMPORAL_ADDRESS="127.0.0.1:9")           # nothing listens there
+    unreachable = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "--temporal"], cwd=p.cwd, env=gone,
+                                 capture_output=True, text=True, timeout=60)
+    assert unreachable.returncode == 3 and "Traceback" not in unreachable.stderr
 
 
 class FailsFirst:
