@@ -6,15 +6,16 @@ Workflow code is loop.turns(), the same generator a process drives (loop.run): c
 guards, the memory fold, flattening and the decisions between them are pure, so the order of a turn
 (compact before ask, screen before execute, audit after flatten) is the one in loop.py. What touches
 the world goes out as an activity: `agent.ask` (the model client of the worker's environment),
-`agent.tools` (the executor, as on one machine: reads together, writes in order, each with its
-tool's timeout), `agent.save` (audit.Writer: the same file, atomically, under the run lock) and
-`agent.begin` (a new run's first snapshot, or an existing run's file, loaded and checked).
+`agent.tool` (one call, run by the executor with its tool's timeout; the calls of a turn are ordered
+here as the executor orders them: reads together, the others in request order, pure inline tools in
+workflow code), `agent.save` (a local activity: audit.Writer, the same file, atomically, under the
+run lock) and `agent.begin` (a new run's first snapshot, or an existing run's file, loaded and checked).
 
 Invariants: workflow code reads no clock but the workflow's (loop.Run.clock), writes nothing but
 through the save activity (loop.Run.writer keeps the newest snapshot, written before the workflow
 touches the world again and before it waits or ends), starts no thread and draws no random number;
 our modules are passed through the sandbox, the agent file of a run is loaded as code once per
-workflow, like an import. A write is never retried blind: an attempt of `agent.tools` after the
+workflow, like an import. A write is never retried blind: an attempt of `agent.tool` after the
 first asks the tool's `reconcile` with the write's idempotency key before running it again, and the
 store's UNIQUE key holds whatever happens. A suspended run is a workflow waiting for an update
 (workflow.wait_condition): no worker is busy with it. Every way out records status and reason in
@@ -38,8 +39,7 @@ with workflow.unsafe.imports_passed_through():
     import loop
     import session
     import texts
-    from calls import Outcome, settled
-    from memory import rebuild
+    from calls import Outcome
     from model import ModelError, Reply
 
 WORKFLOW = "AgentRun"
@@ -116,8 +116,8 @@ class Lost(Exception):
 class World:
     """What a turn does to the world, done by activities; a run's snapshots saved by one."""
 
-    def __init__(self, r, start):
-        self.r, self.start = r, start
+    def __init__(self, r, toolset, start):
+        self.r, self.toolset, self.start = r, toolset, start
         self.ref = {"run_id": r.run_id, "audit_dir": start["audit_dir"], "mode": r.mode, "agent": r.declared,
                     "visible": r.policy.tools, "offline": start.get("offline", False), "model": start.get("model")}
         beat = datetime.timedelta(seconds=start["limits"]["heartbeat"])
@@ -139,18 +139,47 @@ class World:
         return Reply(**got["reply"])
 
     async def execute(self, effect):
-        calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                 for c in effect.calls]
-        seconds = sum(c.tool.timeout if c.tool and c.tool.timeout else config.TOOL_TIMEOUT for c in effect.calls)
+        """The allowed calls as executor.execute runs them on one machine: the reads started together,
+        the others one at a time in request order, each seeing the state calls before it; a pure,
+        bounded (inline) tool runs here, in workflow code; every other call is an activity of its own."""
+        memory, toolset, calls = self.r.memory, self.toolset, effect.calls
+        reads = [c for c in calls if c.kind == "read"]
+        serial = [c for c in calls if c.kind != "read"]
+        waiting = {c.id: asyncio.ensure_future(self._call(c, memory)) for c in reads if not toolset.inline(c)}
+        outcomes, view = {}, memory.fork() if len(serial) > 1 else memory
+        for call in reads:
+            if call.id not in waiting:
+                outcomes[call.id] = self._here(call, memory)
+        for call in serial:
+            outcomes[call.id] = self._here(call, view) if toolset.inline(call) else await self._call(call, view)
+            if call.kind == "state" and view is not memory:
+                view.absorb(call, outcomes[call.id].result)
+        for call in reads:
+            if call.id in waiting:
+                outcomes[call.id] = await waiting[call.id]
+                outcomes[call.id].concurrent = len(waiting) > 1
+        return {c.id: outcomes[c.id] for c in calls}
+
+    def _here(self, call, view):
+        """A pure, bounded tool's call, run in workflow code (no clock: it takes no time worth a record)."""
+        try:
+            value, error = self.toolset.run(call, view), None
+        except Exception as exc:              # any failure of a tool is data for the model, as in the executor
+            value, error = None, exc
+        return executor.settle(value, error, self.r.policy.result_max_chars, self.r.say)
+
+    async def _call(self, call, view):
+        """One call as an activity: the tool's own timeout inside (the executor's), a margin outside."""
+        raw = {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+        seconds = self.toolset.timeout_for(call)
         try:
             got = await workflow.execute_activity(
-                "agent.tools", pack({"run": self.ref, "messages": self.r.messages, "calls": calls,
-                                     "limit": self.r.policy.result_max_chars}),
+                "agent.tool", pack({"run": self.ref, "call": raw, "plan": view.plan,
+                                    "limit": self.r.policy.result_max_chars}),
                 start_to_close_timeout=datetime.timedelta(seconds=seconds + 30), **self.options)
         except ActivityError as exc:
-            raise Lost(self.r.say("temporal.lost", what="agent.tools", error=_cause(exc))) from None
-        got = unpack(got)
-        return {c.id: Outcome(**got[c.id]) for c in effect.calls}
+            raise Lost(self.r.say("temporal.lost", what=f"agent.tool {call.name}", error=_cause(exc))) from None
+        return Outcome(**unpack(got))
 
     async def flush(self):
         """The newest snapshot, written by the save activity (nothing when there is none)."""
@@ -233,7 +262,7 @@ class AgentRun:
         path = audit.path_for(start["audit_dir"], start["run_id"])
         r, toolset, _ = loop.restore(path, snap, toolset_for(start["audit_dir"], start["run_id"]))
         r.clock, r.writer, self.r = WorkflowClock(), Pending(), r
-        world = World(r, start)
+        world = World(r, toolset, start)
         if r.temporal is None:                       # a run moved onto Temporal: its file says so from now on
             r.temporal = {"queue": workflow.info().task_queue}
             loop.save(r)
@@ -297,6 +326,14 @@ class AgentRun:
 
 
 # ---- activities: the world ----
+class Seen:
+    """What a call run alone in an activity sees of its run: the language and the plan (what a tool may
+    take from the run; memory itself is never passed to a tool)."""
+
+    def __init__(self, say, plan):
+        self.say, self.plan = say, plan
+
+
 class Activities:
     """What a worker does for its runs; models are made once per worker from its environment."""
 
@@ -380,28 +417,21 @@ class Activities:
             return {"error": {"kind": exc.kind, "text": exc.text(agent.say), "tokens": exc.tokens}}
         return {"reply": dataclasses.asdict(reply)}
 
-    @activity.defn(name="agent.tools")
-    async def tools(self, request):
-        return pack(await self._blocking(self._tools, unpack(request), activity.info().attempt))
+    @activity.defn(name="agent.tool")
+    async def tool(self, request):
+        return pack(await self._blocking(self._tool, unpack(request), activity.info().attempt))
 
-    def _tools(self, request, attempt):
+    def _tool(self, request, attempt):
         ref = request["run"]
         toolset = self._toolset(ref)
         try:
-            memory = rebuild(request["messages"], toolset.prepare, toolset.tools.values(), toolset.agent)
-            calls = toolset.prepare(request["calls"])
-            known = {}
-            if attempt > 1:                  # an attempt before this one may have written: its key decides
-                for call in calls:
-                    receipt = toolset.reconcile(call) if call.kind == "write" and call.args is not None else None
-                    if receipt is not None:
-                        outcome = Outcome({}, status="ok")
-                        outcome.result, outcome.content = settled(dict(receipt, reconciled=True), request["limit"],
-                                                                  memory.say)
-                        known[call.id] = outcome
-            rest = [c for c in calls if c.id not in known]
-            outcomes = executor.execute(memory, rest, toolset, limit=request["limit"]) if rest else {}
-            return {c.id: dataclasses.asdict(known.get(c.id) or outcomes[c.id]) for c in calls}
+            call, say = toolset.prepare([request["call"]])[0], toolset.agent.say
+            if attempt > 1 and call.kind == "write" and call.args is not None:
+                receipt = toolset.reconcile(call)     # an attempt before this one may have written: its key decides
+                if receipt is not None:
+                    return dataclasses.asdict(executor.settle(dict(receipt, reconciled=True), None, request["limit"], say))
+            outcome = executor.execute(Seen(say, request["plan"]), [call], toolset, limit=request["limit"])[call.id]
+            return dataclasses.asdict(outcome)
         finally:
             toolset.close()
 
@@ -449,7 +479,7 @@ async def serve(address, queue, env, ready=None, stop=None):
     work = Activities(env)
     try:
         async with Worker(client, task_queue=queue, workflows=[AgentRun],
-                          activities=[work.begin, work.ask, work.tools, work.save],
+                          activities=[work.begin, work.ask, work.tool, work.save],
                           max_concurrent_activities=64, graceful_shutdown_timeout=datetime.timedelta(seconds=5),
                           sticky_queue_schedule_to_start_timeout=datetime.timedelta(seconds=STICKY)):
             if ready:
