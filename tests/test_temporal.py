@@ -424,3 +424,12 @@ def test_without_temporalio_the_worker_says_what_to_install(monkeypatch, capsys)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "temporalio" else real(name, *a))
     assert agent.main(["--worker"]) == 2
     assert "requirements-temporal.txt" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--check", "--temporal"], ["--selftest", "--temporal"], ["--worker", "--temporal"],
+                                  ["--temporal", "--mcp"], ["--worker", "--run-id", "x"]])
+def test_temporal_flags_that_do_not_go_together_are_usage_errors(argv, capsys):
+    import agent
+    with pytest.raises(SystemExit) as stopped:
+        agent.main(argv)
+    assert stopped.value.code == 2 and "Traceback" not in capsys.readouterr().err
