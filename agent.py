@@ -508,4 +508,9 @@ def summary(r, seconds, toolset, more=""):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if "durable" in sys.modules:      # temporalio's runtime threads can crash CPython's teardown (sdk-python
+        sys.stdout.flush()            # issue 300: a short-lived client's process dies at exit): all is said and
+        sys.stderr.flush()            # written, so leave without it
+        os._exit(code)
+    sys.exit(code)

@@ -14,10 +14,15 @@ proposal, confirmed, done with one booking (checked after every run).
     time of the slowest run.
 
     python bench/durable_bench.py [--quick]
+    python bench/durable_bench.py --json RUNS N DELAY      # the raw figures as JSON (tests/test_bench.py)
+
+This process is a Temporal client: it leaves with os._exit once it has printed everything
+(temporalio's runtime threads can crash CPython's teardown, temporalio/sdk-python issue 300).
 """
 import asyncio
 import concurrent.futures
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -234,6 +239,10 @@ def measure(runs, n, delay=DELAY):
 
 
 def main(argv):
+    if argv[:1] == ["--json"]:
+        found, rates = measure(int(argv[1]), int(argv[2]), float(argv[3]))
+        print(json.dumps({"overhead": found, "throughput": rates}))
+        return 0
     quick = "--quick" in argv
     runs, n = (4, 8) if quick else (12, 20)
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
@@ -259,4 +268,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

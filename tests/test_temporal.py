@@ -4,9 +4,9 @@ scripted one behind the loopback endpoint in this process.
 
 What is asserted: states, the booking store, the audit file (loads, pairs, records the user's
 reply as on one machine) and the workflow histories (replayed by Temporal's Replayer); never the
-model's wording or exact turn counts.
+model's wording or exact turn counts. This process starts no Temporal client itself: the calls a
+test makes as a client run in a process of their own (temporal_client.py says why).
 """
-import asyncio
 import json
 import os
 import shutil
@@ -20,7 +20,6 @@ import time
 import pytest
 
 import audit
-import durable
 import policies
 import tools
 from conftest import ROOT
@@ -33,6 +32,15 @@ def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def client(call, **arguments):
+    """A client call (temporal_client.py) in a process of its own; what it answered."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "temporal_client.py"),
+                           json.dumps(dict(arguments, call=call), ensure_ascii=False)],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])      # the last line: the core logs on stdout too
 
 
 def _temporal_binary():
@@ -53,16 +61,9 @@ def server(tmp_path_factory):
                                 "--db-filename", str(folder / "temporal.db"), "--log-level", "error"],
                                stdout=open(folder / "server.log", "w"), stderr=subprocess.STDOUT)
     address = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            asyncio.run(durable.connect(address))
-            break
-        except durable.Unreachable:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                pytest.fail("the Temporal dev server did not start: " + (folder / "server.log").read_text()[-2000:])
-            time.sleep(0.3)
+    if not client("ready", address=address) or process.poll() is not None:
+        process.kill()
+        pytest.fail("the Temporal dev server did not start: " + (folder / "server.log").read_text()[-2000:])
     yield address
     process.terminate()
     try:
@@ -243,13 +244,9 @@ def test_two_confirmations_racing_on_temporal_book_once(place):
     p = place()
     p.worker(), p.worker()
 
-    async def race():
-        await durable.start(p.address, p.queue, dict(_start_input(p), run_id="race"))
-        return await asyncio.gather(*(durable.answer(p.address, p.queue, "race", "confirm", None) for _ in range(2)),
-                                    return_exceptions=True)
-    results = asyncio.run(race())
-    done = [x for x in results if isinstance(x, dict)]
-    refused = [x for x in results if isinstance(x, durable.loop.Refused)]
+    results = client("race", address=p.address, queue=p.queue, start=_start_input(p), run_id="race")
+    done = [x for x in results if "status" in x]
+    refused = [x for x in results if x.get("kind") == "Refused"]
     assert [d["status"] for d in done] == ["done"] and len(refused) == 1, results
     _booked_once(p, "race")
 
@@ -338,32 +335,15 @@ def test_twenty_runs_at_once_over_two_workers_stay_isolated(place):
     p = place()
     p.worker(), p.worker()
     ids = [f"many-{i:02d}" for i in range(20)]
-    start = _start_input(p)
-
-    async def everything():
-        states = await asyncio.gather(*(durable.start(p.address, p.queue, dict(start, run_id=i)) for i in ids))
-        assert all(s["status"] == "suspended" for s in states), states
-        assert p.bookings() == 0
-        return await asyncio.gather(*(durable.answer(p.address, p.queue, i, "confirm", None) for i in ids))
-    finals = asyncio.run(everything())
-    assert [s["status"] for s in finals] == ["done"] * 20
+    states = client("many", address=p.address, queue=p.queue, start=_start_input(p), ids=ids)
+    assert [s["status"] for s in states["first"]] == ["suspended"] * 20, states["first"]
+    assert [s["status"] for s in states["final"]] == ["done"] * 20, states["final"]
     for run_id in ids:
         assert _booked_once(p, run_id)["run_id"] == run_id
     assert p.bookings() == 20
     assert len({p.snapshot(i)["memory"]["booking"]["booking_id"] for i in ids}) == 20
-    workers = asyncio.run(_identities(p.address, ids))
+    workers = client("identities", address=p.address, ids=ids)
     assert len(workers) == 2, workers                # both workers carried activities of these runs
-
-
-async def _identities(address, ids):
-    client = await durable.connect(address)
-    seen = set()
-    for run_id in ids:
-        history = await client.get_workflow_handle(run_id).fetch_history()
-        for event in history.events:
-            if event.HasField("activity_task_started_event_attributes"):
-                seen.add(event.activity_task_started_event_attributes.identity)
-    return seen
 
 
 def _start_input(p):
@@ -374,47 +354,15 @@ def _start_input(p):
 def test_the_recorded_histories_replay_deterministically(server, place):
     """Temporal's Replayer runs the workflow code again over the histories of the runs above (kills,
     retries and updates included; run alone, over a run of its own): any nondeterminism fails it."""
-    from temporalio.worker import Replayer
     if not HISTORIES:
         p = place()
         p.worker()
-
-        async def one():
-            await durable.start(p.address, p.queue, dict(_start_input(p), run_id="alone"))
-            return await durable.answer(p.address, p.queue, "alone", "confirm", None)
-        assert asyncio.run(one())["status"] == "done"
+        states = client("many", address=p.address, queue=p.queue, start=_start_input(p), ids=["alone"])
+        assert states["final"][0]["status"] == "done"
         _booked_once(p, "alone")
-
-    async def replay():
-        client = await durable.connect(server)
-        histories = [await client.get_workflow_handle(run_id).fetch_history() for _, run_id in HISTORIES]
-
-        async def each():
-            for history in histories:
-                yield history
-        results = await Replayer(workflows=[durable.AgentRun]).replay_workflows(each(), raise_on_replay_failure=False)
-        return histories, results
-    histories, results = asyncio.run(replay())
-    failures = {run_id: str(failure) for run_id, failure in results.replay_failures.items()}
-    assert not failures
-    assert len(histories) == len(HISTORIES)
-
-    async def altered():                         # the check is not vacuous: other workflow code fails it
-        return await Replayer(workflows=[Altered]).replay_workflow(histories[0], raise_on_replay_failure=False)
-    assert asyncio.run(altered()).replay_failure is not None
-
-
-from temporalio import workflow  # noqa: E402
-
-
-@workflow.defn(name=durable.WORKFLOW, sandboxed=False)
-class Altered:
-    """The run's workflow with its first step changed: a timer where the history has an activity."""
-
-    @workflow.run
-    async def run(self, start):
-        await workflow.sleep(1)
-        return {}
+    found = client("replay", address=server, ids=[run_id for _, run_id in HISTORIES])
+    assert found["replayed"] == len(HISTORIES) and not found["failures"], found["failures"]
+    assert found["altered_fails"]                    # the check is not vacuous: other workflow code fails it
 
 
 def test_without_temporalio_the_worker_says_what_to_install(monkeypatch, capsys):
