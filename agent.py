@@ -27,7 +27,7 @@ def parse(argv, agent=None):
     say = agent.say if agent else texts.ZH_TEXTS
     h = {k: say("help." + k) for k in ("confirm", "reply", "resume", "check", "selftest", "json", "strict", "run_id",
                                         "audit_dir", "offline", "model", "goal", "policy", "mcp", "mcp_server",
-                                        "agent", "mcp_url", "no_stream")}
+                                        "agent", "mcp_url", "no_stream", "temporal", "worker")}
     p = argparse.ArgumentParser(prog="agent.py", allow_abbrev=False,
                                 description=say("help.description", agent=agent.name if agent else "xian-hotel"))
     modes = p.add_mutually_exclusive_group()
@@ -36,6 +36,7 @@ def parse(argv, agent=None):
     modes.add_argument("--resume", nargs="?", const="", metavar="RUN_ID", help=h["resume"])
     modes.add_argument("--check", nargs="*", metavar="RUN_ID_OR_PATH", help=h["check"])
     modes.add_argument("--selftest", action="store_true", help=h["selftest"])
+    modes.add_argument("--worker", action="store_true", help=h["worker"])
     p.add_argument("--json", action="store_true", help=h["json"])
     p.add_argument("--strict", action="store_true", help=h["strict"])
     p.add_argument("--run-id", help=h["run_id"])
@@ -50,6 +51,7 @@ def parse(argv, agent=None):
     p.add_argument("--agent", metavar="FILE", help=h["agent"])
     p.add_argument("--mcp-url", metavar="URL", help=h["mcp_url"])
     p.add_argument("--no-stream", action="store_true", help=h["no_stream"])
+    p.add_argument("--temporal", action="store_true", help=h["temporal"])
     args = p.parse_args(argv)
     problem = _usage(args, say)
     if problem:
@@ -72,6 +74,11 @@ def _usage(args, say):
         (args.strict and args.check is None, lambda: say("usage.check_only", flag="--strict")),
         ((args.check is not None or args.selftest) and run_only, lambda: say("usage.no_run", flags=" ".join(run_only))),
         (args.mcp_server is not None and not _split(args.mcp_server), lambda: say("usage.mcp_server")),
+        (args.worker and run_only, lambda: say("usage.no_run", flags=" ".join(run_only))),
+        (args.temporal and (args.check is not None or args.selftest or args.worker),
+         lambda: say("temporal.usage", flag="--temporal", other="--check / --selftest / --worker")),
+        (args.temporal and (args.mcp or args.mcp_url or args.mcp_server),
+         lambda: say("temporal.mcp")),
     ]
     return next((text() for wrong, text in problems if wrong), None)
 
@@ -144,6 +151,8 @@ def _main(argv):
     if args.selftest:
         import selftest
         return selftest.main(mcp=args.mcp)
+    if args.worker:
+        return _worker(env, named)
     import audit
     import mcp_tools
     try:
@@ -191,8 +200,12 @@ def drive(args, env):
     policy = session.load_policy(args.policy) if args.policy else None
     if how is None and not os.path.isdir(audit_dir):
         os.makedirs(audit_dir, exist_ok=True)
-    elif how and not os.path.isdir(audit_dir):
+    elif how and not os.path.isdir(audit_dir) and not args.temporal:
         raise UsageError(texts.Said("resume.no_dir", folder=audit_dir))
+    if args.temporal:                          # the run lives in a workflow: no lock here, its activities take it
+        return _on_temporal(args, env, how, run_id, os.path.abspath(audit_dir), agent, policy)
+    if how:
+        _not_on_temporal(audit_dir, run_id, agent)
     with audit.RunLock(audit_dir, run_id):
         if how is None:
             r, toolset = session.start(audit_dir, run_id, args.goal or "", "mcp" if args.mcp else "local", command,
@@ -214,7 +227,7 @@ def _mcp_http(args, env, how, say):
         token = mcp_http.check_token(env["mcp_token"], say)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if how:
+    if how or args.temporal:
         return None, token
     if args.mcp_url and not args.mcp:
         raise UsageError(say("mcp.cli_needs_mcp"))
@@ -232,6 +245,112 @@ def _with_turns(policy, args, agent=None):
     import loop
     policy = policy or (loop.agent_policy(agent) if agent else config.policy())
     return dataclasses.replace(policy, max_turns=args.max_turns) if args.max_turns else policy
+
+
+def _not_on_temporal(audit_dir, run_id, agent):
+    """A run that lives on Temporal is answered through its workflow, never by this process."""
+    import audit
+    try:
+        snap = audit.load(audit.path_for(audit_dir, run_id))
+    except audit.AuditError:
+        return                                 # session.reopen says what is wrong with it
+    if isinstance(snap.get("temporal"), dict):
+        raise UsageError(_recorded_say(snap, agent)("temporal.lives", run_id=run_id,
+                                                    queue=snap["temporal"].get("queue")))
+
+
+def _recorded_say(snap, agent=None):
+    """The language of `agent`, else of the agent a run's snapshot records, else Chinese."""
+    if agent is not None:
+        return agent.say
+    recorded = snap.get("agent") if isinstance(snap.get("agent"), dict) else {}
+    return texts.of(recorded["language"]) if recorded.get("language") in texts.LANGUAGES else texts.ZH_TEXTS
+
+
+def _durable(say):
+    """durable.py, imported only now (it imports temporalio); UsageError when temporalio is missing."""
+    import importlib.util
+    if importlib.util.find_spec("temporalio") is None:
+        raise UsageError(say("temporal.missing"))
+    try:
+        import durable
+    except ImportError:                        # a broken install: as good as missing
+        raise UsageError(say("temporal.missing")) from None
+    return durable
+
+
+def _worker(env, named):
+    """--worker: a Temporal worker on the task queue until Ctrl-C or SIGTERM."""
+    import asyncio
+    say = named.say if named else texts.ZH_TEXTS
+    try:
+        durable = _durable(say)
+    except UsageError as exc:
+        print(_error(exc, named), file=sys.stderr)
+        return 2
+    address, queue = durable.where()
+    try:
+        asyncio.run(durable.serve(address, queue, env,
+                                  ready=lambda: print(say("temporal.worker", queue=queue, address=address), flush=True)))
+    except durable.Unreachable as exc:
+        print(_error(UsageError(say("temporal.unreachable", address=address, error=exc)), named), file=sys.stderr)
+        return 3
+    return 0
+
+
+def _on_temporal(args, env, how, run_id, audit_dir, agent, policy):
+    """--temporal: a new run started as a workflow, or the user's part sent to its workflow; then
+    where the run stands, as a run on this machine ends (the summary, from its audit file)."""
+    import asyncio
+    import audit
+    import session
+    say = agent.say if agent else texts.ZH_TEXTS
+    durable = _durable(say)
+    address, queue = durable.where()
+    path = audit.path_for(audit_dir, run_id)
+    start = {"run_id": run_id, "audit_dir": audit_dir, "agent_file": agent.file if agent else None,
+             "offline": args.offline, "model": args.model, "limits": durable.limits()}
+    started = time.perf_counter()
+    if how and os.path.exists(path):           # what one machine refuses, refused in the same words
+        snap = audit.load(path)
+        say = _recorded_say(snap, agent)
+        session.accept(how, snap, say)
+    try:
+        if how is None:
+            if os.path.exists(path):
+                raise audit.AuditError(say("resume.exists", run_id=run_id, path=path))
+            goal = args.goal or (agent or session.agent_for(audit_dir)).goal
+            start.update(goal=goal, policy=_with_turns(policy, args, agent).to_dict())
+            state = asyncio.run(durable.start(address, queue, start, started=lambda: print(
+                say("cli.new_run", run_id=run_id, goal=goal) + "\n"
+                + say("temporal.started", run_id=run_id, queue=queue, address=address), flush=True)))
+        else:
+            text = args.reply[0] if args.reply else None
+            opening = dict(start, open=True) if os.path.exists(path) else None
+            state = asyncio.run(durable.answer(address, queue, run_id, how, text, opening))
+    except durable.Unreachable as exc:
+        print(_error(UsageError(say("temporal.unreachable", address=address, error=exc)), agent), file=sys.stderr)
+        return 3
+    except durable.WorkflowFailed as exc:
+        print(_error(UsageError(say("temporal.failed", run_id=run_id, error=exc)), agent), file=sys.stderr)
+        return 3
+    if state.get("status") == "refused":
+        raise audit.AuditError(state["detail"])
+    if not os.path.exists(path):               # the workers' storage is not this machine's
+        print(say("temporal.state", **{k: state.get(k, "") for k in ("run_id", "status", "reason", "turn", "tokens",
+                                                                       "path")}))
+        return EXIT[state["status"]]
+    r, toolset, _ = session.reopen(audit_dir, run_id, None, agent=agent)
+    say = r.say
+    try:
+        if how in ("confirm", "reply"):
+            print(say("cli.user", text=args.reply[0] if args.reply else r.agent.confirm[0]))
+        if r.answer:                             # the turns were the workers': the model's last words
+            print("   " + say("cli.answer", text=r.answer.replace("\n", "\n   ")))
+        summary(r, time.perf_counter() - started, toolset, " --temporal")
+    finally:
+        toolset.close()
+    return EXIT[r.status]
 
 
 def _mcp_line(toolset, say):
@@ -369,16 +488,16 @@ def _shown(toolset, name, values):
     return tool.gist(shown) if tool and tool.gist else json.dumps(shown, ensure_ascii=False)
 
 
-def summary(r, seconds, toolset):
-    """How the run ended, and what the user can do next."""
+def summary(r, seconds, toolset, more=""):
+    """How the run ended, and what the user can do next (`more`: options the next command needs)."""
     say, agent = r.say, (f" --agent {r.agent.file}" if r.agent.file else "")
     where = say("cli.audit_file", path=r.path)
     head = say("cli.head", run_id=r.run_id, turns=r.turn, tokens=r.memory.used_tokens, seconds=seconds)
     if r.status == "suspended" and r.reason in ("awaiting_confirmation", "confirmed_no_write"):
-        print("\n" + say("cli.wait_confirm", head=head, proposal=_proposal_lines(r, toolset), run_id=r.run_id,
+        print("\n" + say("cli.wait_confirm", head=head, proposal=_proposal_lines(r, toolset), run_id=r.run_id + more,
                          confirm=r.agent.confirm[0], where=where))
     elif r.status == "suspended":
-        print("\n" + say("cli.wait_reply", head=head, run_id=r.run_id, where=where))
+        print("\n" + say("cli.wait_reply", head=head, run_id=r.run_id + more, where=where))
     elif r.status == "done":
         made = say("list.sep").join(say("cli.made", tool=w["tool"], shown=_shown(toolset, w["tool"], w["receipt"]))
                                     for w in r.memory.writes) or (say("cli.no_write") if r.memory.writable else "")
@@ -386,9 +505,14 @@ def summary(r, seconds, toolset):
     elif r.status == "stopped":
         print("\n" + say("cli.stopped", reason=r.reason, detail=r.detail, head=head, where=where))
     else:
-        print("\n" + say("cli.failed", reason=r.reason, detail=r.detail, head=head, run_id=r.run_id, where=where),
+        print("\n" + say("cli.failed", reason=r.reason, detail=r.detail, head=head, run_id=r.run_id + more, where=where),
               file=sys.stderr)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if "durable" in sys.modules:      # temporalio's runtime threads can crash CPython's teardown (sdk-python
+        sys.stdout.flush()            # issue 300: a short-lived client's process dies at exit): all is said and
+        sys.stderr.flush()            # written, so leave without it
+        os._exit(code)
+    sys.exit(code)

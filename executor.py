@@ -205,6 +205,9 @@ def _settle(value, exc, limit, say):
     return outcome
 
 
+settle = _settle      # the same settling for a call run elsewhere (durable.py: in a workflow, or alone in an activity)
+
+
 def _timed_out(call, toolset, timeout, say):
     if call.kind != "write":
         return Outcome({"error": say("tool.timeout", tool=call.name, seconds=timeout)}, status="timeout")

@@ -1,7 +1,7 @@
 """The order of a turn: the only place that knows it.
 
 Invariants: compact before ask, screen before execute, audit after flatten, as adjacent lines
-of `run()`; `messages` is the full record (compaction works on a copy) and stays paired (every
+of `turns()`; `messages` is the full record (compaction works on a copy) and stays paired (every
 tool call answered, in order) at every audit; messages and trace records are only appended,
 never edited in place (messages[0] is replaced whole, and only when a compaction epoch starts),
 so the audit encodes each one once and each request extends the previous one between epochs;
@@ -10,6 +10,14 @@ tokens continue across resumes. What the loop itself tells the model (a nudge) i
 message named "loop", recorded as such and never taken for the user's reply; the final-answer
 instruction goes into the system message of that one request, never into the record. Everything
 the loop says is in the run's agent's language (texts.py); the system prompt is the agent's own.
+
+What a turn does to the world (ask the model, run the allowed calls) is not done here: `turns()`
+yields it (Ask, Execute) and is sent what came of it, so one order of a turn serves every way of
+running it. `run()` drives it in this process (Local: today's model client, executor and audit
+file); durable.py drives the same generator from a Temporal workflow, whose activities do the asking
+and the running. The other two touches of the world go through the run itself: `r.clock` (when
+work began, what "updated" says) and `r.writer` (where a snapshot goes): the process's clock and
+audit.Writer here, the workflow's clock and a writer whose snapshots an activity writes there.
 
 Resuming is part of this layer: `reopen` loads a run from its audit file, `accept(how, snap)` says
 whether a run in that state may be resumed that way ("confirm", "reply", "resume"), `answer` adds
@@ -28,7 +36,7 @@ from calls import Agent, chars
 from executor import execute, tool_messages
 from guards import screen
 from memory import LOOP_NAME, Memory, rebuild
-from model import ModelError, estimate_tokens
+from model import ModelError, estimate_tokens, written_problems
 
 
 @dataclasses.dataclass
@@ -56,6 +64,8 @@ class Run:
     agent: Agent | None = None    # whose run it is: prompt, confirm replies, language, planning
     writer: audit.Writer = dataclasses.field(init=False, repr=False, compare=False)    # this run's audit writes
     declared: dict | None = dataclasses.field(default=None, repr=False, compare=False)  # its agent, as recorded
+    clock: "Clock" = dataclasses.field(default=None, repr=False, compare=False)   # whose time the run keeps
+    temporal: dict | None = None  # on Temporal: where its workflow runs ({"queue": ...}); None on one machine
 
     # the policy's limits, as the loop reads them
     max_turns = property(lambda r: r.policy.max_turns, lambda r, v: setattr(r.policy, "max_turns", v))
@@ -64,6 +74,7 @@ class Run:
 
     def __post_init__(self):
         self.writer = audit.Writer(self.path, self.fsync)
+        self.clock = self.clock or PROCESS_CLOCK
         self.agent = self.agent or self.memory.agent
         self.declared = self.declared or self.agent.declared()   # once: every snapshot records the same
 
@@ -73,8 +84,15 @@ class Run:
 
 
 def run(r, ask, toolset, report=lambda kind, **data: None):
-    """Drive run `r` until it is done, suspended, stopped or fails; returns `r`."""
-    memory, messages, r.since = r.memory, r.messages, time.monotonic()
+    """Drive run `r` in this process until it is done, suspended, stopped or fails; returns `r`."""
+    return drive(turns(r, toolset, report), Local(r, ask, toolset, report))
+
+
+def turns(r, toolset, report=lambda kind, **data: None):
+    """The order of a turn, as a generator: it yields what touches the world (Ask, Execute), is sent
+    what came of it (a ModelError is thrown in), and returns `r` once the run is done, suspended,
+    stopped or failed."""
+    memory, messages, r.since = r.memory, r.messages, r.clock.monotonic()
     tools_chars = len(json.dumps(r.tools, ensure_ascii=False))           # the schemas are sent every turn
     while r.turn < r.max_turns:
         outgoing, size = compact(r, toolset, tools_chars)                 # compact a copy, before asking
@@ -82,14 +100,12 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
         stop = _over_limit(r, estimate_tokens(sent[0] + tools_chars))     # budget and deadline, before paying
         if stop:
             return finish(r, "stopped", *stop)
-        config.fault("before_ask")
         try:
-            reply = _ask(r, ask, outgoing, report, force=forcing(r))
+            reply = yield Ask(outgoing, force=forcing(r))                  # ask the model
         except ModelError as exc:
             if empty_again(r, exc, sent, report):
                 continue
             return failed(r, exc)
-        config.fault("after_reply")
         r.turn += 1
         memory.used_tokens += reply.tokens
         if not reply.tool_calls:
@@ -98,7 +114,7 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
             continue
         pending, outcomes = toolset.prepare(reply.tool_calls), {}           # parse + validate arguments
         for allowed, blocked in screen(pending, memory, r.budget, toolset.preview, outcomes):  # guards decide,
-            outcomes.update(execute(memory, allowed, toolset, limit=r.policy.result_max_chars), **blocked)  # then run
+            outcomes.update((yield Execute(allowed)), **blocked)             # then run
         tool_msgs = tool_messages(pending, outcomes, r.policy.result_max_chars, r.say)   # flatten in request order
         messages.extend([reply.message, *tool_msgs])                       # one step: never half a turn
         memory.absorb_turn(pending, [outcomes[c.id].result for c in pending])
@@ -108,7 +124,7 @@ def run(r, ask, toolset, report=lambda kind, **data: None):
         stop = _stop_reason(r) or _proposed(r, pending, outcomes)
         if stop:
             return finish(r, *stop)
-    return last_answer(r, ask, toolset, report)
+    return (yield from last_answer(r, toolset, report))
 
 
 def compact(r, toolset, tools_chars):
@@ -182,9 +198,8 @@ def forcing(r):
 def _problems(r, reply):
     """What makes the calls a reply wrote as text unusable (placeholders, arguments not an object,
     markup that is no call), for the written-call nudge."""
-    import replies
     names = [t.get("function", {}).get("name") for t in r.tools]
-    return replies.written_problems(reply.text, names) if reply.written_calls else []
+    return written_problems(reply.text, names) if reply.written_calls else []
 
 
 def empty_again(r, exc, sent, report):
@@ -213,7 +228,7 @@ def failed(r, exc):
     return finish(r, "error", exc.kind, exc.text(r.say))
 
 
-def last_answer(r, ask, toolset, report):
+def last_answer(r, toolset, report):
     """Max turns reached: one last call without tools asks the model to answer from what it has.
     The instruction is added to this request's system message only (templates that accept a
     system message only first take it; a resume never stacks it)."""
@@ -222,7 +237,7 @@ def last_answer(r, ask, toolset, report):
     outgoing[0] = dict(outgoing[0], content=outgoing[0]["content"] + "\n\n" + prompt)
     size += len("\n\n" + prompt)
     try:
-        reply = _ask(r, ask, outgoing, report, final=True)
+        reply = yield Ask(outgoing, final=True)
     except ModelError as exc:
         return failed(r, exc)
     r.turn += 1
@@ -235,6 +250,72 @@ def last_answer(r, ask, toolset, report):
     r.answer = message["content"]
     report("answer", run=r, reply=reply)
     return finish(r, "stopped", "max_turns", r.say("stop.max_turns", limit=r.max_turns))
+
+
+# ---- what a turn does to the world, and this process's way of doing it ----
+@dataclasses.dataclass
+class Ask:
+    """Ask the model for the next reply to `outgoing` (`final`: the tool-free last answer; `force`: a
+    tool call is required, see forcing); sent back: a Reply, or a ModelError thrown in."""
+    outgoing: list
+    final: bool = False
+    force: bool = False
+
+
+@dataclasses.dataclass
+class Execute:
+    """Run these allowed calls of the turn (screened already); sent back: {call id: Outcome}."""
+    calls: list
+
+
+def drive(steps, world):
+    """Run the generator `steps` (turns) to its end in this thread, each effect it yields done by
+    `world` (world.ask(effect), world.execute(effect)); returns what the generator returns."""
+    sent, thrown = None, None
+    while True:
+        try:
+            effect = steps.throw(thrown) if thrown is not None else steps.send(sent)
+        except StopIteration as end:
+            return end.value
+        sent, thrown = None, None
+        try:
+            sent = world.ask(effect) if isinstance(effect, Ask) else world.execute(effect)
+        except ModelError as exc:
+            thrown = exc
+
+
+class Local:
+    """This process's world: the model client `ask` (with `report` told as it streams), the executor
+    over `toolset`; the crash-test fault points before and after a turn's question."""
+
+    def __init__(self, r, ask, toolset, report):
+        self.r, self.client, self.toolset, self.report = r, ask, toolset, report
+
+    def ask(self, effect):
+        if effect.final:
+            return _ask(self.r, self.client, effect.outgoing, self.report, final=True)
+        config.fault("before_ask")
+        reply = _ask(self.r, self.client, effect.outgoing, self.report, force=effect.force)
+        config.fault("after_reply")
+        return reply
+
+    def execute(self, effect):
+        return execute(self.r.memory, effect.calls, self.toolset, limit=self.r.policy.result_max_chars)
+
+
+class Clock:
+    """The process's clock: seconds for the time a run works, and the wall time a snapshot says."""
+
+    @staticmethod
+    def monotonic():
+        return time.monotonic()
+
+    @staticmethod
+    def stamp():
+        return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+PROCESS_CLOCK = Clock()
 
 
 def _ask(r, ask, outgoing, report, final=False, force=False):
@@ -268,7 +349,7 @@ def _over_limit(r, need):
 
 
 def _worked(r):
-    return r.elapsed + (time.monotonic() - r.since if r.since is not None else 0.0)
+    return r.elapsed + (r.clock.monotonic() - r.since if r.since is not None else 0.0)
 
 
 def _stop_reason(r):
@@ -304,12 +385,12 @@ def _record(r, reply, sent, pending, outcomes):
 def snapshot(r):
     return {"version": config.AUDIT_VERSION, "run_id": r.run_id, "status": r.status, "reason": r.reason,
             "detail": r.detail, "turn": r.turn, "mode": r.mode, "model": r.model,
-            "created": r.created, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "created": r.created, "updated": r.clock.stamp(),
             "limits": {"max_turns": r.max_turns, "budget": r.budget}, "policy": r.policy.to_dict(),
             "elapsed": round(_worked(r), 3), "epoch": r.window.to_dict(), "answer": r.answer,
             "agent": r.declared, "messages": r.messages, "memory": r.memory.to_dict(), "tools": r.tools,
             "trace": r.trace,
-            **({"mcp_url": r.mcp_url} if r.mcp_url else {})}
+            **({"mcp_url": r.mcp_url} if r.mcp_url else {}), **({"temporal": r.temporal} if r.temporal else {})}
 
 
 def save(r):
@@ -364,6 +445,13 @@ def reopen(audit_dir, run_id, toolset_for, accept):
     if snap["run_id"] != run_id:
         raise audit.AuditError(_language_of(snap)("resume.wrong_id", path=path, recorded=snap["run_id"]))
     accept(snap)
+    return restore(path, snap, toolset_for)
+
+
+def restore(path, snap, toolset_for):
+    """The run a loaded, checked snapshot records (its file at `path`), memory rebuilt from its
+    messages; no file is read here (a workflow restores the snapshot an activity loaded).
+    Returns (run, toolset, warnings)."""
     toolset = toolset_for(snap)
     agent = toolset.agent = _recorded_agent(toolset.agent, snap)
     memory = rebuild(snap["messages"], toolset.prepare, toolset.tools.values(), agent)
@@ -374,6 +462,7 @@ def reopen(audit_dir, run_id, toolset_for, accept):
             policy=_recorded_policy(snap, agent), created=snap.get("created", ""), answer=snap.get("answer", ""),
             window=context.Window.from_dict(snap.get("epoch"), snap["messages"]),
             elapsed=float(snap.get("elapsed") or 0.0), mcp_url=snap.get("mcp_url"), agent=agent,
+            temporal=snap["temporal"] if isinstance(snap.get("temporal"), dict) else None,
             declared=agent.declared(toolset.tools.values()))
     return r, toolset, warnings
 

@@ -36,7 +36,9 @@ class ModelError(Exception):
         self.kind, self.tokens, self.retried = kind, tokens, 0
 
     def text(self, say):
-        return texts.told(self, say) + (say("model.retried", n=self.retried) if self.retried else "")
+        said = self.args[0] if self.args else ""
+        told = said(say) if isinstance(said, Said) else str(said)    # a plain message is said as it is
+        return told + (say("model.retried", n=self.retried) if self.retried else "")
 
     def __str__(self):
         return self.text(ZH)

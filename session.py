@@ -88,7 +88,8 @@ def start(audit_dir, run_id, goal, mode, mcp_command=None, policy=None, mcp_url=
 
 
 def reopen(audit_dir, run_id, how, mcp_command=None, policy=None, mcp_token=None, agent=None):
-    """A recorded run, accepted for `how` ("confirm", "reply", "resume"): (run, tool set, warnings).
+    """A recorded run, accepted for `how` ("confirm", "reply", "resume"; None: as it is, to be shown):
+    (run, tool set, warnings).
     `policy` replaces the recorded one when given. A run started over HTTP goes back to its recorded
     URL; a run of an agent from a file reopens that agent (or `agent`, when given)."""
     if not os.path.isdir(audit_dir):
@@ -99,7 +100,7 @@ def reopen(audit_dir, run_id, how, mcp_command=None, policy=None, mcp_token=None
                               (policy.tools if policy else (snap.get("policy") or {}).get("tools")),
                               mcp_url=snap.get("mcp_url"), mcp_token=mcp_token,
                               agent=agent_for(audit_dir, agent, snap.get("agent"))),
-        lambda snap: accept(how, snap))
+        lambda snap: accept(how, snap) if how else None)
     if policy is not None:
         r.policy = policy
     return r, ts, warnings

