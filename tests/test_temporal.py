@@ -210,6 +210,35 @@ def test_the_xian_task_through_two_workers_suspends_and_one_confirmation_by_upda
     assert unreachable.returncode == 3 and "Traceback" not in unreachable.stderr
 
 
+def test_small_models_on_temporal_are_forced_after_a_nudge_and_asked_again_after_an_empty_reply(place):
+    server = policies.Server(policies.answers_instead)
+    p = place(server)
+    p.worker()
+    assert p.cli("--temporal", "--run-id", "small").returncode == 0
+    snap = p.snapshot("small")
+    assert (snap["status"], snap["reason"], p.bookings()) == ("suspended", "awaiting_reply", 0)
+    assert "get_weather" in {n for n, _ in _succeeded(snap)} and snap["memory"]["plan"]
+    forced = [q for q in server.requests if q.get("tool_choice") == "required"]
+    assert forced and all(q["messages"][-1].get("name") == "loop" for q in forced)
+    q = place(policies.empty_after_tools)
+    q.worker()
+    assert q.cli("--temporal", "--run-id", "empty").returncode == 0
+    assert q.snapshot("empty")["status"] == "suspended"
+    assert q.cli("--confirm", "empty", "--temporal").returncode == 0
+    snap = _booked_once(q, "empty")
+    assert sum(m.get("name") == "loop" for m in snap["messages"]) == 2     # one nudge per empty reply
+
+
+def _succeeded(snap):
+    """(tool, arguments) of the calls that succeeded in a snapshot's record."""
+    calls, done = {}, []
+    for m in snap["messages"]:
+        calls.update({c["id"]: c["function"] for c in m.get("tool_calls") or []})
+        if m["role"] == "tool" and '"error"' not in m["content"]:
+            done.append((calls[m["tool_call_id"]]["name"], calls[m["tool_call_id"]]["arguments"]))
+    return done
+
+
 class FailsFirst:
     """words_question, but the first request gets an HTTP 500 (with no retries left: a model outage)."""
 
