@@ -204,8 +204,7 @@ def drive(args, env):
         raise UsageError(texts.Said("resume.no_dir", folder=audit_dir))
     if args.temporal:                          # the run lives in a workflow: no lock here, its activities take it
         return _on_temporal(args, env, how, run_id, os.path.abspath(audit_dir), agent, policy)
-    if how:
-        _not_on_temporal(audit_dir, run_id, agent)
+    back = _not_on_temporal(audit_dir, run_id, agent) if how else False
     with audit.RunLock(audit_dir, run_id):
         if how is None:
             r, toolset = session.start(audit_dir, run_id, args.goal or "", "mcp" if args.mcp else "local", command,
@@ -214,6 +213,9 @@ def drive(args, env):
             _mcp_line(toolset, r.say)
         else:
             r, toolset = _reopen(session, args, audit_dir, run_id, how, command, policy, token, agent)
+            if back:                           # its workflow ended: the run is this machine's again
+                r.temporal = None
+                print(r.say("temporal.back", run_id=run_id))
         return _go(session, r, toolset, args, env)
 
 
@@ -248,15 +250,32 @@ def _with_turns(policy, args, agent=None):
 
 
 def _not_on_temporal(audit_dir, run_id, agent):
-    """A run that lives on Temporal is answered through its workflow, never by this process."""
+    """A run that lives on Temporal is answered through its workflow, never by this process while
+    that workflow runs. Returns True when the run was on Temporal and its workflow has ended
+    (terminated, failed, or the service no longer knows it): this machine takes it back. Whether it
+    runs is asked of the service; when that cannot be told (no temporalio, no service), no."""
+    import asyncio
     import audit
     try:
         snap = audit.load(audit.path_for(audit_dir, run_id))
     except audit.AuditError:
-        return                                 # session.reopen says what is wrong with it
-    if isinstance(snap.get("temporal"), dict):
-        raise UsageError(_recorded_say(snap, agent)("temporal.lives", run_id=run_id,
-                                                    queue=snap["temporal"].get("queue")))
+        return False                           # session.reopen says what is wrong with it
+    if not isinstance(snap.get("temporal"), dict):
+        return False
+    say = _recorded_say(snap, agent)
+    lives = say("temporal.lives", run_id=run_id, queue=snap["temporal"].get("queue"))
+    try:
+        durable = _durable(say)
+    except UsageError as exc:                  # no temporalio here: nothing can tell
+        raise UsageError(lives + say("temporal.unknown", error=str(exc))) from None
+    try:
+        if asyncio.run(durable.running(durable.where()[0], run_id)):
+            raise UsageError(lives)
+    except UsageError:
+        raise
+    except Exception as exc:                   # the service cannot say: the run is not taken here
+        raise UsageError(lives + say("temporal.unknown", error=str(exc)[:200] or type(exc).__name__)) from None
+    return True
 
 
 def _recorded_say(snap, agent=None):

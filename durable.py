@@ -521,6 +521,20 @@ async def start(address, queue, start_input, started=None):
 
 
 @_service_errors
+async def running(address, run_id):
+    """Whether the run's workflow is running now (False: it ended, was terminated, or never was)."""
+    from temporalio.service import RPCError, RPCStatusCode
+    client = await connect(address)
+    try:
+        description = await client.get_workflow_handle(run_id).describe()
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        return False
+    return description.status is not None and description.status.name == "RUNNING"
+
+
+@_service_errors
 async def answer(address, queue, run_id, how, text, opening=None):
     """The user's part, sent to the run's workflow; returns where the run stands once it waits or
     ends. A run with no workflow (begun on one machine) is opened on Temporal first (`opening`: the

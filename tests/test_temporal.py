@@ -229,6 +229,27 @@ def test_small_models_on_temporal_are_forced_after_a_nudge_and_asked_again_after
     assert sum(m.get("name") == "loop" for m in snap["messages"]) == 2     # one nudge per empty reply
 
 
+def test_a_run_whose_workflow_was_terminated_comes_back_to_one_machine(place):
+    p = place()
+    p.worker()
+    assert p.cli("--temporal", "--run-id", "back").returncode == 0
+    assert p.cli("--confirm", "back").returncode == 2 and p.bookings() == 0     # its workflow still runs
+    ended = subprocess.run([_temporal_binary(), "workflow", "terminate", "--workflow-id", "back",
+                            "--address", p.address, "--reason", "test"], capture_output=True, text=True, timeout=60)
+    assert ended.returncode == 0, ended.stderr
+    local = p.cli("--confirm", "back")                  # no --temporal: this machine takes the run back
+    assert local.returncode == 0, local.stderr
+    snap = p.snapshot("back")
+    assert snap["status"] == "done" and p.bookings("back") == 1 and "temporal" not in snap
+    q = place()
+    q.worker()
+    assert q.cli("--temporal", "--run-id", "kept").returncode == 0
+    unknown = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "--confirm", "kept"], cwd=q.cwd,
+                             env=dict(q.env, AGENT_TEMPORAL_ADDRESS="127.0.0.1:9"), capture_output=True, text=True,
+                             timeout=120)
+    assert unknown.returncode == 2 and q.bookings("kept") == 0 and "Traceback" not in unknown.stderr  # cannot tell
+
+
 def _succeeded(snap):
     """(tool, arguments) of the calls that succeeded in a snapshot's record."""
     calls, done = {}, []
