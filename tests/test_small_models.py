@@ -253,3 +253,17 @@ def test_a_request_refused_with_auto_too_fails_as_it_would_have(fake_model):
     with pytest.raises(model.ModelError) as caught:
         ask([{"role": "user", "content": "u"}], tools, force=True)
     assert caught.value.kind == "bad_request" and len(endpoint.requests) == 2
+
+
+def test_an_ask_of_ones_own_without_forces_is_called_as_before(tmp_path, fake_model):
+    import tools
+    server = policies.Server(policies.answers_instead)
+    client, _ = fake_model(server)
+
+    def ask(messages, tools_, final=False):             # a user's own model function: no `force` parameter
+        return client(messages, tools_, final=final)
+    ts = toolset.ToolSet("o", tools.BookingStore(tmp_path / "b.db"))
+    r = loop.begin(str(tmp_path), "o", "", ts, "own", fsync=False)
+    loop.run(r, ask, ts)
+    assert (r.status, r.reason) == ("suspended", "awaiting_reply") and sum(m.get("name") == "loop" for m in r.messages)
+    assert {q.get("tool_choice") for q in server.requests} == {"auto"}
