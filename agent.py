@@ -244,8 +244,8 @@ def _mcp_http(args, env, how, say):
 
 def _with_turns(policy, args, agent=None):
     import dataclasses
-    import loop
-    policy = policy or (loop.agent_policy(agent) if agent else config.policy())
+    import runs
+    policy = policy or (runs.agent_policy(agent) if agent else config.policy())
     return dataclasses.replace(policy, max_turns=args.max_turns) if args.max_turns else policy
 
 

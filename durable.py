@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
     import config
     import executor
     import loop
+    import runs
     import session
     import texts
     from calls import Outcome
@@ -260,7 +261,7 @@ class AgentRun:
             self.state = {"status": "refused", "detail": snap["refused"]}
             return self.state
         path = audit.path_for(start["audit_dir"], start["run_id"])
-        r, toolset, _ = loop.restore(path, snap, toolset_for(start["audit_dir"], start["run_id"]))
+        r, toolset, _ = runs.restore(path, snap, toolset_for(start["audit_dir"], start["run_id"]))
         r.clock, r.writer, self.r = WorkflowClock(), Pending(), r
         world = World(r, toolset, start)
         if r.temporal is None:                       # a run moved onto Temporal: its file says so from now on
@@ -272,13 +273,13 @@ class AgentRun:
         while True:
             self._settle()
             self.working = False
-            if r.status in FINAL and not (r.status == "stopped" and r.reason in loop.RESUMABLE_STOPS):
+            if r.status in FINAL and not (r.status == "stopped" and r.reason in runs.RESUMABLE_STOPS):
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 return self.state
             await workflow.wait_condition(lambda: bool(self.inbox))      # waiting costs no worker
             how, text = self.inbox.pop(0)
             self.working = True
-            loop.answer(r, how, text)                                   # recorded as on one machine
+            runs.answer(r, how, text)                                   # recorded as on one machine
             await world.flush()
             await drive(loop.turns(r, toolset), world)
 
@@ -318,10 +319,10 @@ class AgentRun:
         say = r.say
         state = {"run_id": r.run_id, "status": r.status, "reason": r.reason, "agent": r.declared}
         try:
-            loop.accept(how, state, say)
+            runs.accept(how, state, say)
             if how == "reply" and (not (text or "").strip() or r.agent.confirms(text.strip())):
-                raise loop.Refused(say("resume.bad_reply"))
-        except loop.Refused as exc:
+                raise runs.Refused(say("resume.bad_reply"))
+        except runs.Refused as exc:
             raise ApplicationError(texts.told(exc, say), type="Refused") from None
 
 
@@ -383,17 +384,17 @@ class Activities:
             if start.get("open") or attempt > 1 and os.path.exists(path):   # opened, or begun by a lost attempt
                 snap = audit.load(path)
                 if snap["mode"] != "local":
-                    return {"refused": texts.Said("temporal.mcp")(loop._language_of(snap))}
+                    return {"refused": texts.Said("temporal.mcp")(runs._language_of(snap))}
                 return snap
             given = session.load_agent(start["agent_file"]) if start.get("agent_file") else None
             agent = session.agent_for(audit_dir, given)
             say = agent.say                    # refusals from here on in the agent's language
-            policy = config.Policy.from_dict(start["policy"]) if start.get("policy") else loop.agent_policy(agent)
+            policy = config.Policy.from_dict(start["policy"]) if start.get("policy") else runs.agent_policy(agent)
             os.makedirs(audit_dir, exist_ok=True)
             ask = self._model(start.get("offline"), start.get("model"), agent)
             toolset = session.tool_set(audit_dir, run_id, "local", visible=policy.tools, agent=agent)
             with audit.RunLock(audit_dir, run_id):
-                r = loop.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.model, policy=policy)
+                r = runs.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.model, policy=policy)
                 r.temporal = {"queue": queue}                 # where the run lives, from its first snapshot on
                 loop.save(r)
             return audit.load(path)
@@ -514,7 +515,7 @@ async def start(address, queue, start_input, started=None):
         handle = await client.start_workflow(WORKFLOW, start_input, id=start_input["run_id"], task_queue=queue,
                                              id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
     except WorkflowAlreadyStartedError:
-        raise loop.Refused(texts.Said("temporal.exists", run_id=start_input["run_id"])) from None
+        raise runs.Refused(texts.Said("temporal.exists", run_id=start_input["run_id"])) from None
     if started:
         started()
     return await _settled(handle, handle.execute_update(AgentRun.settle))
@@ -552,18 +553,18 @@ async def answer(address, queue, run_id, how, text, opening=None):
         running = False
     if not running:
         if opening is None:
-            raise loop.Refused(texts.Said("temporal.no_run", run_id=run_id))
+            raise runs.Refused(texts.Said("temporal.no_run", run_id=run_id))
         from temporalio.common import WorkflowIDReusePolicy
         handle = await client.start_workflow(WORKFLOW, opening, id=run_id, task_queue=queue,
                                              id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE)
         state = await handle.execute_update(AgentRun.settle)
         if state.get("status") == "refused":
-            raise loop.Refused(state["detail"])
+            raise runs.Refused(state["detail"])
     try:
         return await _settled(handle, handle.execute_update(AgentRun.answer, args=[how, text]))
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
-        raise loop.Refused(getattr(cause, "message", None) or str(cause)) from None
+        raise runs.Refused(getattr(cause, "message", None) or str(cause)) from None
 
 
 async def _settled(handle, waiting):

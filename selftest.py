@@ -19,6 +19,7 @@ import time
 import audit
 import config
 import loop
+import runs
 import tools
 import toolset
 from executor import execute
@@ -92,7 +93,7 @@ class Box:
 
     def begin(self, run_id, ts=None):
         ts = ts or toolset.ToolSet(run_id, self.store)
-        return loop.begin(self.folder, run_id, tools.GOAL, ts, Script.model), ts
+        return runs.begin(self.folder, run_id, tools.GOAL, ts, Script.model), ts
 
     def drive(self, r, ts, replies):
         """Run the real loop on scripted replies; returns {turn: (calls, outcomes, seconds)} of the
@@ -178,7 +179,7 @@ def batch_of_three(box, say):
 def booked_once(box, say):
     """After confirmation, the same booking asked twice in one batch and again later: one row."""
     r, ts, _ = box.until_proposal("twice")
-    loop.add_user(r, tools.CONFIRM[0])
+    runs.add_user(r, tools.CONFIRM[0])
     turns = box.drive(r, ts, [calls(("book_hotel", SUITE, "b1"), ("book_hotel", SUITE, "b2")),
                               calls(("book_hotel", SUITE, "b3")), says(FINAL)])
     b1, b2 = _outcome(turns, 4, "b1"), _outcome(turns, 4, "b2")
@@ -207,7 +208,7 @@ def proposal_in_words(box, say):
     expect((r.status, r.reason) == ("suspended", "awaiting_confirmation") and r.memory.offer == PROPOSAL,
            f"文字提案应挂起等待确认，实际 {r.status}/{r.reason}")
     say(f"模型不调 book_hotel，直接用文字提案：「{PROPOSAL[:30]}…」→ 挂起等待确认")
-    loop.add_user(r, tools.CONFIRM[0])
+    runs.add_user(r, tools.CONFIRM[0])
     turns = box.drive(r, ts, [calls(("book_hotel", dict(SUITE, hotel_id="XA-003"), "d1")),
                               calls(("book_hotel", SUITE, "d2")), says(FINAL)])
     d1 = next(o["d1"] for _, o, _ in turns.values() if "d1" in o)
@@ -222,7 +223,7 @@ def compaction(box, say):
     """By size only: the demo run is never compacted; a compacted copy keeps every message, every
     tool_call_id, data results as JSON objects with their facts, and the receipt whole."""
     r, ts, _ = box.until_proposal("compact")
-    loop.add_user(r, tools.CONFIRM[0])
+    runs.add_user(r, tools.CONFIRM[0])
     box.drive(r, ts, [calls(("book_hotel", SUITE)), says(FINAL)])
     expect(r.window.start == 1, "西安这次运行没有超过压缩预算，不应压缩")
     say(f"整次运行最大请求约 {max(t['chars_sent'] for t in r.trace)} 字符，低于压缩预算 {config.COMPACT_BUDGET} tokens：没有压缩")
@@ -269,7 +270,7 @@ def spin_or_retry(box, say):
     say(f"同一调用换键序、换空格再来：第 {config.SPIN_REPEATS} 次仍执行，第 {again} 次被 spin 拦截（按解析后的规范参数比较）")
     blocked = _outcome(turns, 6, "c1")
     expect(blocked.guard == "unconfirmed_write", "未确认的预订应被拦截成提案")
-    loop.add_user(r, tools.CONFIRM[0])
+    runs.add_user(r, tools.CONFIRM[0])
     turns = box.drive(r, ts, [calls(("book_hotel", SUITE)), says(FINAL)])
     retry = _outcome(turns, 7, "c1")
     expect(retry.status == "ok" and r.status == "done", f"确认后重试被拦截过的写操作不应算打转，实际 {retry.status}/{retry.guard}")
@@ -332,7 +333,7 @@ def round_trip(box, say):
     """A suspended run written and loaded back: the same messages and memory."""
     r, ts, _ = box.until_proposal("roundtrip")
     size = os.path.getsize(r.path)
-    back, ts2, warnings = loop.reopen(box.folder, "roundtrip", lambda snap: toolset.ToolSet("roundtrip", box.store),
+    back, ts2, warnings = runs.reopen(box.folder, "roundtrip", lambda snap: toolset.ToolSet("roundtrip", box.store),
                                       lambda snap: None)
     expect(back.messages == r.messages, "读回的 messages 应与写入的相同")
     expect(back.memory.to_dict() == r.memory.to_dict() and not warnings, "由 messages 重建的 memory 应与运行时相同")
@@ -341,7 +342,7 @@ def round_trip(box, say):
     expect(not leftovers, f"原子写入不应留下临时文件：{leftovers}")
     say(f"挂起的运行写入 {os.path.basename(r.path)}（{size} 字节），读回：{len(back.messages)} 条消息、"
         f"memory（提案 {back.memory.proposal['hotel_id']}，已用 {back.memory.used_tokens} tokens）完全一致")
-    loop.add_user(back, tools.CONFIRM[0])
+    runs.add_user(back, tools.CONFIRM[0])
     box.drive(back, ts2, [calls(("book_hotel", SUITE)), says(FINAL)])
     expect(back.status == "done" and box.store.count() == 1, "读回的运行确认后应能完成预订")
     say(f"读回的运行收到「{tools.CONFIRM[0]}」后继续，完成预订（预订库 {box.store.count()} 行）")
@@ -397,7 +398,7 @@ def _mcp_run(box, remote, place):
                       calls(("search_location", {"city": "西安"}), ("search_hotels", HOTELS)),
                       calls(("get_weather", place)), calls(("book_hotel", SUITE)), says(PROPOSAL)])
     expect(r.status == "suspended" and r.memory.proposal is not None, f"MCP 运行应在提案处挂起：{r.status} {r.detail}")
-    loop.add_user(r, tools.CONFIRM[0])
+    runs.add_user(r, tools.CONFIRM[0])
     box.drive(r, ts, [calls(("book_hotel", SUITE)), says(FINAL)])
     expect(r.status == "done" and r.memory.fact("booking"), f"MCP 运行确认后应完成预订：{r.status} {r.detail}")
     return r.memory.fact("booking")
@@ -405,7 +406,7 @@ def _mcp_run(box, remote, place):
 
 def _local_booking(box):
     r, ts, _ = box.until_proposal("local")
-    loop.add_user(r, tools.CONFIRM[0])
+    runs.add_user(r, tools.CONFIRM[0])
     box.drive(r, ts, [calls(("book_hotel", SUITE)), says(FINAL)])
     return r.memory.fact("booking") or {}
 

@@ -10,15 +10,15 @@ import os
 
 import audit
 import config
-import loop
+import runs
 import model
 import texts
 import tools
 import toolset
 
 
-Refused = loop.Refused
-accept = loop.accept           # which states each way of resuming accepts: the loop's rules
+Refused = runs.Refused
+accept = runs.accept           # which states each way of resuming accepts: the loop's rules
 
 
 def load_agent(path):
@@ -77,11 +77,11 @@ def start(audit_dir, run_id, goal, mode, mcp_command=None, policy=None, mcp_url=
     """A new run of `agent` (default: the Xi'an agent), its first snapshot written: (run, tool set)."""
     os.makedirs(audit_dir, exist_ok=True)
     agent = agent or agent_for(audit_dir)
-    policy = policy or loop.agent_policy(agent)
+    policy = policy or runs.agent_policy(agent)
     ts = tool_set(audit_dir, run_id, mode, mcp_command, visible=policy.tools, mcp_url=mcp_url, mcp_token=mcp_token,
                   agent=agent)
     try:
-        return loop.begin(audit_dir, run_id, goal, ts, "", policy=policy), ts
+        return runs.begin(audit_dir, run_id, goal, ts, "", policy=policy), ts
     except BaseException:
         ts.close()
         raise
@@ -94,7 +94,7 @@ def reopen(audit_dir, run_id, how, mcp_command=None, policy=None, mcp_token=None
     URL; a run of an agent from a file reopens that agent (or `agent`, when given)."""
     if not os.path.isdir(audit_dir):
         raise Refused((agent.say if agent else texts.ZH_TEXTS)("resume.no_dir", folder=audit_dir))
-    r, ts, warnings = loop.reopen(
+    r, ts, warnings = runs.reopen(
         audit_dir, run_id,
         lambda snap: tool_set(audit_dir, run_id, snap["mode"], mcp_command, snap["tools"],
                               (policy.tools if policy else (snap.get("policy") or {}).get("tools")),
@@ -106,7 +106,7 @@ def reopen(audit_dir, run_id, how, mcp_command=None, policy=None, mcp_token=None
     return r, ts, warnings
 
 
-answer = loop.answer
+answer = runs.answer
 
 
 def chat(env, offline=False, name=None, on_retry=None, agent=None, stream=True):

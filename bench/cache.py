@@ -5,7 +5,7 @@ Two runs of our loop, each request captured as sent (the JSON of the tool schema
 JSON of the messages, in order):
 
 - the Xi'an run with a model that proposes in words: turn 1 set_plan + get_weather +
-  search_hotels in one reply; turn 2 the proposal as text; the user's 「确认」 (loop.add_user);
+  search_hotels in one reply; turn 2 the proposal as text; the user's 「确认」 (runs.add_user);
   turn 3 book_hotel; turn 4 the final answer;
 - the 200-turn run of history.py (about 2 KB search_hotels results), compaction budget as
   configured (config.COMPACT_BUDGET).
@@ -34,6 +34,7 @@ import workload
 import config
 import tools
 import loop
+import runs
 import memory as memory_module
 import sys_ours
 
@@ -206,12 +207,12 @@ def xian_run(eager=False):
     folder = tempfile.mkdtemp(prefix="bench-cache-", dir=os.environ.get("BENCH_TMP"))
     try:
         ts = sys_ours.BenchToolSet("cache-xian", workload.STORE)
-        r = loop.begin(folder, "cache-xian", workload.GOAL, ts, "scripted", fsync=False)
+        r = runs.begin(folder, "cache-xian", workload.GOAL, ts, "scripted", fsync=False)
         recorder = Recorder(r, sys_ours.playback(xian_replies(eager)))
         loop.run(r, recorder, ts)
         if (r.status, r.reason) != ("suspended", "awaiting_confirmation"):
             raise RuntimeError(f"Xi'an run: the proposal ended {r.status}/{r.reason}, not awaiting confirmation")
-        loop.add_user(r, tools.CONFIRM[0])
+        runs.add_user(r, tools.CONFIRM[0])
         loop.run(r, recorder, ts)
         if r.status != "done" or r.memory.fact("booking") is None:
             raise RuntimeError(f"Xi'an run ended {r.status}/{r.reason} without a booking: {r.detail}")

@@ -38,6 +38,7 @@ sys.path.insert(0, ROOT)
 import audit                          # noqa: E402
 import durable                        # noqa: E402
 import loop                           # noqa: E402
+import runs                           # noqa: E402
 import model                          # noqa: E402
 import offline                        # noqa: E402
 import tools                          # noqa: E402
@@ -141,10 +142,10 @@ class Place:
 def local_run(folder, run_id, ask):
     """The same run in this process, as the CLI drives it (fsynced audit file); its turns."""
     ts = toolset.ToolSet(run_id, tools.BookingStore(os.path.join(folder, "bookings.db")))
-    r = loop.run(loop.begin(folder, run_id, "", ts, "offline"), ask, ts)
+    r = loop.run(runs.begin(folder, run_id, "", ts, "offline"), ask, ts)
     if r.status != "suspended":
         raise RuntimeError(f"run {run_id}: {r.status}")
-    loop.answer(r, "confirm")
+    runs.answer(r, "confirm")
     loop.run(r, ask, ts)
     if r.status != "done":
         raise RuntimeError(f"run {run_id}: {r.status}")

@@ -3,7 +3,7 @@ prefix caching, for the whole Xi'an task from the user's goal to the final answe
 approval given once.
 
 - ours: `cache.xian_run()` (its model proposes in words; the run suspends; the user's 「确认」
-  via `loop.add_user`; the booking; the answer), every request captured as the loop sent it;
+  via `runs.add_user`; the booking; the answer), every request captured as the loop sent it;
   ours, eager: the same with a model that calls book_hotel before asking, as the peers' scripted
   model does (the blocked call is the proposal, the run suspends at once);
 - each peer: the same decisions in its own human-approval flow, `book_hotel` marked as needing

@@ -19,6 +19,7 @@ import workload
 import audit
 import context
 import loop
+import runs
 import model
 import endpoint
 import sys_ours
@@ -77,7 +78,7 @@ def one_run(turns, fsync, compact_budget=None):
     loop.compact, loop.save = compact, write
     try:
         ts = PaddedToolSet("history", workload.STORE)
-        r = loop.begin(folder, "history", workload.GOAL, ts, "scripted", max_turns=turns + 1,
+        r = runs.begin(folder, "history", workload.GOAL, ts, "scripted", max_turns=turns + 1,
                        budget=10 ** 9, fsync=fsync)
         r.compact_budget = compact_budget or r.compact_budget
         render = _Timer(r.memory.render)

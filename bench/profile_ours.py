@@ -35,7 +35,7 @@ STEPS = (("audit.py", "write", "audit write (encode + spare file, link, rename)"
          ("loop.py", "compact", "request layout (loop.compact)"),
          ("memory.py", "absorb_turn", "memory update (absorb_turn)"),
          ("executor.py", "tool_messages", "tool messages (JSON results)"),
-         ("loop.py", "begin", "run setup (loop.begin, first audit file included)"))
+         ("runs.py", "begin", "run setup (runs.begin, first audit file included)"))
 
 
 def profile(runs=300, top=15):

@@ -78,9 +78,9 @@ def _overhead(systems, label, settings):
             f"All systems in {blocks} blocks interleaved in rotating order: one worker process per system, each block "
             f"gives every system in turn {settings['slice']:g} s of runs while the others wait (after "
             f"{settings['warmup']} warm-up runs in the first block). A run is timed whole; per model turn = run time ÷ "
-            "the model turns it made. Ours is timed from its setup on: tool set, `loop.begin` (first audit file), the "
+            "the model turns it made. Ours is timed from its setup on: tool set, `runs.begin` (first audit file), the "
             "three preface turns (plan + reads; the booking blocked and turned into a proposal; the proposal put to "
-            "the user), `loop.add_user(「确认」)`, then the three turns the peers make: six model turns and eight audit "
+            "the user), `runs.add_user(「确认」)`, then the three turns the peers make: six model turns and eight audit "
             "writes a run. The peers get the preface as their input history and make three model turns; the durable "
             "peers create their session/thread inside the timed run and store that input too.\n\n"
             + _table(["system", "durable", "mean µs/model turn", "p50", "p99", "CPU µs/turn", "model turns/run",
@@ -261,7 +261,7 @@ def _finish(f):
     text = [title,
             "The whole Xi'an task from the user's goal to the final answer, the user's approval given once, every request "
             "the scripted model received recorded. Ours: the run of section 0 (turn 1 `set_plan` + `get_weather` + "
-            "`search_hotels`; turn 2 the proposal in words, the run suspends; the user's 「确认」 via `loop.add_user`; "
+            "`search_hotels`; turn 2 the proposal in words, the run suspends; the user's 「确认」 via `runs.add_user`; "
             "turn 3 `book_hotel`; turn 4 the answer). Ours, eager model: the peers' decisions (turn 2 `book_hotel` "
             "before asking: blocked as the proposal, the run suspends at once; turn 3 `book_hotel` after 「确认」; turn 4 "
             "the answer). Each peer: the same decisions in its own human-approval flow "

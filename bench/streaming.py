@@ -29,6 +29,7 @@ sys.path.insert(0, ROOT)
 
 import endpoint as endpoint_module  # noqa: E402
 import loop                          # noqa: E402
+import runs                          # noqa: E402
 import model                         # noqa: E402
 import offline                       # noqa: E402
 import tools                         # noqa: E402
@@ -99,7 +100,7 @@ def overhead(seconds, rounds):
             for mode in (n % 2 == 0, n % 2 == 1):        # alternate which mode goes first
                 run_id = f"r{n}{'s' if mode else 'u'}"
                 ts = toolset.ToolSet(run_id, store)
-                r = loop.begin(folder, run_id, GOAL, ts, "offline", fsync=False)
+                r = runs.begin(folder, run_id, GOAL, ts, "offline", fsync=False)
                 seen = len(server.timings)
                 started = time.perf_counter()
                 loop.run(r, asks[mode], ts)
@@ -124,7 +125,7 @@ def cpu_per_turn(rounds):
             turns, cpu = 0, time.process_time()
             for n in range(rounds):
                 ts = toolset.ToolSet(f"c{n}{mode}", store)
-                r = loop.begin(folder, f"c{n}{mode}", GOAL, ts, "offline", fsync=False)
+                r = runs.begin(folder, f"c{n}{mode}", GOAL, ts, "offline", fsync=False)
                 loop.run(r, ask, ts)
                 turns += r.turn
             out[mode] = (time.process_time() - cpu) / turns

@@ -1,10 +1,10 @@
 """Our loop on the workload: loop.run() with a scripted `ask` (no HTTP), the real tool set,
 guards, executor and audit file (in a temporary folder on disk).
 
-A run is timed whole, from its setup on, like the peers' runs: the tool set, loop.begin()
+A run is timed whole, from its setup on, like the peers' runs: the tool set, runs.begin()
 (the first snapshot on disk), loop.run() over the preface (set_plan + weather + hotels;
 book_hotel blocked by the unconfirmed-write guard and turned into a proposal; the proposal put
-to the user: suspended), loop.add_user(r, 「确认」), then loop.run() over the three turns of the
+to the user: suspended), runs.add_user(r, 「确认」), then loop.run() over the three turns of the
 workload, ending with status done and the booking made by the confirmed book_hotel. That is six
 model turns (three preface, three timed in the peers' sense), and per-turn figures divide by six.
 With fsync on, every one of the run's eight audit writes is fsynced.
@@ -20,6 +20,7 @@ import workload
 import config
 import tools
 import loop
+import runs
 import model
 import toolset
 
@@ -95,11 +96,11 @@ class Harness:
         """A new run suspended on its proposal, then confirmed by the user."""
         ts = BenchToolSet(state["run_id"], workload.STORE)
         ts.sleeps = False
-        r = loop.begin(self.audit_dir, state["run_id"], workload.GOAL, ts, "scripted", fsync=self.fsync)
+        r = runs.begin(self.audit_dir, state["run_id"], workload.GOAL, ts, "scripted", fsync=self.fsync)
         loop.run(r, playback(workload.PREFACE_REPLIES), ts)
         if (r.status, r.reason) != ("suspended", "awaiting_confirmation"):
             raise RuntimeError(f"preface ended {r.status}/{r.reason}, not awaiting confirmation")
-        loop.add_user(r, tools.CONFIRM[0])
+        runs.add_user(r, tools.CONFIRM[0])
         ts.sleeps = True
         state["run"], state["toolset"] = r, ts
         return r, ts

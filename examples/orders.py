@@ -15,6 +15,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import loop  # noqa: E402
+import runs  # noqa: E402
 import model  # noqa: E402
 from calls import Agent, Source, Tool, ToolError  # noqa: E402
 from endpoint import Endpoint  # noqa: E402
@@ -150,10 +151,10 @@ def main(audit_dir=None):
     tools = ToolSet("orders-demo", agent=agent(refunds))
     ask, close = offline_model()
     try:
-        r = loop.begin(audit_dir, "orders-demo", "", tools, ask.model)         # "": the agent's goal
+        r = runs.begin(audit_dir, "orders-demo", "", tools, ask.model)         # "": the agent's goal
         loop.run(r, ask, tools)
         print(f"{r.status}/{r.reason}：{r.answer}")
-        loop.add_user(r, "确认")
+        runs.add_user(r, "确认")
         loop.run(r, ask, tools)
         print(f"{r.status}/{r.reason}：{r.answer}\n退款 {refunds.count()} 笔；审计文件 {r.path}")
     finally:

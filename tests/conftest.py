@@ -14,7 +14,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-import loop      # noqa: E402
+import runs      # noqa: E402
 import openai    # noqa: E402,F401  (imported once here, so forked runs start warm)
 import model     # noqa: E402
 from endpoint import Endpoint  # noqa: E402
@@ -83,7 +83,7 @@ def new_run(tmp_path):
     def make(goal=GOAL, run_id="t1", max_turns=None, budget=None):
         store = tools.BookingStore(tmp_path / "bookings.db")
         ts = toolset.ToolSet(run_id, store)
-        r = loop.begin(str(tmp_path), run_id, goal, ts, "scripted", max_turns, budget, fsync=False)
+        r = runs.begin(str(tmp_path), run_id, goal, ts, "scripted", max_turns, budget, fsync=False)
         return r, ts, store
     return make
 

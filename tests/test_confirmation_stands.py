@@ -6,6 +6,7 @@ import json
 
 import audit
 import loop
+import runs
 from conftest import BOOK, PLAN, text, tool_calls
 
 WEATHER = {"city": "西安", "date": "2026-10-01"}
@@ -23,7 +24,7 @@ def confirmed_then(fake_model, new_run, opening, after):
     ask, endpoint = fake_model(opening + after)
     loop.run(r, ask, ts)
     assert (r.status, r.reason) == ("suspended", "awaiting_confirmation")
-    loop.add_user(r, "确认")
+    runs.add_user(r, "确认")
     loop.run(r, ask, ts)
     audit.load(r.path)                                   # loadable and paired
     r.go_on = lambda: loop.run(r, ask, ts)
@@ -59,7 +60,7 @@ def test_insisting_on_the_other_booking_puts_it_to_the_user_exactly(fake_model, 
     r, store, _ = confirmed_then(fake_model, new_run, [LOOKUPS, WORDS], [other, other, other, text("已订好。")])
     assert (r.status, r.reason, store.count()) == ("suspended", "awaiting_confirmation", 0)
     assert r.memory.proposal["hotel_id"] == "XA-003" and r.memory.proposal["why"] and not r.memory.confirmed
-    loop.add_user(r, "确认")
+    runs.add_user(r, "确认")
     r.go_on()
     assert (r.status, store.count(), r.memory.writes[0]["args"]["hotel_id"]) == ("done", 1, "XA-003")
 
@@ -114,7 +115,7 @@ def test_an_eager_model_finishes_in_four_model_calls(fake_model, new_run):
                                 text("已订好：古城墙酒店 Suite 两晚。")])
     loop.run(r, ask, ts)
     assert (r.status, r.reason, len(endpoint.requests)) == ("suspended", "awaiting_confirmation", 2)
-    loop.add_user(r, "确认")
+    runs.add_user(r, "确认")
     loop.run(r, ask, ts)
     assert (r.status, store.count(), len(endpoint.requests)) == ("done", 1, 4)
 

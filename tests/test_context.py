@@ -4,6 +4,7 @@ import json
 
 import context
 import loop
+import runs
 from conftest import PLAN, text, tool_calls
 from toolset import ToolSet
 
@@ -85,5 +86,5 @@ def test_a_long_run_compacts_in_epochs_and_stays_small(fake_model, new_run, tmp_
     sent = [json.dumps(q["messages"], ensure_ascii=False) for q in endpoint.requests]
     epochs = sum(1 for a, b in zip(sent, sent[1:]) if not b.startswith(a[:-1]))
     assert 1 <= epochs <= len(sent) // 5          # between epochs a request extends the last one byte for byte
-    again, _, _ = loop.reopen(str(tmp_path), r.run_id, lambda snap: ts, lambda snap: None)
+    again, _, _ = runs.reopen(str(tmp_path), r.run_id, lambda snap: ts, lambda snap: None)
     assert again.window.request(again.messages, ts.tool) == r.window.request(r.messages, ts.tool)   # resume: same bytes

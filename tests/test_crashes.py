@@ -15,6 +15,7 @@ import pytest
 
 import audit
 import loop
+import runs
 import model
 from endpoint import Endpoint  # noqa: E402
 import offline
@@ -146,14 +147,14 @@ def _offline_ask():
 
 def _one_run(audit_dir, run_id, ask):
     ts = ToolSet(run_id, tools.BookingStore(os.path.join(audit_dir, "bookings.db")))
-    r = loop.begin(audit_dir, run_id, GOAL, ts, "offline", fsync=False)
+    r = runs.begin(audit_dir, run_id, GOAL, ts, "offline", fsync=False)
     return loop.run(r, ask, ts)
 
 
 def _confirm(audit_dir, run_id, ask):
     ts = ToolSet(run_id, tools.BookingStore(os.path.join(audit_dir, "bookings.db")))
-    r, ts, _ = loop.reopen(audit_dir, run_id, lambda snap: ts, lambda snap: None)
-    loop.add_user(r, "确认")
+    r, ts, _ = runs.reopen(audit_dir, run_id, lambda snap: ts, lambda snap: None)
+    runs.add_user(r, "确认")
     return loop.run(r, ask, ts)
 
 

@@ -8,6 +8,7 @@ import sys
 import audit
 import config
 import loop
+import runs
 from conftest import ROOT, text, tool_calls
 
 sys.path.insert(0, os.path.join(ROOT, "examples"))
@@ -20,7 +21,7 @@ PLAN = {"steps": [{"title": "查订单", "tool": "get_order"}, {"title": "退款
 def setup(tmp_path, run_id="o1"):
     refunds = orders.Refunds(str(tmp_path / "refunds.db"))
     tools = ToolSet(run_id, agent=orders.agent(refunds))
-    return loop.begin(str(tmp_path), run_id, orders.GOAL, tools, "m", fsync=False), tools, refunds
+    return runs.begin(str(tmp_path), run_id, orders.GOAL, tools, "m", fsync=False), tools, refunds
 
 
 def results(r):
@@ -63,7 +64,7 @@ def test_a_refund_needs_the_users_confirmation_and_happens_once_across_a_crash(t
     try:
         loop.run(r, ask, tools)
         assert (r.status, r.reason, refunds.count()) == ("suspended", "awaiting_confirmation", 0)
-        loop.add_user(r, "确认")
+        runs.add_user(r, "确认")
         pid = os.fork()
         if pid == 0:                             # the child dies right after the refund is stored
             config._FAULT = "after_tool"
@@ -71,7 +72,7 @@ def test_a_refund_needs_the_users_confirmation_and_happens_once_across_a_crash(t
             os._exit(0)
         os.waitpid(pid, 0)
         assert refunds.count() == 1 and audit.load(r.path)["status"] == "running"
-        again, tools2, _ = loop.reopen(str(tmp_path), "o1", lambda snap: tools, lambda snap: None)
+        again, tools2, _ = runs.reopen(str(tmp_path), "o1", lambda snap: tools, lambda snap: None)
         loop.run(again, ask, tools2)
     finally:
         close()
@@ -87,7 +88,7 @@ def test_a_refund_other_than_the_one_confirmed_is_a_new_proposal(tmp_path, fake_
                          text("建议退款 A1001 ¥899，确认吗？"),
                          tool_calls(("refund_order", {"order_id": "A1001", "amount": 500})), text("A1001 的退款金额改成 ¥500 了，请再确认")])
     loop.run(r, ask, tools)
-    loop.add_user(r, "确认")
+    runs.add_user(r, "确认")
     loop.run(r, ask, tools)
     assert (r.status, r.reason, refunds.count()) == ("suspended", "awaiting_confirmation", 0)
     assert not r.memory.confirmed and "再确认" in r.memory.offer      # the other refund, proposed in words
@@ -100,7 +101,7 @@ def test_a_refund_the_model_insists_on_is_a_new_proposal_shown_exactly(tmp_path,
                          tool_calls(("track_shipment", {"tracking": "SF7788"})),
                          text("建议退款 A1001 ¥899，确认吗？"), tool_calls(other), tool_calls(other)])
     loop.run(r, ask, tools)
-    loop.add_user(r, "确认")
+    runs.add_user(r, "确认")
     loop.run(r, ask, tools)
     assert (r.status, r.reason, refunds.count()) == ("suspended", "awaiting_confirmation", 0)
     assert r.memory.proposal["amount"] == 500 and "why" in r.memory.proposal and not r.memory.confirmed

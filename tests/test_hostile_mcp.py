@@ -6,6 +6,7 @@ import pytest
 import audit
 import config
 import loop
+import runs
 import model
 from endpoint import Endpoint  # noqa: E402
 import offline
@@ -37,7 +38,7 @@ def test_a_hostile_server_under_a_whole_run(tmp_path, offline_ask, monkeypatch, 
     store = tools.BookingStore(tmp_path / "bookings.db")
     ts = toolset.ToolSet("h", store, "mcp", mcp_command=fake_command(flags, tmp_path / "marker"))
     try:
-        r = loop.begin(str(tmp_path), "h", GOAL, ts, "offline", fsync=False)
+        r = runs.begin(str(tmp_path), "h", GOAL, ts, "offline", fsync=False)
         loop.run(r, offline_ask, ts)
         assert audit.load(r.path)["status"] == r.status == "suspended" and r.reason == reason and store.count() == 0
         errors = [m["content"] for m in r.messages if m["role"] == "tool" and '"error"' in m["content"]]
@@ -46,7 +47,7 @@ def test_a_hostile_server_under_a_whole_run(tmp_path, offline_ask, monkeypatch, 
         for m in r.messages:                            # nothing off the allow-list reached the model
             assert "secret" not in (m.get("content") or "") and "nested" not in (m.get("content") or "")
         if r.reason == "awaiting_confirmation":
-            loop.add_user(r, "确认")
+            runs.add_user(r, "确认")
             loop.run(r, offline_ask, ts)
             assert r.status == "done" and store.count() == 1
     finally:

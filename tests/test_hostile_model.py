@@ -9,6 +9,7 @@ import pytest
 
 import audit
 import loop
+import runs
 from conftest import BOOK, PLAN, text, tool_calls
 from test_loop import HOTELS, OPENING, WEATHER, tool_results
 from test_model import http
@@ -25,7 +26,7 @@ def confirmed(fake_model, new_run, after):
     r, ts, store = new_run()
     ask, endpoint = fake_model(OPENING + after)
     loop.run(r, ask, ts)
-    loop.add_user(r, "确认")
+    runs.add_user(r, "确认")
     loop.run(r, ask, ts)
     return r, store, endpoint
 
@@ -174,7 +175,7 @@ def test_a_failing_endpoint_ends_in_error_and_resume_continues(fake_model, new_r
     loop.run(r, ask, ts)
     check(r, store, "error", 0)
     assert r.reason == kind and r.turn == 1 and len(endpoint.requests) == 4
-    again, ts2, _ = loop.reopen(str(tmp_path), r.run_id, lambda snap: ts, lambda snap: None)
+    again, ts2, _ = runs.reopen(str(tmp_path), r.run_id, lambda snap: ts, lambda snap: None)
     loop.run(again, ask, ts2)
     ask.close()
     check(again, store, "suspended", 0)
@@ -188,5 +189,5 @@ def test_tool_arguments_nested_ten_thousand_deep_go_back_as_a_tool_error(fake_mo
     loop.run(r, ask, ts)
     first = tool_results(r)[0]
     assert first["blocked_by"] == "arguments" and "嵌套" in first["error"] and r.turn >= 2
-    again, _, _ = loop.reopen(r.path.rsplit("/", 1)[0], "t1", lambda snap: ts, lambda snap: None)
+    again, _, _ = runs.reopen(r.path.rsplit("/", 1)[0], "t1", lambda snap: ts, lambda snap: None)
     assert again.memory.plan                                  # the record rebuilds: a resume does not crash

@@ -5,6 +5,7 @@ import pytest
 
 import audit
 import loop
+import runs
 from conftest import BOOK, PLAN, read_audit, text, tool_calls
 from test_model import http
 
@@ -29,7 +30,7 @@ def test_scripted_run_suspends_then_books_once_after_confirmation(fake_model, ne
     loop.run(r, ask, ts, paired_after_every_turn)
     assert (r.status, r.reason, r.turn) == ("suspended", "awaiting_confirmation", 3)
     assert store.count() == 0 and r.memory.proposal["total"] == 1760
-    loop.add_user(r, "确认")
+    runs.add_user(r, "确认")
     loop.run(r, ask, ts, paired_after_every_turn)
     assert (r.status, r.reason, r.turn) == ("done", "final_answer", 5)
     assert store.count() == 1 and r.memory.fact("booking")["total"] == 1760
@@ -41,7 +42,7 @@ def test_a_reply_that_is_not_a_confirmation_books_nothing(fake_model, new_run):
     r, ts, store = new_run()
     ask, _ = fake_model(OPENING + [text("好的，不订了。")])
     loop.run(r, ask, ts)
-    loop.add_user(r, "不订了")
+    runs.add_user(r, "不订了")
     loop.run(r, ask, ts)
     assert store.count() == 0 and (r.status, r.memory.proposal) == ("done", None)
 
@@ -50,7 +51,7 @@ def test_a_model_that_books_anyway_after_a_refusal_is_blocked_again(fake_model, 
     r, ts, store = new_run()
     ask, _ = fake_model(OPENING + [tool_calls(("book_hotel", BOOK)), text("还是订吧？")])
     loop.run(r, ask, ts)
-    loop.add_user(r, "不订了")
+    runs.add_user(r, "不订了")
     loop.run(r, ask, ts)
     assert store.count() == 0 and (r.status, r.reason) == ("suspended", "awaiting_confirmation")
     assert tool_results(r)[-1]["blocked_by"] == "unconfirmed_write"
@@ -60,7 +61,7 @@ def test_same_booking_twice_in_one_batch_after_confirmation_is_one_row(fake_mode
     r, ts, store = new_run()
     ask, _ = fake_model(OPENING + [tool_calls(("book_hotel", BOOK, "x"), ("book_hotel", BOOK, "y")), text("好")])
     loop.run(r, ask, ts)
-    loop.add_user(r, "确认")
+    runs.add_user(r, "确认")
     loop.run(r, ask, ts)
     first, second = tool_results(r)[-2:]
     assert store.count() == 1 and first["booking_id"] and second["blocked_by"] == "duplicate"
@@ -133,7 +134,7 @@ def test_model_failure_is_recorded_and_a_resume_continues_with_turns_and_tokens(
     loop.run(r, ask, ts)
     assert (r.status, r.reason, r.turn) == ("error", "auth", 1)
     used = r.memory.used_tokens
-    again, _, warnings = loop.reopen(str(tmp_path), r.run_id, lambda snap: ts, lambda snap: None)
+    again, _, warnings = runs.reopen(str(tmp_path), r.run_id, lambda snap: ts, lambda snap: None)
     assert warnings == [] and again.turn == 1 and again.memory.used_tokens == used and again.memory.plan
     loop.run(again, ask, ts)
     assert again.status == "suspended" and again.turn > 1 and again.memory.used_tokens > used
@@ -171,9 +172,9 @@ def test_hand_edited_confirmation_is_rebuilt_from_the_messages(fake_model, new_r
     data = json.loads(open(r.path, encoding="utf-8").read())
     data["memory"]["confirmed"] = True
     audit.write(r.path, data)
-    again, _, warnings = loop.reopen(str(tmp_path), r.run_id, lambda snap: ts, lambda snap: None)
+    again, _, warnings = runs.reopen(str(tmp_path), r.run_id, lambda snap: ts, lambda snap: None)
     assert "confirmed" in warnings and not again.memory.confirmed
-    loop.add_user(again, "随便")
+    runs.add_user(again, "随便")
     loop.run(again, ask, ts)
     assert store.count() == 0
 
@@ -200,8 +201,8 @@ def test_the_audit_records_the_schemas_sent_and_a_resume_of_an_older_file_sends_
     snap["tools"] = older
     with open(r.path, "w", encoding="utf-8") as f:
         json.dump(snap, f, ensure_ascii=False)
-    again, _, warnings = loop.reopen(str(tmp_path), r.run_id, lambda s: ts, lambda s: None)
-    loop.add_user(again, "继续")
+    again, _, warnings = runs.reopen(str(tmp_path), r.run_id, lambda s: ts, lambda s: None)
+    runs.add_user(again, "继续")
     ask, endpoint = fake_model([tool_calls(("get_weather", {"city": "西安", "date": "10/01"})), text("日期不对")])
     loop.run(again, ask, ts)
     assert warnings == [] and all(req["tools"] == older for req in endpoint.requests)

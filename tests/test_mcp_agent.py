@@ -7,6 +7,7 @@ import sys
 import pytest
 
 import loop
+import runs
 import mcp_tools
 import tools
 import toolset
@@ -143,7 +144,7 @@ def test_through_the_fake_endpoint_coordinates_must_come_from_search_location(mc
         tool_calls(("book_hotel", BOOK, "b1")),
         text("2026-10-01 有雨，建议订 古城墙酒店 Suite 两晚共 ¥1760，确认吗？"),
     ])
-    r = loop.begin(str(tmp_path), "m1", GOAL, ts, "scripted", fsync=False)
+    r = runs.begin(str(tmp_path), "m1", GOAL, ts, "scripted", fsync=False)
     loop.run(r, ask, ts)
     assert (r.status, r.reason, r.mode) == ("suspended", "awaiting_confirmation", "mcp")
     seen = endpoint.requests[0]["tools"]

@@ -8,6 +8,7 @@ import sqlite3
 import pytest
 
 import loop
+import runs
 import texts
 import toolset
 from calls import Agent, Source, Tool
@@ -60,11 +61,11 @@ def english(tools=(LIST, WRITE), planning=False):
 
 def run_english(tmp_path, fake_model, replies, agent, confirm=None):
     ts = toolset.ToolSet("e", agent=agent)
-    r = loop.begin(str(tmp_path), "e", "", ts, "scripted", fsync=False)
+    r = runs.begin(str(tmp_path), "e", "", ts, "scripted", fsync=False)
     ask, endpoint = fake_model(replies)
     loop.run(r, ask, ts)
     if confirm is not None:
-        loop.add_user(r, confirm)
+        runs.add_user(r, confirm)
         loop.run(r, ask, ts)
     return r, endpoint
 
@@ -166,7 +167,7 @@ def test_help_and_usage_errors_speak_the_agents_language(tmp_path):
 def test_a_failed_model_service_is_told_in_the_agents_language(tmp_path, fake_model):
     from test_model import http
     ts = toolset.ToolSet("f", agent=english())
-    r = loop.begin(str(tmp_path), "f", "", ts, "scripted", fsync=False)
+    r = runs.begin(str(tmp_path), "f", "", ts, "scripted", fsync=False)
     ask, _ = fake_model([http(401, body={"error": {"message": "bad key"}})])
     loop.run(r, ask, ts)
     assert (r.status, r.reason) == ("error", "auth") and "bad key" in r.detail and not texts.CJK.search(r.detail)

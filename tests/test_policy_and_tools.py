@@ -7,6 +7,7 @@ import time
 import audit
 import config
 import loop
+import runs
 import session
 from calls import Tool
 from conftest import PLAN, read_audit, run_cli, text, tool_calls
@@ -20,7 +21,7 @@ WEATHER = {"city": "西安", "date": "2026-10-01"}
 def test_past_its_deadline_a_run_stops_at_the_next_turn_and_a_resume_with_more_time_goes_on(fake_model, tmp_path):
     import tools
     ts = ToolSet("d", tools.BookingStore(tmp_path / "b.db"))
-    r = loop.begin(str(tmp_path), "d", "goal", ts, "m", policy=config.Policy(deadline=0.2), fsync=False)
+    r = runs.begin(str(tmp_path), "d", "goal", ts, "m", policy=config.Policy(deadline=0.2), fsync=False)
 
     def slow(request):
         time.sleep(0.3)
@@ -91,7 +92,7 @@ def test_async_tools_run_together_and_a_hung_one_is_cancelled_at_its_timeout():
 def test_a_users_tool_set_gets_the_planning_tools_and_the_guards_without_naming_them(fake_model, tmp_path):
     ts = ToolSet("u", tools=_async_tools([]))
     assert [t["function"]["name"] for t in ts.schemas] == ["set_plan", "mark_step", "lookup", "stuck"]
-    r = loop.begin(str(tmp_path), "u", "查一下 k1", ts, "m", fsync=False)
+    r = runs.begin(str(tmp_path), "u", "查一下 k1", ts, "m", fsync=False)
     ask, _ = fake_model([tool_calls(("lookup", {"key": "k1"})),
                          tool_calls(("set_plan", {"steps": [{"title": "查", "tool": "lookup"}]}), ("lookup", {"key": "k1"})),
                          text("查到了 k1。")])
@@ -103,7 +104,7 @@ def test_a_users_tool_set_gets_the_planning_tools_and_the_guards_without_naming_
 def test_a_run_whose_model_went_silent_takes_a_reply_and_moves_on(fake_model, tmp_path):
     import tools
     ts = ToolSet("e", tools.BookingStore(tmp_path / "b.db"))
-    r = loop.begin(str(tmp_path), "e", "goal", ts, "m", fsync=False)
+    r = runs.begin(str(tmp_path), "e", "goal", ts, "m", fsync=False)
     ask, endpoint = fake_model([text(""), text(""), text("你想住几晚？")])
     loop.run(r, ask, ts)
     assert (r.status, r.reason) == ("error", "empty_reply")

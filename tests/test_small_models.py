@@ -12,6 +12,7 @@ import pytest
 import audit
 import check_texts
 import loop
+import runs
 import policies
 import replies
 import session
@@ -155,7 +156,7 @@ def english_room_model(request):
 def test_an_english_agent_is_nudged_forced_and_its_claim_noted_in_english(tmp_path, fake_model):
     agent = session.load_agent(EXAMPLE)
     ts = toolset.ToolSet("e", agent=agent)
-    r = loop.begin(str(tmp_path), "e", "", ts, "scripted", fsync=False)
+    r = runs.begin(str(tmp_path), "e", "", ts, "scripted", fsync=False)
     server = policies.Server(english_room_model)
     ask, _ = fake_model(server)
     loop.run(r, ask, ts)
@@ -263,7 +264,7 @@ def test_an_ask_of_ones_own_without_forces_is_called_as_before(tmp_path, fake_mo
     def ask(messages, tools_, final=False):             # a user's own model function: no `force` parameter
         return client(messages, tools_, final=final)
     ts = toolset.ToolSet("o", tools.BookingStore(tmp_path / "b.db"))
-    r = loop.begin(str(tmp_path), "o", "", ts, "own", fsync=False)
+    r = runs.begin(str(tmp_path), "o", "", ts, "own", fsync=False)
     loop.run(r, ask, ts)
     assert (r.status, r.reason) == ("suspended", "awaiting_reply") and sum(m.get("name") == "loop" for m in r.messages)
     assert {q.get("tool_choice") for q in server.requests} == {"auto"}

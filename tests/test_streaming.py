@@ -15,6 +15,7 @@ import config
 import live
 import texts
 import loop
+import runs
 import model
 import offline
 from conftest import GOAL, PLAN, ROOT, read_audit, run_agent, text, tool_calls
@@ -200,9 +201,9 @@ def _recorded(tmp_path, stream, respond, quirk=None):
     ask = model.connect(endpoint.url, "k", "m", loopback=True, stream=stream)
     ts = toolset.ToolSet("same", tools.BookingStore(folder / "bookings.db"))
     try:
-        r = loop.begin(str(folder), "same", GOAL, ts, "m", fsync=False)
+        r = runs.begin(str(folder), "same", GOAL, ts, "m", fsync=False)
         loop.run(r, ask, ts)
-        loop.add_user(r, "确认")
+        runs.add_user(r, "确认")
         loop.run(r, ask, ts)
     finally:
         ask.close()
@@ -232,7 +233,7 @@ def test_the_offline_model_streams_through_the_same_path_and_records_the_same(tm
     import tools
     import toolset
     ts = toolset.ToolSet("o", tools.BookingStore(tmp_path / "bookings.db"))
-    r = loop.begin(str(tmp_path), "o", GOAL, ts, "offline", fsync=False)
+    r = runs.begin(str(tmp_path), "o", GOAL, ts, "offline", fsync=False)
     loop.run(r, ask, ts, lambda kind, **data: heard.append((kind, data)))
     ask.close()
     endpoint.close()

@@ -10,6 +10,7 @@ import pytest
 import audit
 import executor
 import loop
+import runs
 import model
 import texts
 from conftest import BOOK, GOAL, PLAN, read_audit, text, tool_calls
@@ -73,7 +74,7 @@ def test_a_world_of_its_own_drives_the_same_order_and_the_audit_follows_every_fl
     world = World(r, ts, SCRIPT, log)
     loop.drive(loop.turns(r, ts), world)
     assert (r.status, r.reason) == ("suspended", "awaiting_confirmation") and store.count() == 0
-    loop.answer(r, "confirm")
+    runs.answer(r, "confirm")
     loop.drive(loop.turns(r, ts), world)
     assert r.status == "done" and store.count() == 1
     # every turn with calls: the question, then its calls, then the snapshot, before anything else is asked
