@@ -33,7 +33,7 @@ from calls import Agent, chars
 from executor import execute, tool_messages
 from guards import screen
 from memory import LOOP_NAME, Memory
-from model import ModelError, estimate_tokens, written_problems
+from model import ModelError, Reply, estimate_tokens
 
 
 @dataclasses.dataclass
@@ -161,7 +161,7 @@ def answered(r, reply, sent, report):
     status, reason = r.memory.verdict(reply.written_calls)
     if status != "nudge":
         return finish(r, status, reason)
-    text = nudge(r, reason, _problems(r, reply))
+    text = nudge(r, reason, reply.written_problems)
     save(r)
     report("nudge", run=r, text=text)
     return None
@@ -192,13 +192,6 @@ def forcing(r):
         any(str(last.get("content")).startswith(r.say(f"nudge.{kind}")) for kind in FORCING)
 
 
-def _problems(r, reply):
-    """What makes the calls a reply wrote as text unusable (placeholders, arguments not an object,
-    markup that is no call), for the written-call nudge."""
-    names = [t.get("function", {}).get("name") for t in r.tools]
-    return written_problems(reply.text, names) if reply.written_calls else []
-
-
 def empty_again(r, exc, sent, report):
     """An empty reply: the first time since the last message, the loop asks again with the
     empty-reply nudge in the record (the identical request tends to come back empty again) and
@@ -208,9 +201,8 @@ def empty_again(r, exc, sent, report):
     r.turn += 1
     r.memory.used_tokens += exc.tokens
     text = nudge(r, "empty_reply")
-    r.trace.append({"turn": r.turn, "model_seconds": 0.0, "tokens": exc.tokens, "tokens_estimated": False,
-                    "used_tokens": r.memory.used_tokens, "chars_sent": sent[0], "chars_full": sent[1],
-                    "notes": ["empty_reply: asked again with a nudge"], "tools": []})
+    void = Reply({}, [], exc.tokens, False, 0.0, ["empty_reply: asked again with a nudge"])   # what it cost
+    r.trace.append(_record(r, void, sent, [], {}))
     save(r)
     report("nudge", run=r, text=text)
     return True

@@ -17,7 +17,7 @@ fast. No response the SDK can hand back raises anything but ModelError.
 
 Streamed replies (the default) are assembled by streams.py; every body, streamed or not, is read
 into a Reply (or its failure into a ModelError) by replies.py, whose public names are the model's
-own: model.ModelError, model.Reply, model.estimate_tokens, model.written_calls, model.written_problems.
+own: model.ModelError, model.Reply, model.estimate_tokens, model.written_calls.
 """
 import functools
 import threading
@@ -26,7 +26,7 @@ import time
 import config
 import replies
 import streams
-from replies import ModelError, Reply, estimate_tokens, written_calls, written_problems  # noqa: F401  (re-exported)
+from replies import ModelError, Reply, estimate_tokens, written_calls  # noqa: F401  (re-exported, as before)
 from texts import Said
 
 

@@ -53,6 +53,7 @@ class Reply:
     seconds: float
     notes: list                   # what normalisation had to fix (missing or duplicate ids...)
     written_calls: list = dataclasses.field(default_factory=list)   # tools named in text, not called
+    written_problems: list = dataclasses.field(default_factory=list)  # what is wrong with them (written_problems)
     cut: bool = False             # finish_reason "length": the reply was cut off
 
     @property
@@ -102,6 +103,7 @@ def normalised(response, messages, seconds, names=()):
     reply = Reply(message, calls, tokens, estimated, seconds, notes)
     reply.cut = getattr(choice, "finish_reason", None) == "length"
     reply.written_calls = [] if calls else written_calls(content or "", names)
+    reply.written_problems = written_problems(content or "", names) if reply.written_calls else []
     return reply
 
 
