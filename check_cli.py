@@ -20,7 +20,8 @@ import os
 import re
 import sys
 
-from check_texts import Said, language_of, of, said, told
+from catalogue import said, told
+from check_texts import Said, language_of, of
 from checks import judge, not_applicable, progress, progress_said
 from formats import Unreadable
 from transcripts import load

@@ -3,14 +3,16 @@ language, the same keys in each. Guard errors, nudges, the memory block, the pla
 descriptions and results, validation problems, cut notes, the final-answer prompt, the lines the
 command line prints and its help: every text our side shows a model or a person is here.
 
-Invariants: imports no project module (a leaf below calls.py); holds no logic beyond formatting;
+Invariants: imports no project module but catalogue.py, the leaf that says any catalogue (a leaf below
+calls.py); holds no logic beyond formatting;
 `ZH` and `EN` have exactly the same keys and placeholders (a test checks it), and no value of `EN`
 holds a CJK character. A tool's own texts (its description, its errors) belong to the agent that
 declares it, not here.
 """
 import re
 
-LANGUAGES = ("zh", "en")
+import catalogue
+from catalogue import CJK, LANGUAGES, Catalogue, told
 
 ZH = {
     # ---- the model reads these ----
@@ -630,50 +632,17 @@ EN = {
     "audit.busy": "run {run_id} is in use by another process; try again once it is done",
 }
 
-CATALOGUES = {"zh": ZH, "en": EN}
-CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
+CATALOGUE = Catalogue({"zh": ZH, "en": EN})
+of = CATALOGUE.of
 # a user reply that declines the write (a change request is not a decline), in either language
 DECLINE = re.compile(r"不订|不要订|不预订|别订|不用了|不需要|取消|算了|放弃|\bno\b|\bcancel|don'?t book|never ?mind", re.I)
+ZH_TEXTS = of("zh")
 
 
-class Texts:
-    """One language's catalogue, called with a key and its values: `say("guard.spin", times=2)`."""
+class Said(catalogue.Said):
+    """A loop text not said yet (catalogue.Said): str() says it in the loop's Chinese."""
 
-    def __init__(self, language):
-        if language not in CATALOGUES:
-            raise ValueError(f"language={language!r}: not one of {', '.join(LANGUAGES)}")
-        self.language, self.table = language, CATALOGUES[language]
-
-    def __call__(self, name, /, **values):
-        return self.table[name].format(**values)
-
-    def join(self, items):
-        return self.table["list.sep"].join(map(str, items))
-
-
-class Said:
-    """A text not said yet: a catalogue key and its values (a value may be a Said itself), said in
-    any language when it is shown (`said(say)`); str() says it in Chinese. Errors carry one, so
-    the layer that knows the run's language renders them."""
-
-    def __init__(self, name, /, **values):
-        self.name, self.values = name, values
-
-    def __call__(self, say):
-        return say(self.name, **{k: v(say) if isinstance(v, Said) else v for k, v in self.values.items()})
-
-    def __str__(self):
-        return self(ZH_TEXTS)
-
-    def __repr__(self):
-        return f"Said({self.name!r}, {self.values!r})"
-
-
-def told(error, say):
-    """What an error says, in `say`'s language: its Said when it carries one (as its first argument,
-    or as a catalogue key and values: config.PolicyError), else its message as it is."""
-    said = said_of(error)
-    return said(say) if isinstance(said, Said) else str(error)
+    home = ZH_TEXTS
 
 
 def said_of(error):
@@ -681,18 +650,4 @@ def said_of(error):
     if getattr(error, "catalogue_key", None):
         return Said(error.catalogue_key, **error.values)
     said = error.args[0] if error.args else None
-    return said if isinstance(said, Said) else error
-
-
-_MADE = {}
-
-
-def of(language="zh"):
-    """The catalogue of `language` (made once per language)."""
-    texts = _MADE.get(language)
-    if texts is None:
-        texts = _MADE[language] = Texts(language)
-    return texts
-
-
-ZH_TEXTS = of("zh")
+    return said if isinstance(said, catalogue.Said) else error
