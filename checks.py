@@ -34,7 +34,8 @@ one pending verdict, never an empty pass.
 import re
 
 from check_texts import Joined, Said
-from transcripts import classify_reply, dicts_in, has_token, iso_day, plain_result, same_value, tool_name
+from declaration import tool_name
+from readings import classify_reply, dicts_in, has_token, iso_day, plain_result, same_value
 
 CHECKS = tuple((cid, Said(f"check.{cid}")) for cid in ("plan_first", "no_skipped_step", "provenance", "room_type",
                                                         "write_after_confirmation"))
