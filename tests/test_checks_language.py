@@ -19,7 +19,8 @@ from test_checks_agent import EXAMPLE, audit_file, conversation, rooms_declared
 
 CORPORA = sorted(glob.glob(os.path.join(ROOT, "tests", "transcripts", "**", "*.json*"), recursive=True) +
                  glob.glob(os.path.join(ROOT, "tests", "corpus_frameworks", "*.json*")))
-JUDGE = ("check_cli.py", "checks.py", "transcripts.py", "declaration.py", "readings.py", "formats.py")
+JUDGE = ("check_cli.py", "checks.py", "check_confirm.py", "check_weather.py", "check_verdicts.py", "transcripts.py",
+         "declaration.py", "readings.py", "formats.py")
 
 
 def fields(template):
