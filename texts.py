@@ -13,7 +13,7 @@ that declares it, not here.
 import re
 
 import catalogue
-from catalogue import CJK, LANGUAGES, Catalogue, told
+from catalogue import CJK, LANGUAGES, Catalogue, told     # CJK, LANGUAGES, told: part of this API (texts.told)
 from texts_en import EN
 from texts_zh import ZH
 
