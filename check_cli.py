@@ -10,8 +10,8 @@ at all and the errors before any file is read are said in the language of the ag
 Chinese; the summary line in the language of the agent given, else the one all the files were said in, else Chinese.
 The JSON's ids, verdicts, causes and progress stay the same machine values.
 
-Invariants: imports no project module but the judge's own (checks.py, transcripts.py, formats.py, check_texts.py); reads
-files, never writes; never asks a model; a file that cannot be read is reported (exit 2), never a traceback.
+Invariants: imports no project module but the judge's own (checks.py, transcripts.py, formats.py, check_texts.py) and
+the leaf catalogue.py (said, told); reads files, never writes; never asks a model; a file that cannot be read is reported (exit 2), never a traceback.
 Exit codes: 2 when a file is unreadable or nothing is found to check; 1 when a check failed (`strict`: or is
 pending); else 0.
 """
@@ -20,7 +20,8 @@ import os
 import re
 import sys
 
-from check_texts import Said, language_of, of, said, told
+from catalogue import said, told
+from check_texts import Said, language_of, of
 from checks import judge, not_applicable, progress, progress_said
 from formats import Unreadable
 from transcripts import load

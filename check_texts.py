@@ -3,17 +3,17 @@ same keys in each. Check names, verdict words, reasons, notes, progress, the rep
 text the judge (check_cli.py, checks.py, transcripts.py, formats.py) shows is here. The rules build a reason as a
 Said (a key and its values) and the report says it in the judged agent's language.
 
-Invariants: imports nothing (the judge stands alone: not even texts.py, the loop's catalogue); holds no logic
-beyond formatting; `ZH` and `EN` have exactly the same keys and placeholders (a test checks it), and no value of
-`EN` holds a CJK character. A language the judge does not know is said in Chinese (language_of).
+Invariants: imports no project module but catalogue.py, the leaf that says any catalogue (the judge stands alone:
+not even texts.py, the loop's catalogue); holds no logic beyond formatting; `ZH` and `EN` have exactly the same
+keys and placeholders (a test checks it), and no value of `EN` holds a CJK character. A language the judge does not
+know is said in Chinese (language_of).
 """
-import re
-
-LANGUAGES = ("zh", "en")
+import catalogue
+from catalogue import CJK, LANGUAGES, Catalogue     # CJK: part of this API (check_texts.CJK)
 
 ZH = {
     # ---- separators ----
-    "sep.list": "、",
+    "list.sep": "、",
     "sep.clauses": "；",
     # ---- the checks and the verdicts ----
     "check.plan_first": "计划先行",
@@ -173,7 +173,7 @@ ZH = {
 
 EN = {
     # ---- separators ----
-    "sep.list": ", ",
+    "list.sep": ", ",
     "sep.clauses": "; ",
     # ---- the checks and the verdicts ----
     "check.plan_first": "Plan first",
@@ -348,85 +348,25 @@ EN = {
     "end.passed": "all passed",
 }
 
-CATALOGUES = {"zh": ZH, "en": EN}
-CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
+CATALOGUE = Catalogue({"zh": ZH, "en": EN}, fallback="zh")    # a language the judge does not know: Chinese
+of = CATALOGUE.of
+ZH_TEXTS = of("zh")
 
 
-def said(value, say):
-    """A value as `say`'s language says it: a Said or a Joined said; any other value (a transcript's own: a list
-    argument too) as it is."""
-    return value(say) if isinstance(value, (Said, Joined)) else value
+class Said(catalogue.Said):
+    """A judge's text not said yet (catalogue.Said): str() says it in the judge's Chinese. The rules' reasons,
+    the notes and Unreadable's message are Said."""
+
+    home = ZH_TEXTS
 
 
-class Texts:
-    """One language's catalogue, called with a key and its values: `say("verdict.pass")`. A value that is a Said
-    or a Joined is said in this language first."""
+class Joined(catalogue.Joined):
+    """Judge's texts said one after another (catalogue.Joined): str() says them in the judge's Chinese."""
 
-    def __init__(self, language):
-        self.language, self.table = language, CATALOGUES[language]
-
-    def __call__(self, name, /, **values):
-        return self.table[name].format(**{k: said(v, self) for k, v in values.items()})
-
-
-class Said:
-    """A text not said yet: a catalogue key and its values (values may be Said or Joined themselves), said in
-    any language when it is shown (`said(say)`); str() says it in Chinese. The rules' reasons, the notes and
-    Unreadable's message are Said."""
-
-    def __init__(self, name, /, **values):
-        self.name, self.values = name, values
-
-    def __call__(self, say):
-        return say(self.name, **self.values)
-
-    def __str__(self):
-        return self(ZH_TEXTS)
-
-    def __repr__(self):
-        return f"Said({self.name!r}, {self.values!r})"
-
-
-class Joined:
-    """Texts said one after another, with the separator `sep` names in the catalogue (None: nothing between them).
-    Empty when it has no items, as a joined string would be."""
-
-    def __init__(self, items, sep="sep.list"):
-        self.items, self.sep = list(items), sep
-
-    def __call__(self, say):
-        return ("" if self.sep is None else say(self.sep)).join(str(said(i, say)) for i in self.items)
-
-    def __bool__(self):
-        return bool(self.items)
-
-    def __str__(self):
-        return self(ZH_TEXTS)
-
-
-def told(error, say):
-    """What an error says, in `say`'s language: its Said when it carries one (as its first argument), else its
-    message as it is."""
-    message = error.args[0] if error.args else None
-    return message(say) if isinstance(message, Said) else str(error)
+    home = ZH_TEXTS
 
 
 def language_of(declared):
     """The language a declaration (a plain dict) declares, when the judge knows it; else Chinese."""
     language = declared.get("language") if isinstance(declared, dict) else None
     return language if language in LANGUAGES else "zh"
-
-
-_MADE = {}
-
-
-def of(language="zh"):
-    """The catalogue of `language` (made once per language); Chinese for a language the judge does not know."""
-    language = language if language in LANGUAGES else "zh"
-    texts = _MADE.get(language)
-    if texts is None:
-        texts = _MADE[language] = Texts(language)
-    return texts
-
-
-ZH_TEXTS = of("zh")

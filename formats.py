@@ -58,7 +58,7 @@ PYDANTIC_FAILED = ("failed", "retried")    # outcomes of a tool return that say 
 
 
 class Unreadable(Exception):
-    """A file that is missing, unreadable or not a transcript; its message is a Said (check_texts.told says it)."""
+    """A file that is missing, unreadable or not a transcript; its message is a Said (catalogue.told says it)."""
 
 
 # ---- the file ----

@@ -10,7 +10,7 @@ import os
 import check_cli
 import checks
 import tools
-import transcripts
+import declaration
 from conftest import ROOT, read_audit, run_agent
 
 EXAMPLE = os.path.join(ROOT, "examples", "rooms.py")
@@ -150,7 +150,7 @@ def test_an_agent_file_that_cannot_be_loaded_exits_2(tmp_path):
 def test_the_recorded_agent_wins_over_the_one_given(tmp_path):
     # an audit file of the rooms agent is judged by its record even when another agent is given
     path = audit_file(tmp_path / "run-hand.json", conversation(ask=False), rooms_declared())
-    entry = check_cli.check_file(path, agent=copy.deepcopy(transcripts.XIAN))
+    entry = check_cli.check_file(path, agent=copy.deepcopy(declaration.XIAN))
     assert entry["agent"] == "meeting-rooms" and verdicts(entry)["write_after_confirmation"] == "fail"
 
 
@@ -194,10 +194,10 @@ def test_a_declaration_with_nothing_to_judge_is_never_a_pass(tmp_path):
 
 
 def test_the_judges_xian_declaration_is_the_xian_agents_with_its_mcp_tools():
-    # transcripts.XIAN (the default for files recording no agent) must not drift from tools.agent()'s declaration
+    # declaration.XIAN (the default for files recording no agent) must not drift from tools.agent()'s declaration
     # and config.MCP_TOOLS' source of the MCP get_weather's coordinates
     import config
-    declared, xian = tools.agent(None).declared(), transcripts.XIAN
+    declared, xian = tools.agent(None).declared(), declaration.XIAN
     assert (xian["name"], xian["confirm"], xian["planning"], xian["checks"]) == \
         (declared["name"], declared["confirm"], declared["planning"], declared["checks"])
     for name, spec in declared["tools"].items():

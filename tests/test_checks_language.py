@@ -13,13 +13,14 @@ import pytest
 
 import check_cli
 import check_texts
-import transcripts
+import declaration
 from conftest import ROOT, read_audit, run_agent
 from test_checks_agent import EXAMPLE, audit_file, conversation, rooms_declared
 
 CORPORA = sorted(glob.glob(os.path.join(ROOT, "tests", "transcripts", "**", "*.json*"), recursive=True) +
                  glob.glob(os.path.join(ROOT, "tests", "corpus_frameworks", "*.json*")))
-JUDGE = ("check_cli.py", "checks.py", "transcripts.py", "formats.py")
+JUDGE = ("check_cli.py", "checks.py", "check_confirm.py", "check_weather.py", "check_verdicts.py", "transcripts.py",
+         "declaration.py", "readings.py", "formats.py")
 
 
 def fields(template):
@@ -96,7 +97,7 @@ def test_an_unreadable_file_is_said_in_the_language_of_the_agent_given(tmp_path)
 def test_each_file_is_said_in_its_own_agents_language_and_the_summary_in_the_agent_givens(tmp_path):
     english = audit_file(tmp_path / "run-hand.json", conversation(), rooms_declared())
     with open(os.path.join(ROOT, "tests", "transcripts", "local_done.json"), encoding="utf-8") as f:
-        snapshot = dict(json.load(f), agent=transcripts.XIAN)          # a run that records the Xi'an agent
+        snapshot = dict(json.load(f), agent=declaration.XIAN)          # a run that records the Xi'an agent
     xian = tmp_path / "run-xian.json"
     xian.write_text(json.dumps(snapshot, ensure_ascii=False), encoding="utf-8")
     xian = str(xian)
