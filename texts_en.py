@@ -10,7 +10,7 @@ EN = {
     "nudge.idle": "[system] The task has not moved: nothing has been looked up yet and no result was given. Call the tools the task needs; do not reply with text only.",
     "nudge.next": "Next step: call {tool}.",
     "nudge.problem.placeholder": "An argument value cannot be a placeholder like <...>: write the real value from a tool result.",
-    "nudge.problem.arguments_not_object": "arguments must be an object {...}, not a list [...].",
+    "nudge.problem.arguments_not_object": "arguments must be an object {{...}}, not a list [...].",
     "nudge.problem.markup": "A tag like <tool_name .../> is not a tool call and is never run.",
     "nudge.empty_reply": "[system] Your last reply was empty. Go on with the task: call a tool, or answer the user in words.",
     "nudge.length": "[system] Your last reply was too long and was cut off. Answer briefly, or call the tools step by step.",

@@ -10,7 +10,7 @@ ZH = {
     "nudge.idle": "〔系统提示〕任务还没有进展：什么也还没有查，也没有给出结果。请调用工具推进任务，不要只回复文字。",
     "nudge.next": "下一步：调用 {tool}。",
     "nudge.problem.placeholder": "参数值不能写成 <…> 这样的占位符：要写工具结果里的真实值。",
-    "nudge.problem.arguments_not_object": "arguments 必须是一个对象 {…}，不能是列表 […]。",
+    "nudge.problem.arguments_not_object": "arguments 必须是一个对象 {{…}}，不能是列表 […]。",
     "nudge.problem.markup": "<工具名 …/> 这样的标签不是工具调用，不会被执行。",
     "nudge.empty_reply": "〔系统提示〕你上一次的回复是空的。请继续完成任务：调用工具，或用文字答复用户。",
     "nudge.length": "〔系统提示〕你上一次的回复太长，被截断了。请简短回复，或分步调用工具。",

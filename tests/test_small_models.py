@@ -268,3 +268,14 @@ def test_an_ask_of_ones_own_without_forces_is_called_as_before(tmp_path, fake_mo
     loop.run(r, ask, ts)
     assert (r.status, r.reason) == ("suspended", "awaiting_reply") and sum(m.get("name") == "loop" for m in r.messages)
     assert {q.get("tool_choice") for q in server.requests} == {"auto"}
+
+
+@pytest.mark.parametrize("text", [case[0] for case in WRITTEN if case[2]])
+def test_each_written_call_problem_is_told_in_a_nudge(tmp_path, fake_model, text):
+    import tools
+    ask, _ = fake_model([{"content": text}, {"content": "好的。"}])
+    ts = toolset.ToolSet("w", tools.BookingStore(tmp_path / "b.db"))
+    r = runs.begin(str(tmp_path), "w", "", ts, "scripted", fsync=False)
+    loop.run(r, ask, ts)
+    told = [m["content"] for m in r.messages if m.get("name") == "loop"]
+    assert r.status == "suspended" and told and len(told[0]) > len(ZH("nudge.written_call"))   # the problem said too
