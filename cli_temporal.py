@@ -2,8 +2,9 @@
 started as a workflow, or the user's part sent to its workflow, then the usual summary), and whether
 a run that lives on Temporal may be taken by this machine. Nothing else.
 
-Invariant: durable.py (the only module that imports temporalio) is imported here, lazily, and only
-when one of these is asked for; a missing temporalio is a usage error, never a traceback.
+Invariant: the Temporal side (durable_client.py, durable_worker.py and the workflow, durable.py: the
+only modules that import temporalio) is imported here, lazily, and only when one of these is asked
+for; a missing temporalio is a usage error, never a traceback.
 """
 import os
 import sys
@@ -30,11 +31,11 @@ def not_on_temporal(audit_dir, run_id, agent):
     say = _recorded_say(snap, agent)
     lives = say("temporal.lives", run_id=run_id, queue=snap["temporal"].get("queue"))
     try:
-        durable = _durable(say)
+        client = _temporal(say, "durable_client")
     except UsageError as exc:                  # no temporalio here: nothing can tell
         raise UsageError(lives + say("temporal.unknown", error=str(exc))) from None
     try:
-        if asyncio.run(durable.running(durable.where()[0], run_id)):
+        if asyncio.run(client.running(client.where()[0], run_id)):
             raise UsageError(lives)
     except UsageError:
         raise
@@ -51,16 +52,16 @@ def _recorded_say(snap, agent=None):
     return texts.of(recorded["language"]) if recorded.get("language") in texts.LANGUAGES else texts.ZH_TEXTS
 
 
-def _durable(say):
-    """durable.py, imported only now (it imports temporalio); UsageError when temporalio is missing."""
+def _temporal(say, side):
+    """`side` (durable_client or durable_worker), imported only now (it imports temporalio);
+    UsageError when temporalio is missing."""
     import importlib.util
     if importlib.util.find_spec("temporalio") is None:
         raise UsageError(say("temporal.missing"))
     try:
-        import durable
+        return importlib.import_module(side)
     except ImportError:                        # a broken install: as good as missing
         raise UsageError(say("temporal.missing")) from None
-    return durable
 
 
 def worker(env, named):
@@ -68,15 +69,15 @@ def worker(env, named):
     import asyncio
     say = named.say if named else texts.ZH_TEXTS
     try:
-        durable = _durable(say)
+        client, work = _temporal(say, "durable_client"), _temporal(say, "durable_worker")
     except UsageError as exc:
         print(error_line(exc, named), file=sys.stderr)
         return 2
-    address, queue = durable.where()
+    address, queue = client.where()
     try:
-        asyncio.run(durable.serve(address, queue, env,
-                                  ready=lambda: print(say("temporal.worker", queue=queue, address=address), flush=True)))
-    except durable.Unreachable as exc:
+        asyncio.run(work.serve(address, queue, env,
+                               ready=lambda: print(say("temporal.worker", queue=queue, address=address), flush=True)))
+    except client.Unreachable as exc:
         print(error_line(UsageError(say("temporal.unreachable", address=address, error=exc)), named), file=sys.stderr)
         return 3
     return 0
@@ -90,11 +91,11 @@ def on_temporal(args, how, run_id, audit_dir, agent, policy):
     import runs
     import session
     say = agent.say if agent else texts.ZH_TEXTS
-    durable = _durable(say)
-    address, queue = durable.where()
+    client = _temporal(say, "durable_client")
+    address, queue = client.where()
     path = audit.path_for(audit_dir, run_id)
     start = {"run_id": run_id, "audit_dir": audit_dir, "agent_file": agent.file if agent else None,
-             "offline": args.offline, "model": args.model, "limits": durable.limits()}
+             "offline": args.offline, "model": args.model, "limits": client.limits()}
     started = time.perf_counter()
     if how and os.path.exists(path):           # what one machine refuses, refused in the same words
         snap = audit.load(path)
@@ -106,17 +107,17 @@ def on_temporal(args, how, run_id, audit_dir, agent, policy):
                 raise audit.AuditError(say("resume.exists", run_id=run_id, path=path))
             goal = args.goal or (agent or session.agent_for(audit_dir)).goal
             start.update(goal=goal, policy=runs.start_policy(policy, agent, args.max_turns).to_dict())
-            state = asyncio.run(durable.start(address, queue, start, started=lambda: print(
+            state = asyncio.run(client.start(address, queue, start, started=lambda: print(
                 say("cli.new_run", run_id=run_id, goal=goal) + "\n"
                 + say("temporal.started", run_id=run_id, queue=queue, address=address), flush=True)))
         else:
             text = args.reply[0] if args.reply else None
             opening = dict(start, open=True) if os.path.exists(path) else None
-            state = asyncio.run(durable.answer(address, queue, run_id, how, text, opening))
-    except durable.Unreachable as exc:
+            state = asyncio.run(client.answer(address, queue, run_id, how, text, opening))
+    except client.Unreachable as exc:
         print(error_line(UsageError(say("temporal.unreachable", address=address, error=exc)), agent), file=sys.stderr)
         return 3
-    except durable.WorkflowFailed as exc:
+    except client.WorkflowFailed as exc:
         print(error_line(UsageError(say("temporal.failed", run_id=run_id, error=exc)), agent), file=sys.stderr)
         return 3
     if state.get("status") == "refused":
