@@ -1,25 +1,18 @@
-"""Command line: parse arguments, pick the mode, print what happens. Nothing else.
+"""Command line: parse arguments, pick the mode, and run on this machine (a new run, or the user's
+part given to a recorded one). Nothing else.
 
-Exit codes: 0 done or suspended (awaiting the user); 1 stopped (guard, budget, max turns) or a
-check or self-test failed; 2 bad usage or input; 3 the model service failed; 130 interrupted
-(Ctrl-C or SIGTERM: the run is recorded stopped/interrupted). No traceback reaches the user for
-any of these. What happens while a reply streams is shown by live.py.
+What a run prints is printout.py's (and, while a reply streams, live.py's); --worker and
+--temporal are cli_temporal.py's, imported only for them; exit codes and error lines are exits.py's.
 """
 import argparse
-import json
 import os
 import sys
 import time
 
 import config
 import texts
-
-EXIT = {"done": 0, "suspended": 0, "stopped": 1, "error": 3, "running": 3}
-MARK = {"ok": "✓", "error": "✗", "timeout": "⏱", "unknown": "?", "blocked": "⛔"}
-
-
-class UsageError(Exception):
-    """Bad usage the user can fix (exit 2)."""
+from exits import EXIT, UsageError, error_line
+from printout import mcp_line, report, summary
 
 
 def parse(argv, agent=None):
@@ -144,7 +137,7 @@ def _main(argv):
             try:
                 declared = (named or session.load_agent(args.agent)).declared()
             except session.Refused as exc:
-                print(_error(exc, named), file=sys.stderr)
+                print(error_line(exc, named), file=sys.stderr)
                 return 2
         return check_cli.run(args.check, args.audit_dir or env["audit_dir"], args.json, strict=args.strict,
                              agent=declared)
@@ -152,38 +145,31 @@ def _main(argv):
         import selftest
         return selftest.main(mcp=args.mcp)
     if args.worker:
-        return _worker(env, named)
+        import cli_temporal
+        return cli_temporal.worker(env, named)
     import audit
     import mcp_tools
     try:
         return drive(args, env)
     except (audit.AuditError, UsageError) as exc:
-        print(_error(exc, named), file=sys.stderr)
+        print(error_line(exc, named), file=sys.stderr)
         return 2
     except mcp_tools.MCPAuthError as exc:      # a remote server refused us: like the model service's auth
-        print(_error(exc, named, "cli.mcp_failed"), file=sys.stderr)
+        print(error_line(exc, named, "cli.mcp_failed"), file=sys.stderr)
         return 3
     except mcp_tools.MCPError as exc:
-        print(_error(exc, named, "cli.mcp_failed"), file=sys.stderr)
+        print(error_line(exc, named, "cli.mcp_failed"), file=sys.stderr)
         return 2
     except OSError as exc:
-        print(_error(exc, named, "cli.audit_dir"), file=sys.stderr)
+        print(error_line(exc, named, "cli.audit_dir"), file=sys.stderr)
         return 2
-
-
-def _error(exc, agent=None, what=None):
-    """An error line: what the error says, in the agent's language where it carries a texts.Said
-    (else as it was said: an English run's refusals are English), with the prefix in the same
-    language."""
-    say = agent.say if agent else texts.ZH_TEXTS
-    told = texts.told(exc, say)
-    told = say(what, error=told) if what else told
-    return ("错误：" if texts.CJK.search(told) else "error: ") + told
 
 
 def drive(args, env):
     import audit
     _require("openai", "json5")
+    import cli_temporal
+    import runs
     import session
     audit_dir = args.audit_dir or env["audit_dir"]
     how = "confirm" if args.confirm is not None else "reply" if args.reply is not None else \
@@ -203,14 +189,15 @@ def drive(args, env):
     elif how and not os.path.isdir(audit_dir) and not args.temporal:
         raise UsageError(texts.Said("resume.no_dir", folder=audit_dir))
     if args.temporal:                          # the run lives in a workflow: no lock here, its activities take it
-        return _on_temporal(args, env, how, run_id, os.path.abspath(audit_dir), agent, policy)
-    back = _not_on_temporal(audit_dir, run_id, agent) if how else False
+        return cli_temporal.on_temporal(args, how, run_id, os.path.abspath(audit_dir), agent, policy)
+    back = cli_temporal.not_on_temporal(audit_dir, run_id, agent) if how else False
     with audit.RunLock(audit_dir, run_id):
         if how is None:
             r, toolset = session.start(audit_dir, run_id, args.goal or "", "mcp" if args.mcp else "local", command,
-                                       _with_turns(policy, args, agent), mcp_url=url, mcp_token=token, agent=agent)
+                                       runs.start_policy(policy, agent, args.max_turns), mcp_url=url, mcp_token=token,
+                                       agent=agent)
             print(r.say("cli.new_run", run_id=r.run_id, goal=r.messages[1]["content"]))
-            _mcp_line(toolset, r.say)
+            mcp_line(toolset, r.say)
         else:
             r, toolset = _reopen(session, args, audit_dir, run_id, how, command, policy, token, agent)
             if back:                           # its workflow ended: the run is this machine's again
@@ -240,142 +227,6 @@ def _mcp_http(args, env, how, say):
         return (mcp_http.Target(url, say).url if url else None), token
     except mcp_tools.MCPError as exc:
         raise UsageError(str(exc)) from None
-
-
-def _with_turns(policy, args, agent=None):
-    import dataclasses
-    import runs
-    policy = policy or (runs.agent_policy(agent) if agent else config.policy())
-    return dataclasses.replace(policy, max_turns=args.max_turns) if args.max_turns else policy
-
-
-def _not_on_temporal(audit_dir, run_id, agent):
-    """A run that lives on Temporal is answered through its workflow, never by this process while
-    that workflow runs. Returns True when the run was on Temporal and its workflow has ended
-    (terminated, failed, or the service no longer knows it): this machine takes it back. Whether it
-    runs is asked of the service; when that cannot be told (no temporalio, no service), no."""
-    import asyncio
-    import audit
-    try:
-        snap = audit.load(audit.path_for(audit_dir, run_id))
-    except audit.AuditError:
-        return False                           # session.reopen says what is wrong with it
-    if not isinstance(snap.get("temporal"), dict):
-        return False
-    say = _recorded_say(snap, agent)
-    lives = say("temporal.lives", run_id=run_id, queue=snap["temporal"].get("queue"))
-    try:
-        durable = _durable(say)
-    except UsageError as exc:                  # no temporalio here: nothing can tell
-        raise UsageError(lives + say("temporal.unknown", error=str(exc))) from None
-    try:
-        if asyncio.run(durable.running(durable.where()[0], run_id)):
-            raise UsageError(lives)
-    except UsageError:
-        raise
-    except Exception as exc:                   # the service cannot say: the run is not taken here
-        raise UsageError(lives + say("temporal.unknown", error=str(exc)[:200] or type(exc).__name__)) from None
-    return True
-
-
-def _recorded_say(snap, agent=None):
-    """The language of `agent`, else of the agent a run's snapshot records, else Chinese."""
-    if agent is not None:
-        return agent.say
-    recorded = snap.get("agent") if isinstance(snap.get("agent"), dict) else {}
-    return texts.of(recorded["language"]) if recorded.get("language") in texts.LANGUAGES else texts.ZH_TEXTS
-
-
-def _durable(say):
-    """durable.py, imported only now (it imports temporalio); UsageError when temporalio is missing."""
-    import importlib.util
-    if importlib.util.find_spec("temporalio") is None:
-        raise UsageError(say("temporal.missing"))
-    try:
-        import durable
-    except ImportError:                        # a broken install: as good as missing
-        raise UsageError(say("temporal.missing")) from None
-    return durable
-
-
-def _worker(env, named):
-    """--worker: a Temporal worker on the task queue until Ctrl-C or SIGTERM."""
-    import asyncio
-    say = named.say if named else texts.ZH_TEXTS
-    try:
-        durable = _durable(say)
-    except UsageError as exc:
-        print(_error(exc, named), file=sys.stderr)
-        return 2
-    address, queue = durable.where()
-    try:
-        asyncio.run(durable.serve(address, queue, env,
-                                  ready=lambda: print(say("temporal.worker", queue=queue, address=address), flush=True)))
-    except durable.Unreachable as exc:
-        print(_error(UsageError(say("temporal.unreachable", address=address, error=exc)), named), file=sys.stderr)
-        return 3
-    return 0
-
-
-def _on_temporal(args, env, how, run_id, audit_dir, agent, policy):
-    """--temporal: a new run started as a workflow, or the user's part sent to its workflow; then
-    where the run stands, as a run on this machine ends (the summary, from its audit file)."""
-    import asyncio
-    import audit
-    import session
-    say = agent.say if agent else texts.ZH_TEXTS
-    durable = _durable(say)
-    address, queue = durable.where()
-    path = audit.path_for(audit_dir, run_id)
-    start = {"run_id": run_id, "audit_dir": audit_dir, "agent_file": agent.file if agent else None,
-             "offline": args.offline, "model": args.model, "limits": durable.limits()}
-    started = time.perf_counter()
-    if how and os.path.exists(path):           # what one machine refuses, refused in the same words
-        snap = audit.load(path)
-        say = _recorded_say(snap, agent)
-        session.accept(how, snap, say)
-    try:
-        if how is None:
-            if os.path.exists(path):
-                raise audit.AuditError(say("resume.exists", run_id=run_id, path=path))
-            goal = args.goal or (agent or session.agent_for(audit_dir)).goal
-            start.update(goal=goal, policy=_with_turns(policy, args, agent).to_dict())
-            state = asyncio.run(durable.start(address, queue, start, started=lambda: print(
-                say("cli.new_run", run_id=run_id, goal=goal) + "\n"
-                + say("temporal.started", run_id=run_id, queue=queue, address=address), flush=True)))
-        else:
-            text = args.reply[0] if args.reply else None
-            opening = dict(start, open=True) if os.path.exists(path) else None
-            state = asyncio.run(durable.answer(address, queue, run_id, how, text, opening))
-    except durable.Unreachable as exc:
-        print(_error(UsageError(say("temporal.unreachable", address=address, error=exc)), agent), file=sys.stderr)
-        return 3
-    except durable.WorkflowFailed as exc:
-        print(_error(UsageError(say("temporal.failed", run_id=run_id, error=exc)), agent), file=sys.stderr)
-        return 3
-    if state.get("status") == "refused":
-        raise audit.AuditError(state["detail"])
-    if not os.path.exists(path):               # the workers' storage is not this machine's
-        print(say("temporal.state", **{k: state.get(k, "") for k in ("run_id", "status", "reason", "turn", "tokens",
-                                                                       "path")}))
-        return EXIT[state["status"]]
-    r, toolset, _ = session.reopen(audit_dir, run_id, None, agent=agent)
-    say = r.say
-    try:
-        if how in ("confirm", "reply"):
-            print(say("cli.user", text=args.reply[0] if args.reply else r.agent.confirm[0]))
-        if r.answer:                             # the turns were the workers': the model's last words
-            print("   " + say("cli.answer", text=r.answer.replace("\n", "\n   ")))
-        summary(r, time.perf_counter() - started, toolset, " --temporal")
-    finally:
-        toolset.close()
-    return EXIT[r.status]
-
-
-def _mcp_line(toolset, say):
-    if toolset.mcp is not None:
-        client = toolset.mcp
-        print(say("cli.mcp_line", where=client.where, version=client.version, tools=", ".join(sorted(toolset.remote))))
 
 
 def _require(*packages):
@@ -448,84 +299,6 @@ def _go(session, r, toolset, args, env):
         toolset.close()
     summary(r, time.perf_counter() - started, toolset)
     return EXIT[r.status]
-
-
-def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=False, **_):
-    """Print one turn, the model's answer, or the loop's nudge, once it is over (under the turn's
-    header, after the text live.py showed as it came: `streamed`)."""
-    say = run.say
-    if kind == "nudge":
-        print("   " + say("cli.nudge", text=text))
-        return
-    if kind not in ("turn", "answer"):
-        return
-    trace = run.trace[-1]
-    print("   " + say("cli.stats", seconds=reply.seconds, tokens=reply.tokens,
-                        estimated=say("cli.estimated") if reply.estimated else "", total=run.memory.used_tokens,
-                        sent=trace["chars_sent"], full=trace["chars_full"]))
-    if kind == "answer":
-        if not streamed:
-            print("   " + say("cli.answer", text=run.answer.replace("\n", "\n   ")))
-        for claimed in run.memory.unbacked(run.answer):     # what it says it did, and nothing of the kind ran
-            print("   " + say(f"cli.unbacked.{claimed}"))
-        return
-    if reply.message.get("content") and not streamed:
-        print("   " + say("cli.model", text=reply.message["content"].strip().replace("\n", " ")[:200]))
-    together = [c.name for c in calls if outcomes[c.id].concurrent]
-    if together:
-        print("   " + say("cli.together", names=", ".join(together)))
-    for call in calls:
-        outcome = outcomes[call.id]
-        where = say("cli.blocked", guard=outcome.guard) if outcome.status == "blocked" else f"{outcome.seconds:.3f}s"
-        print(f"   {MARK.get(outcome.status, '?')} {call.name} {call.arguments[:160]} → "
-              + say("cli.outcome", gist=_gist(call, outcome.result, say), where=where))
-
-
-def _gist(call, result, say):
-    """One line of a result: what its tool's declaration says, or the start of its JSON."""
-    if "error" in result:
-        return say("cli.error", error=str(result["error"])[:120])
-    gist = call.tool.gist if call.tool else None
-    return gist(result) if gist else json.dumps(result, ensure_ascii=False)[:120]
-
-
-def _proposal_lines(r, toolset):
-    """What the user is asked to confirm, and why a second confirmation when there is one."""
-    memory, p, say = r.memory, r.memory.proposal, r.say
-    if r.reason == "confirmed_no_write":
-        offer = " ".join(memory.offer.split())[:300] if memory.offer else ""
-        return say("cli.confirmed_no_write") + ("\n   " + say("cli.confirmed_offer", offer=offer) if offer else "")
-    if p is None:
-        return say("cli.offer_above")
-    line = say("cli.proposal", tool=p.get("tool"), shown=_shown(toolset, p.get("tool"), p))
-    return line + ("\n   " + say("cli.why", why=p["why"]) if p.get("why") else "")
-
-
-def _shown(toolset, name, values):
-    tool = toolset.tool(name) if name else None
-    shown = {k: v for k, v in values.items() if k not in ("tool", "why")}
-    return tool.gist(shown) if tool and tool.gist else json.dumps(shown, ensure_ascii=False)
-
-
-def summary(r, seconds, toolset, more=""):
-    """How the run ended, and what the user can do next (`more`: options the next command needs)."""
-    say, agent = r.say, (f" --agent {r.agent.file}" if r.agent.file else "")
-    where = say("cli.audit_file", path=r.path)
-    head = say("cli.head", run_id=r.run_id, turns=r.turn, tokens=r.memory.used_tokens, seconds=seconds)
-    if r.status == "suspended" and r.reason in ("awaiting_confirmation", "confirmed_no_write"):
-        print("\n" + say("cli.wait_confirm", head=head, proposal=_proposal_lines(r, toolset), run_id=r.run_id + more,
-                         confirm=r.agent.confirm[0], where=where))
-    elif r.status == "suspended":
-        print("\n" + say("cli.wait_reply", head=head, run_id=r.run_id + more, where=where))
-    elif r.status == "done":
-        made = say("list.sep").join(say("cli.made", tool=w["tool"], shown=_shown(toolset, w["tool"], w["receipt"]))
-                                    for w in r.memory.writes) or (say("cli.no_write") if r.memory.writable else "")
-        print("\n" + say("cli.done", head=head, made=made, where=where))
-    elif r.status == "stopped":
-        print("\n" + say("cli.stopped", reason=r.reason, detail=r.detail, head=head, where=where))
-    else:
-        print("\n" + say("cli.failed", reason=r.reason, detail=r.detail, head=head, run_id=r.run_id + more, where=where),
-              file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
-"""Runs on Temporal: a run is a workflow (id = run id) on a task queue; asking the model, running a
-turn's tool calls and writing the audit file are activities; the user's confirmation or reply is an
-update to the workflow. The only module that imports temporalio (requirements-temporal.txt).
+"""Runs on Temporal, the workflow: a run is a workflow (id = run id) on a task queue; asking the
+model, running a turn's tool calls and writing the audit file are activities (durable_worker.py);
+the user's confirmation or reply is an update to the workflow (sent by durable_client.py). These
+three are the only modules that import temporalio (requirements-temporal.txt); the command line
+imports them only for --worker and --temporal (cli_temporal.py).
 
 Workflow code is loop.turns(), the same generator a process drives (loop.run): compaction, the
 guards, the memory fold, flattening and the decisions between them are pure, so the order of a turn
@@ -15,26 +17,20 @@ Invariants: workflow code reads no clock but the workflow's (loop.Run.clock), wr
 through the save activity (loop.Run.writer keeps the newest snapshot, written before the workflow
 touches the world again and before it waits or ends), starts no thread and draws no random number;
 our modules are passed through the sandbox, the agent file of a run is loaded as code once per
-workflow, like an import. A write is never retried blind: an attempt of `agent.tool` after the
-first asks the tool's `reconcile` with the write's idempotency key before running it again, and the
-store's UNIQUE key holds whatever happens. A suspended run is a workflow waiting for an update
+workflow, like an import. A suspended run is a workflow waiting for an update
 (workflow.wait_condition): no worker is busy with it. Every way out records status and reason in
 the audit file, as loop.finish does on one machine.
 """
 import asyncio
-import concurrent.futures
-import dataclasses
 import datetime
 import json
-import os
 
-from temporalio import activity, workflow
+from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     import audit
-    import config
     import executor
     import loop
     import runs
@@ -44,10 +40,6 @@ with workflow.unsafe.imports_passed_through():
     from model import ModelError, Reply
 
 WORKFLOW = "AgentRun"
-QUEUE = "agent-runs"
-ADDRESS = "127.0.0.1:7233"
-HEARTBEAT = 10.0           # seconds without a heartbeat before an activity counts as lost (its worker died)
-STICKY = 5.0               # seconds a workflow task waits for the worker that has the run cached
 
 
 def pack(value):
@@ -59,23 +51,6 @@ def pack(value):
 unpack = json.loads
 
 
-def where(env=None):
-    """(address, task queue) from AGENT_TEMPORAL_ADDRESS and AGENT_TEMPORAL_QUEUE."""
-    env = os.environ if env is None else env
-    return env.get("AGENT_TEMPORAL_ADDRESS") or ADDRESS, env.get("AGENT_TEMPORAL_QUEUE") or QUEUE
-
-
-def limits(env=None):
-    """The activities' time limits a new workflow records, from the starter's environment."""
-    env = os.environ if env is None else env
-    settings = config.settings(env)
-    heartbeat = float(env.get("AGENT_TEMPORAL_HEARTBEAT") or HEARTBEAT)
-    ask = (settings["model_max_seconds"] + settings["model_timeout"]) * (settings["model_retries"] + 1) \
-        + config.RETRY_CAP * settings["model_retries"]
-    return {"heartbeat": heartbeat, "ask": ask}
-
-
-# ---- workflow code: deterministic ----
 class WorkflowClock:
     """The workflow's clock (its history's time), standing for the process's in loop.Run.clock."""
 
@@ -324,258 +299,3 @@ class AgentRun:
                 raise runs.Refused(say("resume.bad_reply"))
         except runs.Refused as exc:
             raise ApplicationError(texts.told(exc, say), type="Refused") from None
-
-
-# ---- activities: the world ----
-class Seen:
-    """What a call run alone in an activity sees of its run: the language, the plan and the tools that
-    succeeded (what a tool may take from the run; memory itself is never passed to a tool)."""
-
-    def __init__(self, say, plan, done_tools=()):
-        self.say, self.plan, self.done_tools = say, plan, set(done_tools)
-
-
-class Activities:
-    """What a worker does for its runs; models are made once per worker from its environment."""
-
-    def __init__(self, env):
-        self.env, self.models = env, {}
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="activity")
-
-    def close(self):
-        for _, close, _ in self.models.values():
-            close()
-        self.pool.shutdown(wait=False, cancel_futures=True)
-
-    async def _blocking(self, fn, *args):
-        """fn(*args) on a thread of this worker, heartbeating while it works (a worker that dies
-        stops heartbeating, and the activity is given to another)."""
-        future = asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
-        timeout = activity.info().heartbeat_timeout
-        every = max(0.2, timeout.total_seconds() / 4) if timeout else 1.0
-        while True:
-            done, _ = await asyncio.wait({future}, timeout=every)
-            if done:
-                return future.result()
-            activity.heartbeat()
-
-    def _agent(self, ref):
-        return session.agent_for(ref["audit_dir"], None, ref.get("agent"))
-
-    def _toolset(self, ref, agent=None):
-        return session.tool_set(ref["audit_dir"], ref["run_id"], ref["mode"], visible=ref.get("visible"),
-                                agent=agent or self._agent(ref))
-
-    def _model(self, offline, name, agent):
-        key = (bool(offline), name, agent.name, agent.file)
-        if key not in self.models:
-            self.models[key] = session.chat(self.env, offline, name, agent=agent, stream=self.env.get("stream", True))
-        return self.models[key][0]
-
-    @activity.defn(name="agent.begin")
-    async def begin(self, start):
-        info = activity.info()
-        return pack(await self._blocking(self._begin, start, info.attempt, info.task_queue))
-
-    def _begin(self, start, attempt, queue):
-        audit_dir, run_id = start["audit_dir"], start["run_id"]
-        path, say = audit.path_for(audit_dir, run_id), texts.ZH_TEXTS
-        try:
-            if start.get("open") or attempt > 1 and os.path.exists(path):   # opened, or begun by a lost attempt
-                snap = audit.load(path)
-                if snap["mode"] != "local":
-                    return {"refused": texts.Said("temporal.mcp")(runs._language_of(snap))}
-                return snap
-            given = session.load_agent(start["agent_file"]) if start.get("agent_file") else None
-            agent = session.agent_for(audit_dir, given)
-            say = agent.say                    # refusals from here on in the agent's language
-            policy = config.Policy.from_dict(start["policy"]) if start.get("policy") else runs.agent_policy(agent)
-            os.makedirs(audit_dir, exist_ok=True)
-            ask = self._model(start.get("offline"), start.get("model"), agent)
-            toolset = session.tool_set(audit_dir, run_id, "local", visible=policy.tools, agent=agent)
-            with audit.RunLock(audit_dir, run_id):
-                r = runs.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.model, policy=policy)
-                r.temporal = {"queue": queue}                 # where the run lives, from its first snapshot on
-                loop.save(r)
-            return audit.load(path)
-        except (audit.AuditError, ValueError) as exc:
-            return {"refused": texts.told(exc, say)}
-        except OSError as exc:                 # the audit dir cannot be made or written: as the CLI says it
-            return {"refused": say("cli.audit_dir", error=exc)}
-
-    @activity.defn(name="agent.ask")
-    async def ask(self, request):
-        return pack(await self._blocking(self._ask, unpack(request)))
-
-    def _ask(self, request):
-        ref = request["run"]
-        agent = self._agent(ref)
-        ask = self._model(ref.get("offline"), ref.get("model"), agent)
-        forced = {"force": True} if request.get("force") and getattr(ask, "forces", False) else {}
-        try:
-            reply = ask(request["outgoing"], request["tools"], final=True) if request["final"] else \
-                ask(request["outgoing"], request["tools"], **forced)
-        except ModelError as exc:          # errors are data: the workflow records them as one machine does
-            return {"error": {"kind": exc.kind, "text": exc.text(agent.say), "tokens": exc.tokens}}
-        return {"reply": dataclasses.asdict(reply)}
-
-    @activity.defn(name="agent.tool")
-    async def tool(self, request):
-        return pack(await self._blocking(self._tool, unpack(request), activity.info().attempt))
-
-    def _tool(self, request, attempt):
-        ref = request["run"]
-        toolset = self._toolset(ref)
-        try:
-            call, say = toolset.prepare([request["call"]])[0], toolset.agent.say
-            if attempt > 1 and call.kind == "write" and call.args is not None:
-                receipt = toolset.reconcile(call)     # an attempt before this one may have written: its key decides
-                if receipt is not None:
-                    return dataclasses.asdict(executor.settle(dict(receipt, reconciled=True), None, request["limit"], say))
-            outcome = executor.execute(Seen(say, request["plan"], request.get("done", ())), [call], toolset, limit=request["limit"])[call.id]
-            return dataclasses.asdict(outcome)
-        finally:
-            toolset.close()
-
-    @activity.defn(name="agent.save")
-    async def save(self, request):
-        await self._blocking(self._save, unpack(request))
-
-    def _save(self, request):
-        path = request["path"]
-        folder, name = os.path.split(path)
-        try:
-            with audit.RunLock(folder, name[len("run-"):-len(".json")]):
-                audit.write(path, unpack(request["snapshot"]))
-        except audit.AuditError as exc:        # a process on this machine holds the run: try again later
-            raise ApplicationError(texts.told(exc, texts.ZH_TEXTS), type="Busy") from None
-
-
-# ---- the command line's side: a worker, starting a run, answering it ----
-class Unreachable(Exception):
-    """The Temporal service could not be reached."""
-
-
-class WorkflowFailed(Exception):
-    """The run's workflow ended in failure (its audit file could not be written, say)."""
-
-
-async def connect(address):
-    from temporalio.client import Client
-    try:
-        return await Client.connect(address)
-    except RuntimeError as exc:                # the SDK's "Failed client connect"
-        raise Unreachable(str(exc)[:300]) from None
-
-
-async def serve(address, queue, env, ready=None, stop=None):
-    """A worker on `queue` until `stop` is set (or SIGINT/SIGTERM in the main thread)."""
-    import signal
-    import threading
-    from temporalio.worker import Worker
-    client = await connect(address)
-    stop = stop or asyncio.Event()
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-    work = Activities(env)
-    try:
-        async with Worker(client, task_queue=queue, workflows=[AgentRun],
-                          activities=[work.begin, work.ask, work.tool, work.save],
-                          max_concurrent_activities=64, graceful_shutdown_timeout=datetime.timedelta(seconds=5),
-                          sticky_queue_schedule_to_start_timeout=datetime.timedelta(seconds=STICKY)):
-            if ready:
-                ready()
-            await stop.wait()
-    finally:
-        work.close()
-
-
-def _service_errors(fn):
-    """A failure of the Temporal service while talking to it is Unreachable, with the service's words."""
-    import functools
-    from temporalio.service import RPCError
-
-    @functools.wraps(fn)
-    async def guarded(*args, **kwargs):
-        try:
-            return await fn(*args, **kwargs)
-        except RPCError as exc:
-            raise Unreachable(f"{exc.status.name if exc.status else ''} {exc.message}"[:300]) from None
-    return guarded
-
-
-@_service_errors
-async def start(address, queue, start_input, started=None):
-    """Start the run as a workflow (then `started()`) and return where it stands once it waits or ends."""
-    from temporalio.common import WorkflowIDReusePolicy
-    from temporalio.exceptions import WorkflowAlreadyStartedError
-    client = await connect(address)
-    try:
-        handle = await client.start_workflow(WORKFLOW, start_input, id=start_input["run_id"], task_queue=queue,
-                                             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
-    except WorkflowAlreadyStartedError:
-        raise runs.Refused(texts.Said("temporal.exists", run_id=start_input["run_id"])) from None
-    if started:
-        started()
-    return await _settled(handle, handle.execute_update(AgentRun.settle))
-
-
-@_service_errors
-async def running(address, run_id):
-    """Whether the run's workflow is running now (False: it ended, was terminated, or never was)."""
-    from temporalio.service import RPCError, RPCStatusCode
-    client = await connect(address)
-    try:
-        description = await client.get_workflow_handle(run_id).describe()
-    except RPCError as exc:
-        if exc.status != RPCStatusCode.NOT_FOUND:
-            raise
-        return False
-    return description.status is not None and description.status.name == "RUNNING"
-
-
-@_service_errors
-async def answer(address, queue, run_id, how, text, opening=None):
-    """The user's part, sent to the run's workflow; returns where the run stands once it waits or
-    ends. A run with no workflow (begun on one machine) is opened on Temporal first (`opening`: the
-    start input). Raises Refused with the workflow's words when the run does not take it."""
-    from temporalio.client import WorkflowUpdateFailedError
-    from temporalio.service import RPCError, RPCStatusCode
-    client = await connect(address)
-    handle = client.get_workflow_handle(run_id)
-    try:
-        description = await handle.describe()
-        running = description.status is not None and description.status.name == "RUNNING"
-    except RPCError as exc:
-        if exc.status != RPCStatusCode.NOT_FOUND:
-            raise
-        running = False
-    if not running:
-        if opening is None:
-            raise runs.Refused(texts.Said("temporal.no_run", run_id=run_id))
-        from temporalio.common import WorkflowIDReusePolicy
-        handle = await client.start_workflow(WORKFLOW, opening, id=run_id, task_queue=queue,
-                                             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE)
-        state = await handle.execute_update(AgentRun.settle)
-        if state.get("status") == "refused":
-            raise runs.Refused(state["detail"])
-    try:
-        return await _settled(handle, handle.execute_update(AgentRun.answer, args=[how, text]))
-    except WorkflowUpdateFailedError as exc:
-        cause = exc.cause
-        raise runs.Refused(getattr(cause, "message", None) or str(cause)) from None
-
-
-async def _settled(handle, waiting):
-    """What an update returns, or, when the workflow ended meanwhile, what it returned."""
-    from temporalio.client import WorkflowFailureError
-    from temporalio.service import RPCError
-    try:
-        try:
-            return await waiting
-        except RPCError:
-            return await handle.result()
-    except WorkflowFailureError as exc:
-        cause = exc.cause
-        raise WorkflowFailed(str(getattr(cause, "message", None) or cause or exc)[:300]) from None

@@ -205,7 +205,8 @@ def _settle(value, exc, limit, say):
     return outcome
 
 
-settle = _settle      # the same settling for a call run elsewhere (durable.py: in a workflow, or alone in an activity)
+# the same settling for a call run elsewhere (in a workflow: durable.py; alone in an activity: durable_worker.py)
+settle = _settle
 
 
 def _timed_out(call, toolset, timeout, say):

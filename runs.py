@@ -50,6 +50,13 @@ def agent_policy(agent):
     return config.Policy.from_dict(agent.policy, base=config.policy())
 
 
+def start_policy(policy=None, agent=None, max_turns=None):
+    """The policy a new run starts with: `policy` (a --policy file's), else `agent`'s, else the
+    environment's; `max_turns` (the command line's --max-turns) over it."""
+    policy = policy or (agent_policy(agent) if agent else config.policy())
+    return dataclasses.replace(policy, max_turns=max_turns) if max_turns else policy
+
+
 def reopen(audit_dir, run_id, toolset_for, accept):
     """A run loaded from its audit file, memory rebuilt from its messages.
 

@@ -2,7 +2,7 @@
 hotel system's store, or one loaded from a file), its tool set (local or MCP), the model client
 (online, the agent's own offline model, or the built-in one), a new or reopened run.
 
-Invariants: nothing here prints or parses arguments (agent.py does); every refusal is a Refused
+Invariants: nothing here prints or parses arguments (agent.py and printout.py do); every refusal is a Refused
 with a message the user can act on; a run is touched only after it was accepted; what is built
 here is released by `close()` of what it returns.
 """

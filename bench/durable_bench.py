@@ -36,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import audit                          # noqa: E402
-import durable                        # noqa: E402
+import durable_client                 # noqa: E402
 import loop                           # noqa: E402
 import runs                           # noqa: E402
 import model                          # noqa: E402
@@ -69,9 +69,9 @@ def dev_server(folder):
     try:
         while True:
             try:
-                asyncio.run(durable.connect(address))
+                asyncio.run(durable_client.connect(address))
                 break
-            except durable.Unreachable:
+            except durable_client.Unreachable:
                 if time.monotonic() > deadline or process.poll() is not None:
                     raise RuntimeError("the Temporal dev server did not start") from None
                 time.sleep(0.3)
@@ -126,8 +126,8 @@ class Place:
 
     async def one(self, run_id):
         """One run on Temporal, begun and confirmed; its turns."""
-        first = await durable.start(self.address, self.queue, self.start_input(run_id))
-        last = await durable.answer(self.address, self.queue, run_id, "confirm", None)
+        first = await durable_client.start(self.address, self.queue, self.start_input(run_id))
+        last = await durable_client.answer(self.address, self.queue, run_id, "confirm", None)
         if first["status"] != "suspended" or last["status"] != "done":
             raise RuntimeError(f"run {run_id}: {first['status']}, then {last['status']}")
         return last["turn"]

@@ -16,6 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import durable  # noqa: E402
+import durable_client  # noqa: E402
 from temporalio import workflow  # noqa: E402
 
 
@@ -24,9 +25,9 @@ async def ready(address, seconds=60):
     deadline = time.monotonic() + seconds
     while True:
         try:
-            await durable.connect(address)
+            await durable_client.connect(address)
             return True
-        except durable.Unreachable:
+        except durable_client.Unreachable:
             if time.monotonic() > deadline:
                 return False
             await asyncio.sleep(0.3)
@@ -34,22 +35,22 @@ async def ready(address, seconds=60):
 
 async def many(address, queue, start, ids):
     """Runs begun together, then confirmed together: where each stood after each step."""
-    first = await asyncio.gather(*(durable.start(address, queue, dict(start, run_id=i)) for i in ids))
-    final = await asyncio.gather(*(durable.answer(address, queue, i, "confirm", None) for i in ids))
+    first = await asyncio.gather(*(durable_client.start(address, queue, dict(start, run_id=i)) for i in ids))
+    final = await asyncio.gather(*(durable_client.answer(address, queue, i, "confirm", None) for i in ids))
     return {"first": first, "final": final}
 
 
 async def race(address, queue, start, run_id):
     """A run begun, then two confirmations sent at once: each one's state, or its refusal."""
-    await durable.start(address, queue, dict(start, run_id=run_id))
-    results = await asyncio.gather(*(durable.answer(address, queue, run_id, "confirm", None) for _ in range(2)),
+    await durable_client.start(address, queue, dict(start, run_id=run_id))
+    results = await asyncio.gather(*(durable_client.answer(address, queue, run_id, "confirm", None) for _ in range(2)),
                                    return_exceptions=True)
     return [x if isinstance(x, dict) else {"refused": str(x), "kind": type(x).__name__} for x in results]
 
 
 async def identities(address, ids):
     """The identities of the workers that started the activities of these runs."""
-    client = await durable.connect(address)
+    client = await durable_client.connect(address)
     seen = set()
     for run_id in ids:
         history = await client.get_workflow_handle(run_id).fetch_history()
@@ -63,7 +64,7 @@ async def replay(address, ids):
     """Temporal's Replayer over the recorded histories of these runs: its failures (none expected), and
     whether workflow code with another first step fails on the first history (it must)."""
     from temporalio.worker import Replayer
-    client = await durable.connect(address)
+    client = await durable_client.connect(address)
     histories = [await client.get_workflow_handle(run_id).fetch_history() for run_id in ids]
 
     async def each():

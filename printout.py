@@ -1,0 +1,96 @@
+"""What the command line prints about a run: each turn (its figures, the model's words, every call
+and what came of it), the answer, the loop's nudges, the MCP server a run talks to, and the summary
+with what the user can do next. Nothing else: it reads a run, it never changes one.
+
+What happens while a reply streams is shown by live.py; a turn is printed here once it is over,
+under what live.py showed as it came.
+"""
+import json
+import sys
+
+MARK = {"ok": "✓", "error": "✗", "timeout": "⏱", "unknown": "?", "blocked": "⛔"}
+
+
+def mcp_line(toolset, say):
+    """The MCP server a run talks to, its version and the tools it gives (nothing for a local run)."""
+    if toolset.mcp is not None:
+        client = toolset.mcp
+        print(say("cli.mcp_line", where=client.where, version=client.version, tools=", ".join(sorted(toolset.remote))))
+
+
+def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=False, **_):
+    """Print one turn, the model's answer, or the loop's nudge, once it is over (under the turn's
+    header, after the text live.py showed as it came: `streamed`)."""
+    say = run.say
+    if kind == "nudge":
+        print("   " + say("cli.nudge", text=text))
+        return
+    if kind not in ("turn", "answer"):
+        return
+    trace = run.trace[-1]
+    print("   " + say("cli.stats", seconds=reply.seconds, tokens=reply.tokens,
+                        estimated=say("cli.estimated") if reply.estimated else "", total=run.memory.used_tokens,
+                        sent=trace["chars_sent"], full=trace["chars_full"]))
+    if kind == "answer":
+        if not streamed:
+            print("   " + say("cli.answer", text=run.answer.replace("\n", "\n   ")))
+        for claimed in run.memory.unbacked(run.answer):     # what it says it did, and nothing of the kind ran
+            print("   " + say(f"cli.unbacked.{claimed}"))
+        return
+    if reply.message.get("content") and not streamed:
+        print("   " + say("cli.model", text=reply.message["content"].strip().replace("\n", " ")[:200]))
+    together = [c.name for c in calls if outcomes[c.id].concurrent]
+    if together:
+        print("   " + say("cli.together", names=", ".join(together)))
+    for call in calls:
+        outcome = outcomes[call.id]
+        where = say("cli.blocked", guard=outcome.guard) if outcome.status == "blocked" else f"{outcome.seconds:.3f}s"
+        print(f"   {MARK.get(outcome.status, '?')} {call.name} {call.arguments[:160]} → "
+              + say("cli.outcome", gist=_gist(call, outcome.result, say), where=where))
+
+
+def _gist(call, result, say):
+    """One line of a result: what its tool's declaration says, or the start of its JSON."""
+    if "error" in result:
+        return say("cli.error", error=str(result["error"])[:120])
+    gist = call.tool.gist if call.tool else None
+    return gist(result) if gist else json.dumps(result, ensure_ascii=False)[:120]
+
+
+def _proposal_lines(r, toolset):
+    """What the user is asked to confirm, and why a second confirmation when there is one."""
+    memory, p, say = r.memory, r.memory.proposal, r.say
+    if r.reason == "confirmed_no_write":
+        offer = " ".join(memory.offer.split())[:300] if memory.offer else ""
+        return say("cli.confirmed_no_write") + ("\n   " + say("cli.confirmed_offer", offer=offer) if offer else "")
+    if p is None:
+        return say("cli.offer_above")
+    line = say("cli.proposal", tool=p.get("tool"), shown=_shown(toolset, p.get("tool"), p))
+    return line + ("\n   " + say("cli.why", why=p["why"]) if p.get("why") else "")
+
+
+def _shown(toolset, name, values):
+    tool = toolset.tool(name) if name else None
+    shown = {k: v for k, v in values.items() if k not in ("tool", "why")}
+    return tool.gist(shown) if tool and tool.gist else json.dumps(shown, ensure_ascii=False)
+
+
+def summary(r, seconds, toolset, more=""):
+    """How the run ended, and what the user can do next (`more`: options the next command needs)."""
+    say, agent = r.say, (f" --agent {r.agent.file}" if r.agent.file else "")
+    where = say("cli.audit_file", path=r.path)
+    head = say("cli.head", run_id=r.run_id, turns=r.turn, tokens=r.memory.used_tokens, seconds=seconds)
+    if r.status == "suspended" and r.reason in ("awaiting_confirmation", "confirmed_no_write"):
+        print("\n" + say("cli.wait_confirm", head=head, proposal=_proposal_lines(r, toolset), run_id=r.run_id + more,
+                         confirm=r.agent.confirm[0], where=where))
+    elif r.status == "suspended":
+        print("\n" + say("cli.wait_reply", head=head, run_id=r.run_id + more, where=where))
+    elif r.status == "done":
+        made = say("list.sep").join(say("cli.made", tool=w["tool"], shown=_shown(toolset, w["tool"], w["receipt"]))
+                                    for w in r.memory.writes) or (say("cli.no_write") if r.memory.writable else "")
+        print("\n" + say("cli.done", head=head, made=made, where=where))
+    elif r.status == "stopped":
+        print("\n" + say("cli.stopped", reason=r.reason, detail=r.detail, head=head, where=where))
+    else:
+        print("\n" + say("cli.failed", reason=r.reason, detail=r.detail, head=head, run_id=r.run_id + more, where=where),
+              file=sys.stderr)
