@@ -74,17 +74,6 @@ class Pending:
         self.snapshot = pack(snapshot)
 
 
-class Told(texts.Said):
-    """A text said already (a ModelError's words, rendered by the activity in the run's language)."""
-
-    def __init__(self, text):
-        super().__init__("", text=text)
-        self.text = text
-
-    def __call__(self, say):
-        return self.text
-
-
 class Lost(Exception):
     """An activity of the turn could not be done, its retries spent."""
 
@@ -107,11 +96,11 @@ class World:
                                    "final": effect.final, "force": effect.force}),
                 start_to_close_timeout=datetime.timedelta(seconds=self.start["limits"]["ask"]), **self.options)
         except ActivityError as exc:
-            raise ModelError("unreachable", Told(self.r.say("temporal.lost", what="agent.ask", error=_cause(exc))))
+            raise ModelError("unreachable", self.r.say("temporal.lost", what="agent.ask", error=_cause(exc)))
         got = unpack(got)
         if "error" in got:
             error = got["error"]
-            raise ModelError(error["kind"], Told(error["text"]), tokens=error["tokens"])
+            raise ModelError(error["kind"], error["text"], tokens=error["tokens"])   # said by the activity already
         return Reply(**got["reply"])
 
     async def execute(self, effect):

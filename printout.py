@@ -77,7 +77,7 @@ def _shown(toolset, name, values):
 
 def summary(r, seconds, toolset, more=""):
     """How the run ended, and what the user can do next (`more`: options the next command needs)."""
-    say, agent = r.say, (f" --agent {r.agent.file}" if r.agent.file else "")
+    say = r.say
     where = say("cli.audit_file", path=r.path)
     head = say("cli.head", run_id=r.run_id, turns=r.turn, tokens=r.memory.used_tokens, seconds=seconds)
     if r.status == "suspended" and r.reason in ("awaiting_confirmation", "confirmed_no_write"):
