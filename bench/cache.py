@@ -30,13 +30,13 @@ import shutil
 import statistics
 import tempfile
 
-import workload
-import config
-import tools
-import loop
-import runs
-import memory as memory_module
-import sys_ours
+from bench import workload
+from handloop import config
+from handloop import tools
+from handloop import loop
+from handloop import runs
+from handloop import memory as memory_module
+from bench import sys_ours
 
 CACHED_PRICE = 0.10         # a cached input token costs 10 % of a fresh one (OpenAI, DeepSeek: 10 %)
 XIAN_PROPOSAL = "提案：古城墙酒店（XA-001）Suite，2026-10-01 入住，两晚，共 ¥1760。当天有雨，所以选 Suite。请回复「确认」。"
@@ -223,7 +223,7 @@ def xian_run(eager=False):
 
 def long_run(turns=200, compact_budget=None):
     """history.py's long run (2 KB results), every request captured."""
-    import history
+    from bench import history
     recorders = []
 
     def wrap(ask_factory):

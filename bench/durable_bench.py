@@ -13,8 +13,8 @@ proposal, confirmed, done with one booking (checked after every run).
     beside them the same N runs in one process, one thread each. Runs per second, and the wall
     time of the slowest run.
 
-    python bench/durable_bench.py [--quick]
-    python bench/durable_bench.py --json RUNS N DELAY      # the raw figures as JSON (tests/test_bench.py)
+    python -m bench.durable_bench [--quick]
+    python -m bench.durable_bench --json RUNS N DELAY      # the raw figures as JSON (tests/test_bench.py)
 
 This process is a Temporal client: it leaves with os._exit once it has printed everything
 (temporalio's runtime threads can crash CPython's teardown, temporalio/sdk-python issue 300).
@@ -33,17 +33,16 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-import audit                          # noqa: E402
-import durable_client                 # noqa: E402
-import loop                           # noqa: E402
-import runs                           # noqa: E402
-import model                          # noqa: E402
-import offline                        # noqa: E402
-import tools                          # noqa: E402
-import toolset                        # noqa: E402
-from endpoint import Endpoint         # noqa: E402
+from handloop import audit                          # noqa: E402
+from handloop.durable import client as durable_client                 # noqa: E402
+from handloop import loop                           # noqa: E402
+from handloop import runs                           # noqa: E402
+from handloop import model                          # noqa: E402
+from handloop.demo import offline                        # noqa: E402
+from handloop import tools                          # noqa: E402
+from handloop import toolset                        # noqa: E402
+from handloop.llm.endpoint import Endpoint         # noqa: E402
 
 DELAY = 0.2          # seconds the scripted model takes per reply in (b)
 

@@ -15,14 +15,14 @@ import statistics
 import tempfile
 import time
 
-import workload
-import audit
-import context
-import loop
-import runs
-import model
-import endpoint
-import sys_ours
+from bench import workload
+from handloop import audit
+from handloop import context
+from handloop import loop
+from handloop import runs
+from handloop import model
+from handloop.llm import endpoint
+from bench import sys_ours
 
 PAD = 2048
 AT = (10, 100, 200)

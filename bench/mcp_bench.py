@@ -2,8 +2,8 @@
 stdio session, our hand-written client and server beside the official SDK's client and server
 (and the two crossed), then the seed article's approach of spawning a server per call.
 
-    python bench/mcp_bench.py [--seconds S] [--spawns N] [--sdk-spawns N] [--json PATH]
-    python bench/mcp_bench.py --http-vs-stdio [N]
+    python -m bench.mcp_bench [--seconds S] [--spawns N] [--sdk-spawns N] [--json PATH]
+    python -m bench.mcp_bench --http-vs-stdio [N]
 
 `--http-vs-stdio`: only our client against our server, N (default 100) sequential calls over a
 stdio session and over a Streamable HTTP session (`mcp_tools.py --http 127.0.0.1:0`), in both
@@ -25,11 +25,10 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-import mcp_tools  # noqa: E402
+from handloop import mcp_tools  # noqa: E402
 
-OUR_SERVER = [sys.executable, os.path.join(ROOT, "mcp_tools.py")]
+OUR_SERVER = [sys.executable, "-m", "handloop.mcp_tools"]
 SDK_SERVER = [sys.executable, os.path.join(ROOT, "tests", "mcp_sdk_server.py")]
 ARGS = {"latitude": 34.2583, "longitude": 108.9286, "date": "2026-10-01"}
 WARMUP = 20
@@ -70,7 +69,7 @@ def ours_persistent(command, mode, seconds=None, count=None):
 
 def ours_http_counted(mode, count):
     """Our client against `python mcp_tools.py --http 127.0.0.1:0` (stopped with SIGTERM after)."""
-    import mcp_http
+    from handloop.mcp import http as mcp_http
     proc = subprocess.Popen(OUR_SERVER + ["--http", "127.0.0.1:0"], stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment())
     try:

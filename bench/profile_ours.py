@@ -4,15 +4,15 @@ cProfile slows Python code more than C code, so the shares, not the µs, are the
 it sees the main thread only, so the tools (run on the executor's worker threads) show up as the
 main thread's wait for them.
 
-    python bench/profile_ours.py [RUNS]
+    python -m bench.profile_ours [RUNS]
 """
 import cProfile
 import os
 import pstats
 import sys
 
-import workload  # noqa: F401  (puts the project root on sys.path)
-import sys_ours
+from bench import workload
+from bench import sys_ours
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

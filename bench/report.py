@@ -31,7 +31,7 @@ def render(results, label):
 
 def document(text, results):
     when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    return (f"# Benchmark results\n\nOne full run of `python bench/run.py` on {when}; how the harness works and what "
+    return (f"# Benchmark results\n\nOne full run of `python -m bench.run` on {when}; how the harness works and what "
             f"each system runs: `bench/README.md`.\n\n{text}\n")
 
 

@@ -1,14 +1,15 @@
 """Benchmark harness: our loop's own cost beside the OpenAI Agents SDK, pydantic-ai, LangGraph
 and a plain loop (the floor), with the model replaced by a scripted one answering at once.
 
-    python bench/run.py                 # everything, under five minutes; prints the tables
-    python bench/run.py --quick         # fewer runs, for a quick look
-    python bench/run.py --only ours,floor --markdown bench/RESULTS.md
+    python -m bench.run                 # everything, under five minutes; prints the tables
+    python -m bench.run --quick         # fewer runs, for a quick look
+    python -m bench.run --only ours,floor --markdown bench/RESULTS.md
 
 Peers are optional (pip install -r bench/requirements-peers.txt); one that is not installed
 is skipped with a note. Every (system, task) runs in its own worker process.
 """
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -17,9 +18,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+ROOT = os.path.dirname(HERE)
 
-import workload  # noqa: E402  (puts the project root on sys.path)
+from bench import workload
 
 SYSTEMS = ("floor", "ours", "ours_fsync", "ours_tmpfs", "agents", "pydantic_ai", "langgraph",
            "agents_sqlite", "langgraph_sqlite")
@@ -32,7 +33,7 @@ _MODULES = {"ours_fsync": "sys_ours", "ours_tmpfs": "sys_ours", "agents_sqlite":
 
 
 def system_module(name):
-    return __import__(_MODULES.get(name, f"sys_{name}"))
+    return importlib.import_module("bench." + _MODULES.get(name, f"sys_{name}"))
 
 
 def label(name):
@@ -76,7 +77,7 @@ def make_harness(name, task="overhead"):
 def serve(name):
     """A worker of the interleaved overhead benchmark: answers on the real stdout, everything
     else printed goes to stderr."""
-    import tasks
+    from bench import tasks
     out = os.fdopen(os.dup(1), "w", buffering=1)
     sys.stdout = sys.stderr
     harness = make_harness(name)
@@ -87,7 +88,7 @@ def serve(name):
 
 
 def worker(name, task, args):
-    import tasks
+    from bench import tasks
     harness = make_harness(name, task)
     try:
         if task == "overhead":
@@ -102,18 +103,18 @@ def worker(name, task, args):
 
 
 def special(task, args):
-    import history
-    import startup
+    from bench import history
+    from bench import startup
     if task == "history":
         result = history.scaling(args.turns, args.history_reps)
     elif task == "profile":
-        import profile_ours
+        from bench import profile_ours
         result = profile_ours.profile(300 if args.runs >= 1000 and not args.quick else 100)
     elif task == "finish":
-        import finish
+        from bench import finish
         result = finish.measure()
     elif task == "cache":
-        import cache
+        from bench import cache
         result = cache.measure(args.turns)
         for run in ("xian", "long"):
             for layout in result[run].values():
@@ -133,7 +134,7 @@ def interleaved(args, names):
     procs, errors, ready = {}, {}, {}
     for name in names:
         log = tempfile.TemporaryFile(mode="w+")
-        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", name], stdin=subprocess.PIPE,
+        p = subprocess.Popen([sys.executable, "-m", "bench.run", "--serve", name], cwd=ROOT, stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1)
         procs[name] = (p, log)
     for name, (p, log) in list(procs.items()):
@@ -192,7 +193,7 @@ def _ask(p, log, command):
 
 def _pool(blocks, final, turns):
     import statistics
-    import tasks
+    from bench import tasks
     samples = [x for b in blocks for x in b["samples"]]
     runs = [len(b["samples"]) for b in blocks]
     cpu = sum(b["cpu_us"] * n for b, n in zip(blocks, runs)) / sum(runs)
@@ -203,11 +204,11 @@ def _pool(blocks, final, turns):
 
 def spawn(args, *worker_args):
     """Run one worker; its JSON result, or {"error": ...}."""
-    command = [sys.executable, os.path.abspath(__file__), "--worker", *worker_args, "--runs", str(args.runs),
+    command = [sys.executable, "-m", "bench.run", "--worker", *worker_args, "--runs", str(args.runs),
                "--warmup", str(args.warmup), "--reps", str(args.reps), "--many", str(args.many),
                "--turns", str(args.turns), "--history-reps", str(args.history_reps)]
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         return {"error": (done.stderr.strip().splitlines() or ["exit %d" % done.returncode])[-1], "seconds": seconds}
@@ -308,7 +309,7 @@ def main(argv=None):
     results = collect(args)
     results["total_seconds"] = time.perf_counter() - started
     results["machine"]["load_end"] = _load()
-    import report
+    from bench import report
     text = report.render(results, label)
     print(text)
     if args.json:

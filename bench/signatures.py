@@ -2,7 +2,7 @@
 parameter schema from the signature, its description from the docstring unless overridden).
 Each only forwards to workload's counted implementation; the frameworks wrap these in their own
 decorators (`function_tool`, `tool`, `Tool`)."""
-import workload
+from bench import workload
 
 
 def set_plan(steps: list[dict]) -> dict:

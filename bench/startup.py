@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 
-import workload
+from bench import workload
 
 ROOT = workload.ROOT
 AGENT = os.path.join(ROOT, "agent.py")
@@ -91,8 +91,8 @@ def imports():
 def first_request(reps=5):
     """Seconds from spawning `python agent.py` (online path, an OpenAI-compatible endpoint on
     127.0.0.1 answered by the offline model) to the endpoint receiving the first request."""
-    import offline
-    from endpoint import Endpoint
+    from handloop.demo import offline
+    from handloop.llm.endpoint import Endpoint
     seen, ready = [], threading.Event()
 
     def respond(request):

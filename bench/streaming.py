@@ -14,7 +14,7 @@ costs a turn. Both modes side by side in one run; nothing here is asserted by th
     streamed / unstreamed. Target: streamed within 10 % of unstreamed. The same with an instant
     model (MODEL = 0) is printed beside it: there every chunk's parsing is on the critical path.
 
-    python bench/streaming.py [--quick]
+    python -m bench.streaming [--quick]
 """
 import os
 import select
@@ -25,16 +25,15 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-import endpoint as endpoint_module  # noqa: E402
-import loop                          # noqa: E402
-import runs                          # noqa: E402
-import model                         # noqa: E402
-import offline                       # noqa: E402
-import tools                         # noqa: E402
-import toolset                       # noqa: E402
-from endpoint import Endpoint        # noqa: E402
+from handloop.llm import endpoint as endpoint_module  # noqa: E402
+from handloop import loop                          # noqa: E402
+from handloop import runs                          # noqa: E402
+from handloop import model                         # noqa: E402
+from handloop.demo import offline                       # noqa: E402
+from handloop import tools                         # noqa: E402
+from handloop import toolset                       # noqa: E402
+from handloop.llm.endpoint import Endpoint        # noqa: E402
 
 FIRST, GAP = 0.4, 0.03
 REPLY = "甲乙：2026-10-01 西安有雨，按你的规则应订 Suite。建议预订古城墙酒店（XA-001）两晚，共 ¥1760。请确认是否预订？"

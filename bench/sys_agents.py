@@ -15,8 +15,8 @@ import shutil
 import sqlite3
 import tempfile
 
-import signatures
-import workload
+from bench import signatures
+from bench import workload
 
 NAME, LABEL = "agents", "OpenAI Agents SDK"
 _ids = itertools.count()

@@ -4,7 +4,7 @@ guards, no audit, no validation, no concurrency: the physical limit of a Python 
 """
 import json
 
-import workload
+from bench import workload
 
 NAME, LABEL = "floor", "floor (plain loop)"
 

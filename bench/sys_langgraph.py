@@ -16,8 +16,8 @@ import shutil
 import sqlite3
 import tempfile
 
-import signatures
-import workload
+from bench import signatures
+from bench import workload
 
 NAME, LABEL = "langgraph", "LangGraph"
 _ids = itertools.count()

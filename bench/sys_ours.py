@@ -16,13 +16,13 @@ import shutil
 import tempfile
 import time
 
-import workload
-import config
-import tools
-import loop
-import runs
-import model
-import toolset
+from bench import workload
+from handloop import config
+from handloop import tools
+from handloop import loop
+from handloop import runs
+from handloop import model
+from handloop import toolset
 
 NAME, LABEL = "ours", "ours (this project)"
 _ids = itertools.count()
@@ -137,7 +137,7 @@ def preface_messages():
 
 
 def turn_timer():
-    """Not used by the runner: a quick manual check (python bench/sys_ours.py)."""
+    """Not used by the runner: a quick manual check (python -m bench.sys_ours)."""
     h = Harness()
     states = [h.prepare() for _ in range(500)]
     started = time.perf_counter()

@@ -7,8 +7,8 @@ in the final answer with the three tools run.
 import asyncio
 import json
 
-import signatures
-import workload
+from bench import signatures
+from bench import workload
 
 NAME, LABEL = "pydantic_ai", "pydantic-ai"
 

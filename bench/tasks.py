@@ -15,7 +15,7 @@ import threading
 import time
 import tracemalloc
 
-import workload
+from bench import workload
 
 
 CPU = {"seconds": 0.0}        # process CPU time (all threads) spent inside timed runs

@@ -23,11 +23,9 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
-import config   # noqa: E402
-import tools    # noqa: E402
+from handloop import config   # noqa: E402
+from handloop import tools    # noqa: E402
 
 GOAL = tools.GOAL
 SYSTEM = tools.INSTRUCTIONS
@@ -186,5 +184,5 @@ def results_since_user(messages, role_of=lambda m: m["role"]):
 def preface_transcript():
     """The conversation every system starts from, in chat format (no system message): the
     messages our own loop recorded when it played PREFACE_REPLIES, then the user's 「确认」."""
-    import sys_ours
+    from bench import sys_ours
     return sys_ours.preface_messages()

@@ -12,14 +12,12 @@ import sqlite3
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-import loop  # noqa: E402
-import runs  # noqa: E402
-import model  # noqa: E402
-from calls import Agent, Source, Tool, ToolError  # noqa: E402
-from endpoint import Endpoint  # noqa: E402
-from toolset import ToolSet  # noqa: E402
+from handloop import loop  # noqa: E402
+from handloop import runs  # noqa: E402
+from handloop import model  # noqa: E402
+from handloop.calls import Agent, Source, Tool, ToolError  # noqa: E402
+from handloop.llm.endpoint import Endpoint  # noqa: E402
+from handloop.toolset import ToolSet  # noqa: E402
 
 GOAL = "我的订单 A1001 里的耳机坏了，帮我查一下物流，然后申请全额退款。退款前先让我确认。"
 INSTRUCTIONS = """你是售后助手，只能通过工具查询订单、物流和申请退款。规则：

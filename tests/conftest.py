@@ -12,15 +12,14 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-import runs      # noqa: E402
+from handloop import runs      # noqa: E402
 import openai    # noqa: E402,F401  (imported once here, so forked runs start warm)
-import model     # noqa: E402
-from endpoint import Endpoint  # noqa: E402
-import offline   # noqa: E402
-import tools     # noqa: E402
-import toolset   # noqa: E402
+from handloop import model     # noqa: E402
+from handloop.llm.endpoint import Endpoint  # noqa: E402
+from handloop.demo import offline   # noqa: E402
+from handloop import tools     # noqa: E402
+from handloop import toolset   # noqa: E402
 
 GOAL = "帮我订 2026-10-01 西安的酒店，住两晚。如果那天下雨就订 Suite，否则订 Standard。预订前必须先等我确认。"
 PLAN = [{"title": "查天气", "tool": "get_weather"}, {"title": "搜酒店", "tool": "search_hotels"},
@@ -111,7 +110,7 @@ def run_agent(*args, cwd, env=None, setup=None):
                 del os.environ[key]
             os.environ.update(env or {})
             import importlib
-            import config
+            from handloop import config
             importlib.reload(config)                           # settings read at start-up, as in a new process
             os.dup2(out.fileno(), 1)
             os.dup2(err.fileno(), 2)
@@ -119,7 +118,7 @@ def run_agent(*args, cwd, env=None, setup=None):
             sys.stderr = os.fdopen(2, "w", closefd=False)
             if setup:
                 setup()
-            import agent
+            from handloop import agent
             code = agent.main(list(args))
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 2
@@ -141,17 +140,17 @@ def read_audit(audit_dir, run_id):
 
 def heavy_imports(argv, cwd):
     """Run agent.main(argv) in a fresh interpreter; (exit code, model-client modules it imported)."""
-    code = ("import json, sys; sys.path.insert(0, {root!r}); import agent; rc = agent.main({argv!r}); "
+    code = ("import json, sys; from handloop import agent; rc = agent.main({argv!r}); "
             "print(json.dumps([rc, sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'httpx'))]))")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_"))}
-    done = subprocess.run([sys.executable, "-c", code.format(root=ROOT, argv=list(argv))], cwd=cwd, env=env,
+    done = subprocess.run([sys.executable, "-c", code.format(argv=list(argv))], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=60)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def unreadable(tmp_path, content):
     """A file of `content` judged by --check: (its entry, its path); the file must be refused (exit 2)."""
-    import check_cli
+    from handloop.cli import check as check_cli
     target = tmp_path / "odd.json"
     target.write_text(content, encoding="utf-8")
     entry = check_cli.check_file(str(target))

@@ -8,7 +8,6 @@ import sys
 
 import uvicorn
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mcp_sdk_server import app     # noqa: E402
 
 

@@ -9,7 +9,7 @@ import threading
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
-SERVER = os.path.join(ROOT, "mcp_tools.py")
+SERVER_COMMAND = [sys.executable, "-m", "handloop.mcp_tools"]     # our weather server
 FAKE = os.path.join(TESTS, "mcp_fake_server.py")
 SDK_SERVER = os.path.join(TESTS, "mcp_sdk_server.py")
 MODERN = "2026-07-28"
@@ -33,7 +33,7 @@ class Peer:
     Every line the server prints on stdout must be one JSON object (checked as read)."""
 
     def __init__(self, command=None, env=None):
-        self.proc = subprocess.Popen(command or [sys.executable, SERVER], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(command or SERVER_COMMAND, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env or server_env())
         self.lines = queue.Queue()
         self.threads = [threading.Thread(target=self._pump, daemon=True),

@@ -12,11 +12,9 @@ import sys
 import time
 import traceback
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-import durable  # noqa: E402
-import durable_client  # noqa: E402
+from handloop.durable import workflow as durable  # noqa: E402
+from handloop.durable import client as durable_client  # noqa: E402
 from temporalio import workflow  # noqa: E402
 
 

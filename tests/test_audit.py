@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-import audit
+from handloop import audit
 from conftest import read_audit
 
 

@@ -1,7 +1,7 @@
 """The audit file's text layout: whatever it looks like, it must load back as the same object."""
 import json
 
-import audit
+from handloop import audit
 
 
 def test_encode_round_trips_every_kind_of_value():
@@ -25,8 +25,8 @@ def test_written_file_loads_back(tmp_path):
 
 def test_the_file_of_a_long_run_is_the_whole_snapshot(new_run):
     """Each save reuses the text of messages encoded before: the file must still hold them all."""
-    import loop
-    import model
+    from handloop import loop
+    from handloop import model
     from conftest import PLAN
 
     r, ts, store = new_run()

@@ -5,14 +5,9 @@ import sys
 
 import pytest
 
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
-sys.path.insert(0, BENCH)
+from conftest import ROOT
 
-import history    # noqa: E402
-import sys_floor  # noqa: E402
-import sys_ours   # noqa: E402
-import tasks      # noqa: E402
-import workload   # noqa: E402
+from bench import history, sys_floor, sys_ours, tasks, workload
 
 
 @pytest.mark.parametrize("module", [sys_ours, sys_floor])
@@ -49,12 +44,12 @@ def test_history_run_keeps_pairing_and_compacts():
     assert len(run["write"]) >= 12 and len(run["sizes"]) == 12
     sent, full = run["sizes"][-1]
     assert sent < full
-    import audit
+    from handloop import audit
     assert audit.pairing_problem(run["request"]) is None
 
 
 def test_cache_layouts_of_the_xian_run():
-    import cache
+    from bench import cache
     result, r = cache.xian_run()
     assert r.status == "done" and r.memory.fact("booking") is not None
     ours = result["ours"]
@@ -64,7 +59,7 @@ def test_cache_layouts_of_the_xian_run():
 
 
 def test_cache_long_run_starts_epochs_and_counts_billed_tokens():
-    import cache
+    from bench import cache
     result, _ = cache.long_run(12, compact_budget=3000)
     ours = result["ours"]
     assert ours["epoch_starts"] >= 1 and ours["kept_between_epochs"] == ours["between_epochs"]
@@ -74,7 +69,7 @@ def test_cache_long_run_starts_epochs_and_counts_billed_tokens():
 
 
 def test_common_prefix():
-    import cache
+    from bench import cache
     assert cache.common_prefix("abcdef", "abcxyz") == 3
     assert cache.common_prefix("", "abc") == 0 and cache.common_prefix("abc", "abc") == 3
     assert cache.common_prefix("ab", "abc") == 2
@@ -96,7 +91,7 @@ def test_serve_answers_blocks_then_finishes():
 
 def test_interleaved_blocks_rotate_and_pool():
     import argparse
-    import run
+    from bench import run
     args = argparse.Namespace(blocks=2, slice=0.0, runs=3, warmup=0, quick=True)
     out = run.interleaved(args, ["floor", "ours"])
     assert set(out) == {"floor", "ours"}
@@ -105,8 +100,8 @@ def test_interleaved_blocks_rotate_and_pool():
 
 
 def test_finish_runs_every_system_to_the_end_with_one_approval():
-    import finish
-    import report
+    from bench import finish
+    from bench import report
     result = finish.measure()
     systems = result["systems"]
     for name, d in systems.items():
@@ -129,7 +124,7 @@ def test_durable_bench_runs_on_temporal_and_in_one_process_each_run_booking_once
     (done, one booking) inside the bench; only the shape of the figures is asserted here."""
     import json
     import subprocess
-    done = subprocess.run([sys.executable, os.path.join(BENCH, "durable_bench.py"), "--json", "1", "3", "0.05"],
+    done = subprocess.run([sys.executable, "-m", "bench.durable_bench", "--json", "1", "3", "0.05"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)      # a client's process of its own
     assert done.returncode == 0, done.stderr[-3000:]
     figures = json.loads(done.stdout.strip().splitlines()[-1])   # the last line: the core logs on stdout too

@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 from conftest import ROOT, heavy_imports, run_cli
-import checks
-import readings
-import check_cli
+from handloop import checks
+from handloop.judge import readings
+from handloop.cli import check as check_cli
 
 CORPUS = os.path.join(ROOT, "tests", "transcripts")
 with open(os.path.join(CORPUS, "expected.json"), encoding="utf-8") as f:
@@ -280,21 +280,37 @@ def test_the_judge_imports_no_project_module():
     """The judge stands alone: its modules import each other, only downward, and nothing else of ours (its catalogue
     check_texts.py, not the loop's texts.py) but the leaves words.py, which reads what an answer claims as the run
     does, and catalogue.py, which says any catalogue; neither imports anything of ours itself."""
-    project = {n[:-3] for n in os.listdir(ROOT) if n.endswith(".py")}
-    for name, allowed in (("check_cli.py", {"checks", "transcripts", "formats", "check_texts", "catalogue"}),
-                          ("checks.py", {"check_confirm", "check_weather", "check_verdicts", "declaration", "readings",
-                                         "check_texts"}),
-                          ("check_confirm.py", {"check_verdicts", "readings", "check_texts"}),
-                          ("check_weather.py", {"check_verdicts", "readings", "check_texts"}),
-                          ("check_verdicts.py", {"check_texts"}),
-                          ("transcripts.py", {"formats", "declaration", "readings", "check_texts", "words"}),
-                          ("readings.py", {"formats", "declaration", "check_texts"}), ("declaration.py", {"check_texts"}),
-                          ("formats.py", {"check_texts"}), ("check_texts.py", {"catalogue"}), ("words.py", set()),
-                          ("catalogue.py", set())):
-        tree = ast.parse(open(os.path.join(ROOT, name), encoding="utf-8").read())
-        imported = {a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
-        imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-        assert imported & project == allowed, (name, imported & project)
+    for name, allowed in (("cli/check", {"checks", "judge.transcripts", "judge.formats", "judge.texts", "texts.catalogue"}),
+                          ("checks", {"judge.confirm", "judge.weather", "judge.verdicts", "judge.declaration",
+                                      "judge.readings", "judge.texts"}),
+                          ("judge/confirm", {"judge.verdicts", "judge.readings", "judge.texts"}),
+                          ("judge/weather", {"judge.verdicts", "judge.readings", "judge.texts"}),
+                          ("judge/verdicts", {"judge.texts"}),
+                          ("judge/transcripts", {"judge.formats", "judge.declaration", "judge.readings", "judge.texts",
+                                                 "texts.words"}),
+                          ("judge/readings", {"judge.formats", "judge.declaration", "judge.texts"}),
+                          ("judge/declaration", {"judge.texts"}), ("judge/formats", {"judge.texts"}),
+                          ("judge/texts", {"texts.catalogue"}), ("texts/words", set()), ("texts/catalogue", set())):
+        assert _ours_imported(name) == allowed, (name, _ours_imported(name))
+
+
+def _module_of(module, name):
+    """`from module import name`: the submodule when there is one, else the module."""
+    path = os.path.join(ROOT, *f"{module}.{name}".split("."))
+    return f"{module}.{name}" if os.path.isfile(path + ".py") or os.path.isdir(path) else module
+
+
+def _ours_imported(name):
+    """The handloop modules `handloop/<name>.py` imports (relative imports resolved), as dotted names below handloop."""
+    tree = ast.parse(open(os.path.join(ROOT, "handloop", name + ".py"), encoding="utf-8").read())
+    package = ["handloop"] + name.split("/")[:-1]
+    found = {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            found |= {_module_of(module, a.name) for a in node.names}
+    return {m.split(".", 1)[1] for m in found if m.startswith("handloop.")}
 
 
 # ---- command line ----

@@ -7,10 +7,10 @@ import copy
 import json
 import os
 
-import check_cli
-import checks
-import tools
-import declaration
+from handloop.cli import check as check_cli
+from handloop import checks
+from handloop import tools
+from handloop.judge import declaration
 from conftest import ROOT, read_audit, run_agent
 
 EXAMPLE = os.path.join(ROOT, "examples", "rooms.py")
@@ -19,7 +19,7 @@ CORPUS = os.path.join(ROOT, "tests", "transcripts")
 
 def rooms_declared():
     """examples/rooms.py's AGENT.declared(), as an audit file of its run records it."""
-    import session
+    from handloop.cli import session
     return session.load_agent(EXAMPLE).declared()
 
 
@@ -157,7 +157,7 @@ def test_the_recorded_agent_wins_over_the_one_given(tmp_path):
 def test_a_recorded_xian_agent_in_mcp_mode_keeps_the_coordinates_rule(tmp_path):
     # an MCP run records the tools it really had (the loop: agent.declared(toolset.tools)): the coordinates
     # of get_weather must come from search_location (the file's coordinates were made up)
-    import toolset
+    from handloop import toolset
     with open(os.path.join(CORPUS, "bad_mcp_fabricated_coordinates.json"), encoding="utf-8") as f:
         snap = json.load(f)
     ts = toolset.ToolSet("mcp-coords", None, "mcp", schemas=snap["tools"])      # as a resume builds it: no server
@@ -196,7 +196,7 @@ def test_a_declaration_with_nothing_to_judge_is_never_a_pass(tmp_path):
 def test_the_judges_xian_declaration_is_the_xian_agents_with_its_mcp_tools():
     # declaration.XIAN (the default for files recording no agent) must not drift from tools.agent()'s declaration
     # and config.MCP_TOOLS' source of the MCP get_weather's coordinates
-    import config
+    from handloop import config
     declared, xian = tools.agent(None).declared(), declaration.XIAN
     assert (xian["name"], xian["confirm"], xian["planning"], xian["checks"]) == \
         (declared["name"], declared["confirm"], declared["planning"], declared["checks"])

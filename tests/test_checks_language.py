@@ -11,16 +11,17 @@ import string
 
 import pytest
 
-import check_cli
-import check_texts
-import declaration
+from handloop.cli import check as check_cli
+from handloop.judge import texts as check_texts
+from handloop.judge import declaration
 from conftest import ROOT, read_audit, run_agent
 from test_checks_agent import EXAMPLE, audit_file, conversation, rooms_declared
 
 CORPORA = sorted(glob.glob(os.path.join(ROOT, "tests", "transcripts", "**", "*.json*"), recursive=True) +
                  glob.glob(os.path.join(ROOT, "tests", "corpus_frameworks", "*.json*")))
-JUDGE = ("check_cli.py", "checks.py", "check_confirm.py", "check_weather.py", "check_verdicts.py", "transcripts.py",
-         "declaration.py", "readings.py", "formats.py")
+JUDGE = ("handloop/cli/check.py", "handloop/checks.py", "handloop/judge/confirm.py", "handloop/judge/weather.py",
+         "handloop/judge/verdicts.py", "handloop/judge/transcripts.py", "handloop/judge/declaration.py",
+         "handloop/judge/readings.py", "handloop/judge/formats.py")
 
 
 def fields(template):

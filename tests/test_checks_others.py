@@ -10,9 +10,9 @@ import random
 import pytest
 
 from conftest import ROOT, run_cli, unreadable
-import checks
-import transcripts
-import check_cli
+from handloop import checks
+from handloop.judge import transcripts
+from handloop.cli import check as check_cli
 
 from test_checks import _mutants, assert_expected, reasons, verdicts  # noqa: E402,F401  (shared with the snapshot corpus)
 

@@ -6,10 +6,10 @@ import signal
 
 import pytest
 
-from endpoint import Endpoint  # noqa: E402
-import offline
+from handloop.llm.endpoint import Endpoint  # noqa: E402
+from handloop.demo import offline
 from conftest import read_audit, run_cli
-import tools
+from handloop import tools
 
 
 def run_id_of(out):
@@ -22,7 +22,7 @@ def bookings(cwd):
 
 
 def paired(data):
-    import audit
+    from handloop import audit
     return audit.pairing_problem(data["messages"]) is None
 
 

@@ -4,9 +4,9 @@ the same turn; an eager model's blocked write is shown to the user at once. Scri
 through the real openai client; the assertions read states, the store and the audit file."""
 import json
 
-import audit
-import loop
-import runs
+from handloop import audit
+from handloop import loop
+from handloop import runs
 from conftest import BOOK, PLAN, text, tool_calls
 
 WEATHER = {"city": "西安", "date": "2026-10-01"}

@@ -2,11 +2,11 @@
 import copy
 import json
 
-import context
-import loop
-import runs
+from handloop import context
+from handloop import loop
+from handloop import runs
 from conftest import PLAN, text, tool_calls
-from toolset import ToolSet
+from handloop.toolset import ToolSet
 
 TS = ToolSet("r", None)
 HOTELS = [{"hotel_id": f"XA-00{i}", "name": f"酒店{i}", "prices": {"Standard": 400 + i, "Suite": 800 + i},

@@ -13,15 +13,15 @@ import time
 
 import pytest
 
-import audit
-import loop
-import runs
-import model
-from endpoint import Endpoint  # noqa: E402
-import offline
-import tools
+from handloop import audit
+from handloop import loop
+from handloop import runs
+from handloop import model
+from handloop.llm.endpoint import Endpoint  # noqa: E402
+from handloop.demo import offline
+from handloop import tools
 from conftest import GOAL, ROOT, read_audit, run_agent
-from toolset import ToolSet
+from handloop.toolset import ToolSet
 
 pytestmark = pytest.mark.slow
 
@@ -128,9 +128,9 @@ def test_two_confirms_racing_book_once(tmp_path):
 
 def test_a_crashed_lock_holder_never_leaves_the_run_stuck(tmp_path):
     os.makedirs(tmp_path / "audit")
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); import audit;"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from handloop import audit;"
                                "lock = audit.RunLock(sys.argv[2], 'x').__enter__(); print('held', flush=True);"
-                               "time.sleep(60)", ROOT, str(tmp_path / "audit")], stdout=subprocess.PIPE, text=True)
+                               "time.sleep(60)", "-", str(tmp_path / "audit")], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
     with pytest.raises(audit.AuditError):
         audit.RunLock(str(tmp_path / "audit"), "x").__enter__()
@@ -178,7 +178,6 @@ def test_fifty_runs_in_one_process_stay_isolated(tmp_path):
 
 WORKER = """
 import concurrent.futures, sys
-sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[1] + "/tests")
 from test_crashes import _offline_ask, _one_run, _confirm
 ask, endpoint = _offline_ask()
 ids = [f"p{sys.argv[3]}-{i}" for i in range(10)]
@@ -190,7 +189,7 @@ print(first.count("suspended"), then.count("done"))
 
 
 def test_four_processes_of_ten_runs_share_one_audit_dir_and_store(tmp_path):
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, ROOT, str(tmp_path), str(n)], stdout=subprocess.PIPE,
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, ROOT, str(tmp_path), str(n)], cwd=os.path.join(ROOT, "tests"), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=_clean_env()) for n in range(4)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [o.split() for o, _ in outs] == [["10", "10"]] * 4, outs

@@ -5,15 +5,14 @@ import json
 import os
 import sys
 
-import audit
-import config
-import loop
-import runs
+from handloop import audit
+from handloop import config
+from handloop import loop
+from handloop import runs
 from conftest import ROOT, text, tool_calls
 
-sys.path.insert(0, os.path.join(ROOT, "examples"))
-import orders  # noqa: E402
-from toolset import ToolSet  # noqa: E402
+from examples import orders  # noqa: E402
+from handloop.toolset import ToolSet  # noqa: E402
 
 PLAN = {"steps": [{"title": "查订单", "tool": "get_order"}, {"title": "退款", "tool": "refund_order", "after": [1]}]}
 

@@ -4,10 +4,10 @@ import threading
 import time
 
 from conftest import BOOK, PLAN
-from executor import execute, tool_messages
-from memory import Memory
-import tools
-from toolset import ToolSet
+from handloop.executor import execute, tool_messages
+from handloop.memory import Memory
+from handloop import tools
+from handloop.toolset import ToolSet
 
 
 class SlowTools(ToolSet):
@@ -135,7 +135,7 @@ def test_a_crashing_tool_becomes_an_error_message():
 
 
 def test_long_results_are_cut_head_and_tail():
-    from calls import Outcome
+    from handloop.calls import Outcome
     ts = ToolSet("r", None)
     pending = calls(ts, ("get_weather", {"city": "西安", "date": "2026-10-01"}))
     huge = Outcome({"blob": "头" + "x" * 5_000_000 + "尾", "id": "A-1"})

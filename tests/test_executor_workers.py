@@ -2,8 +2,8 @@
 import threading
 import time
 
-from executor import _Workers, execute
-from memory import Memory
+from handloop.executor import _Workers, execute
+from handloop.memory import Memory
 from test_executor import SlowTools, calls
 
 
@@ -45,9 +45,9 @@ def test_an_idle_worker_ends_after_lingering():
 def test_a_forked_child_gets_fresh_workers():
     """The parent's idle workers do not exist in a forked child; the child must not wait for them."""
     import os
-    from executor import _Job, _WORKERS
-    from memory import Memory
-    from toolset import ToolSet
+    from handloop.executor import _Job, _WORKERS
+    from handloop.memory import Memory
+    from handloop.toolset import ToolSet
     ts = ToolSet("r", None)
     call = ts.prepare([{"id": "a", "function": {"name": "get_weather", "arguments": '{"city": "西安", "date": "2026-10-01"}'}}])[0]
     _Job(ts.run, call, Memory()).wait(5)             # leaves an idle worker in this process

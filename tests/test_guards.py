@@ -4,9 +4,9 @@ import json
 import pytest
 
 from conftest import BOOK, PLAN
-from guards import screen
-from memory import Memory
-from toolset import ToolSet
+from handloop.guards import screen
+from handloop.memory import Memory
+from handloop.toolset import ToolSet
 
 TS = ToolSet("r", store=None)
 WEATHER = {"city": "西安", "date": "2026-10-01"}

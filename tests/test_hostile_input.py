@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-import audit
-import tools
+from handloop import audit
+from handloop import tools
 from conftest import read_audit, run_agent
 
 
@@ -160,9 +160,9 @@ def test_an_audit_file_nested_ten_thousand_deep_is_refused(suspended, mode):
 
 
 def test_a_lone_surrogate_from_the_model_is_written_and_read_back(tmp_path):
-    import loop
-    import runs
-    import toolset
+    from handloop import loop
+    from handloop import runs
+    from handloop import toolset
     store = tools.BookingStore(tmp_path / "b.db")
     r = runs.begin(str(tmp_path), "z", "目标\udcff", toolset.ToolSet("z", store), "m", fsync=False)
     r.messages.append({"role": "assistant", "content": "答复\ud800"})
@@ -173,7 +173,7 @@ def test_a_lone_surrogate_from_the_model_is_written_and_read_back(tmp_path):
 @pytest.mark.parametrize("body", ['{"max_turns": 0}', '{"turns": 3}', '{"tools": [1]}', '{"final_prompt": "\\udcff"}',
                                   "[]", '{"final_prompt": ""}'])
 def test_a_bad_policy_is_refused_in_the_agents_language(tmp_path, body):
-    import texts
+    from handloop import texts
     from test_own_agent import EXAMPLE
     (tmp_path / "p.json").write_text(body, encoding="utf-8")
     english = run_agent("--agent", EXAMPLE, "--policy", "p.json", cwd=tmp_path)

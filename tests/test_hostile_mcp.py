@@ -3,15 +3,15 @@ fields, isError, garbage, nothing at all, death mid-call. Each run ends in a cle
 loadable audit file, books nothing unconfirmed and never books twice."""
 import pytest
 
-import audit
-import config
-import loop
-import runs
-import model
-from endpoint import Endpoint  # noqa: E402
-import offline
-import tools
-import toolset
+from handloop import audit
+from handloop import config
+from handloop import loop
+from handloop import runs
+from handloop import model
+from handloop.llm.endpoint import Endpoint  # noqa: E402
+from handloop.demo import offline
+from handloop import tools
+from handloop import toolset
 from conftest import GOAL
 from mcp_util import fake_command
 

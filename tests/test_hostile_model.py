@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-import audit
-import loop
-import runs
+from handloop import audit
+from handloop import loop
+from handloop import runs
 from conftest import BOOK, PLAN, text, tool_calls
 from test_loop import HOTELS, OPENING, WEATHER, tool_results
 from test_model import http
@@ -169,7 +169,7 @@ def test_a_failing_endpoint_ends_in_error_and_resume_continues(fake_model, new_r
     r, ts, store = new_run()
     script = [tool_calls(("set_plan", {"steps": PLAN}))] + [fault] * 3 + [text("好")]
     _, endpoint = fake_model(script)
-    import model
+    from handloop import model
     ask = model.connect(endpoint.url, "k", "m", timeout=0.8, retries=2, sleep=lambda s: None, loopback=True,
                         max_seconds=2)          # the dribble sends a byte in every 0.1 s: only the whole cap stops it
     loop.run(r, ask, ts)

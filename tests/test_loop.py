@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-import audit
-import loop
-import runs
+from handloop import audit
+from handloop import loop
+from handloop import runs
 from conftest import BOOK, PLAN, read_audit, text, tool_calls
 from test_model import http
 

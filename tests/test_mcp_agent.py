@@ -6,13 +6,13 @@ import sys
 
 import pytest
 
-import loop
-import runs
-import mcp_tools
-import tools
-import toolset
+from handloop import loop
+from handloop import runs
+from handloop import mcp_tools
+from handloop import tools
+from handloop import toolset
 from conftest import BOOK, GOAL, read_audit, run_cli, text, tool_calls
-from mcp_util import SERVER, XIAN, fake_command
+from mcp_util import SERVER_COMMAND, XIAN, fake_command
 
 MCP_PLAN = [{"title": "查坐标", "tool": "search_location"}, {"title": "查天气", "tool": "get_weather", "after": [1]},
             {"title": "搜酒店", "tool": "search_hotels"}, {"title": "预订", "tool": "book_hotel", "after": [2, 3]}]
@@ -25,7 +25,7 @@ def mcp_toolset(tmp_path):
 
     def make(command=None, run_id="m1", schemas=None):
         ts = toolset.ToolSet(run_id, tools.BookingStore(tmp_path / "bookings.db"), "mcp",
-                             mcp_command=command or [sys.executable, SERVER], schemas=schemas)
+                             mcp_command=command or SERVER_COMMAND, schemas=schemas)
         made.append(ts)
         return ts
 

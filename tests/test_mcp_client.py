@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-import mcp_tools
-from mcp_util import SERVER, XIAN, fake_command, server_env
+from handloop import mcp_tools
+from mcp_util import SERVER_COMMAND, XIAN, fake_command, server_env
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def client():
         options.setdefault("env", server_env())
         options.setdefault("timeout", 5.0)
         options.setdefault("close_grace", 1.0)
-        c = mcp_tools.Client(command or [sys.executable, SERVER], **options)
+        c = mcp_tools.Client(command or SERVER_COMMAND, **options)
         made.append(c)
         return c
 
@@ -195,7 +195,7 @@ def test_requests_with_nan_arguments_fail_cleanly(client):
 
 
 def test_default_command_is_this_python_running_mcp_tools():
-    assert mcp_tools.default_command() == [sys.executable, os.path.abspath(SERVER)]
+    assert mcp_tools.default_command() == SERVER_COMMAND
 
 
 @pytest.mark.parametrize("make", [
@@ -207,7 +207,7 @@ def test_default_command_is_this_python_running_mcp_tools():
     lambda client, tmp: client(fake_command("v1"), mode="modern").start(),
 ])
 def test_an_english_agents_client_says_its_errors_in_english(client, tmp_path, make):
-    import texts
+    from handloop import texts
     english = lambda command=None, **options: client(command, say=texts.of("en"), **options)   # noqa: E731
     with pytest.raises(mcp_tools.MCPError) as caught:
         make(english, tmp_path)

@@ -17,16 +17,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-import mcp_http
-import mcp_http_server
-import mcp_server
-import mcp_tools
-import session
-import tools
-import toolset
-from calls import ToolError
+from handloop.mcp import http as mcp_http
+from handloop.mcp import http_server as mcp_http_server
+from handloop.demo import weather_server as mcp_server
+from handloop import mcp_tools
+from handloop.cli import session
+from handloop import tools
+from handloop import toolset
+from handloop.calls import ToolError
 from conftest import read_audit, run_cli
-from mcp_util import ENVELOPE, SDK_SERVER, SERVER, XIAN, server_env
+from mcp_util import ENVELOPE, SDK_SERVER, SERVER_COMMAND, XIAN, server_env
 
 SDK_HTTP_SERVER = SDK_SERVER.replace("mcp_sdk_server.py", "mcp_sdk_http_server.py")
 ACCEPT_BOTH = "application/json, text/event-stream"
@@ -74,7 +74,7 @@ def ours():
     started = []
 
     def start(**env):
-        started.append(Process([sys.executable, SERVER, "--http", "127.0.0.1:0"], server_env(**env)))
+        started.append(Process([*SERVER_COMMAND, "--http", "127.0.0.1:0"], server_env(**env)))
         return started[-1]
 
     yield start
@@ -300,7 +300,7 @@ def test_sigterm_stops_our_server_cleanly_and_a_bad_address_is_a_usage_error(our
     server = ours()
     assert post(server.url, INIT)[0] == 200
     assert server.stop() == 0
-    bad = subprocess.run([sys.executable, SERVER, "--http", "nope"], capture_output=True, text=True, timeout=60,
+    bad = subprocess.run([*SERVER_COMMAND, "--http", "nope"], capture_output=True, text=True, timeout=60,
                          env=server_env())
     assert bad.returncode == 2 and "[HOST:]PORT" in bad.stderr and "Traceback" not in bad.stderr
 

@@ -8,8 +8,8 @@ import urllib.parse
 
 import pytest
 
-import mcp_tools
-from mcp_util import SERVER, server_env
+from handloop import mcp_tools
+from mcp_util import SERVER_COMMAND, server_env
 
 GEO = {"results": [{"id": 1, "name": "西安市", "latitude": 34.25833, "longitude": 108.92861, "country": "中国",
                     "country_code": "CN", "timezone": "Asia/Shanghai", "population": 12_000_000}]}
@@ -63,7 +63,7 @@ def fake():
 def live(fake):
     env = server_env(AGENT_MCP_WEATHER="open-meteo", AGENT_MCP_GEOCODING_URL=f"{fake.url}/v1/search",
                      AGENT_MCP_FORECAST_URL=f"{fake.url}/v1/forecast")
-    client = mcp_tools.Client([sys.executable, SERVER], env=env, timeout=10).start()
+    client = mcp_tools.Client(SERVER_COMMAND, env=env, timeout=10).start()
     yield client
     client.close()
 
@@ -120,7 +120,7 @@ def test_upstream_failures_are_tool_errors_the_model_can_read(fake, live, path, 
 
 def test_an_unreachable_service_is_a_tool_error_and_the_server_says_it_is_open_world(fake):
     env = server_env(AGENT_MCP_WEATHER="open-meteo", AGENT_MCP_GEOCODING_URL="http://127.0.0.1:9/v1/search")
-    client = mcp_tools.Client([sys.executable, SERVER], env=env, timeout=10)
+    client = mcp_tools.Client(SERVER_COMMAND, env=env, timeout=10)
     try:
         assert all(t["annotations"]["openWorldHint"] for t in client.list_tools())
         with pytest.raises(mcp_tools.ToolFailed, match="不可达"):
@@ -130,6 +130,6 @@ def test_an_unreachable_service_is_a_tool_error_and_the_server_says_it_is_open_w
 
 
 def test_an_unknown_source_stops_the_server_with_a_clear_message():
-    client = mcp_tools.Client([sys.executable, SERVER], env=server_env(AGENT_MCP_WEATHER="sunny-always"))
+    client = mcp_tools.Client(SERVER_COMMAND, env=server_env(AGENT_MCP_WEATHER="sunny-always"))
     with pytest.raises(mcp_tools.MCPError, match="AGENT_MCP_WEATHER"):
         client.start()

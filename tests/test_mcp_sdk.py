@@ -9,9 +9,9 @@ import pytest
 
 mcp = pytest.importorskip("mcp")
 
-import mcp_tools                                   # noqa: E402
+from handloop import mcp_tools                                   # noqa: E402
 from conftest import read_audit, run_cli           # noqa: E402
-from mcp_util import SDK_SERVER, SERVER, XIAN, server_env    # noqa: E402
+from mcp_util import SDK_SERVER, SERVER_COMMAND, XIAN, server_env    # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +24,7 @@ def sdk_2x():
 
 def sdk_session(scenario, mode, **env):
     """Run `scenario(client)` with the SDK's Client connected to our server over stdio."""
-    params = mcp.StdioServerParameters(command=sys.executable, args=[SERVER], env=server_env(**env))
+    params = mcp.StdioServerParameters(command=sys.executable, args=SERVER_COMMAND[1:], env=server_env(**env))
 
     async def main():
         async with mcp.Client(params, mode=mode, read_timeout_seconds=10) as client:

@@ -190,8 +190,8 @@ def test_calls_answer_the_demo_data(peer):
 
 
 def test_demo_data_matches_the_local_tools():
-    import mcp_server
-    import tools
+    from handloop.demo import weather_server as mcp_server
+    from handloop import tools
     source = mcp_server.OfflineWeather()
     for city in tools.FORECASTS:
         place = source.search_location(city)

@@ -2,10 +2,10 @@
 import json
 
 from conftest import GOAL, PLAN
-import config
-import texts
-from memory import Memory, cut, rebuild
-from toolset import ToolSet
+from handloop import config
+from handloop import texts
+from handloop.memory import Memory, cut, rebuild
+from handloop.toolset import ToolSet
 
 TS = ToolSet("r", None)
 

@@ -2,7 +2,7 @@
 import pytest
 
 from conftest import text, tool_calls
-import model
+from handloop import model
 
 
 def http(status, headers=None, body=None, delay=0):
@@ -97,8 +97,8 @@ def test_warming_builds_every_response_type_a_reply_touches():
     from conftest import ROOT
     code = """
 import sys
-sys.path.insert(0, sys.argv[1])
-import openai, model
+import openai
+from handloop import model
 from openai._models import construct_type
 from openai.types.chat import ChatCompletion
 from pydantic._internal._mock_val_ser import MockCoreSchema

@@ -2,11 +2,11 @@
 hotels; a result shrunk to a stub is read back from the memory block of the system message."""
 import json
 
-import context
-import offline
+from handloop import context
+from handloop.demo import offline
 from conftest import GOAL
-from memory import Memory
-from toolset import ToolSet
+from handloop.memory import Memory
+from handloop.toolset import ToolSet
 
 HOTELS = {"hotels": [{"hotel_id": "XA-001", "name": "古城墙酒店", "prices": {"Standard": 420, "Suite": 880},
                       "description": "城墙脚下。" * 40},

@@ -7,11 +7,11 @@ import sqlite3
 
 import pytest
 
-import loop
-import runs
-import texts
-import toolset
-from calls import Agent, Source, Tool
+from handloop import loop
+from handloop import runs
+from handloop import texts
+from handloop import toolset
+from handloop.calls import Agent, Source, Tool
 from conftest import ROOT, read_audit, run_agent, text, tool_calls
 
 EXAMPLE = os.path.join(ROOT, "examples", "rooms.py")
@@ -146,8 +146,8 @@ def test_a_typo_in_an_agent_file_exits_2_naming_the_field(tmp_path):
 
 
 def test_an_english_agents_remote_mcp_errors_are_english():
-    import mcp_http
-    import mcp_tools
+    from handloop.mcp import http as mcp_http
+    from handloop import mcp_tools
     for bad in ("ftp://host/mcp", "http://user:pw@host/mcp", ""):
         with pytest.raises(mcp_tools.MCPError) as info:
             mcp_http.Target(bad, texts.of("en"))

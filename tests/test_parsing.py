@@ -4,8 +4,8 @@ import json
 import pytest
 
 from conftest import BOOK
-import toolset
-from toolset import ToolSet, parse_arguments
+from handloop import toolset
+from handloop.toolset import ToolSet, parse_arguments
 
 
 @pytest.mark.parametrize("raw", [

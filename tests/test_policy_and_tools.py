@@ -4,22 +4,22 @@ import asyncio
 import json
 import time
 
-import audit
-import config
-import loop
-import runs
-import session
-from calls import Tool
+from handloop import audit
+from handloop import config
+from handloop import loop
+from handloop import runs
+from handloop.cli import session
+from handloop.calls import Tool
 from conftest import PLAN, read_audit, run_cli, text, tool_calls
-from executor import execute
-from memory import Memory
-from toolset import ToolSet
+from handloop.executor import execute
+from handloop.memory import Memory
+from handloop.toolset import ToolSet
 
 WEATHER = {"city": "西安", "date": "2026-10-01"}
 
 
 def test_past_its_deadline_a_run_stops_at_the_next_turn_and_a_resume_with_more_time_goes_on(fake_model, tmp_path):
-    import tools
+    from handloop import tools
     ts = ToolSet("d", tools.BookingStore(tmp_path / "b.db"))
     r = runs.begin(str(tmp_path), "d", "goal", ts, "m", policy=config.Policy(deadline=0.2), fsync=False)
 
@@ -102,7 +102,7 @@ def test_a_users_tool_set_gets_the_planning_tools_and_the_guards_without_naming_
 
 
 def test_a_run_whose_model_went_silent_takes_a_reply_and_moves_on(fake_model, tmp_path):
-    import tools
+    from handloop import tools
     ts = ToolSet("e", tools.BookingStore(tmp_path / "b.db"))
     r = runs.begin(str(tmp_path), "e", "goal", ts, "m", fsync=False)
     ask, endpoint = fake_model([text(""), text(""), text("你想住几晚？")])

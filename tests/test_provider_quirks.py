@@ -5,10 +5,10 @@ import sys
 
 import pytest
 
-import config
-import texts
-import loop
-import model
+from handloop import config
+from handloop import texts
+from handloop import loop
+from handloop import model
 from conftest import PLAN, run_agent, text, tool_calls
 from test_model import http
 
@@ -141,8 +141,8 @@ def test_a_blocked_plan_sent_again_unchanged_counts_toward_the_spin_stop(fake_mo
 
 
 def test_plan_errors_name_the_field_to_fix():
-    import plan
-    import tools
+    from handloop import plan
+    from handloop import tools
     with pytest.raises(tools.ToolError) as info:
         plan.set_plan([{"title": "查天气", "tool": "get_weathr"}], {"get_weather"})
     assert "arguments.steps[0].tool" in str(info.value) and "get_weather" in str(info.value)
@@ -151,7 +151,7 @@ def test_plan_errors_name_the_field_to_fix():
 
 @pytest.mark.parametrize("say", [texts.of("zh"), texts.of("en")])
 def test_an_after_on_the_step_itself_or_a_later_one_is_dropped_with_a_note(say):
-    import plan
+    from handloop import plan
     steps = [{"title": "a", "tool": "get_weather", "after": [1]}, {"title": "b", "after": [1, 2, 3]},
              {"title": "c", "after": [2]}]
     result = plan.set_plan(steps, {"get_weather"}, say)

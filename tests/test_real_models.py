@@ -9,11 +9,11 @@ import os
 
 import pytest
 
-import audit
+from handloop import audit
 import policies
 from conftest import read_audit, run_agent
-from endpoint import Endpoint
-import tools
+from handloop.llm.endpoint import Endpoint
+from handloop import tools
 
 pytestmark = pytest.mark.slow
 

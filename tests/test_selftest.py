@@ -3,9 +3,9 @@ import io
 import os
 import sys
 
-import loop
-import selftest
-import toolset
+from handloop import loop
+from handloop import selftest
+from handloop import toolset
 from conftest import heavy_imports, run_cli
 
 
@@ -64,7 +64,7 @@ def test_selftest_fails_when_a_hung_tool_is_waited_for(monkeypatch):
 
 
 def test_mcp_scenario_is_skipped_honestly_without_mcp_tools(monkeypatch):
-    monkeypatch.setitem(sys.modules, "mcp_tools", None)        # import mcp_tools → ImportError
+    monkeypatch.setitem(sys.modules, "handloop.mcp_tools", None)        # import handloop.mcp_tools → ImportError
     code, out = run_selftest(mcp=True)
     assert code == 1 and "SKIP：MCP 场景需要 mcp_tools.py" in out
     assert out.count("PASS") == len(selftest.SCENARIOS) and "1 个跳过" in out

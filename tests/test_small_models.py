@@ -9,15 +9,15 @@ import json
 
 import pytest
 
-import audit
-import check_texts
-import loop
-import runs
+from handloop import audit
+from handloop.judge import texts as check_texts
+from handloop import loop
+from handloop import runs
 import policies
-import replies
-import session
-import texts
-import toolset
+from handloop.llm import replies
+from handloop.cli import session
+from handloop import texts
+from handloop import toolset
 from test_own_agent import EXAMPLE
 from test_real_models import bookings, checked, cli, state  # noqa: F401  (cli is a fixture)
 
@@ -202,7 +202,7 @@ def test_what_is_wrong_with_a_call_written_as_text_is_named(text, names, problem
     ("已为你预订曲江国际酒店（XA-003）Suite，订单号 789012。", False),         # claims a write that did not happen
 ])
 def test_an_offer_names_exactly_one_id_and_choice_and_is_words(text, offer, tmp_path):
-    import tools
+    from handloop import tools
     ts = toolset.ToolSet("t", tools.BookingStore(tmp_path / "b.db"))
     memory = loop.Memory(agent=ts.agent).declare(ts.tools.values())
     search = ts.prepare([{"id": "s", "function": {"name": "search_hotels", "arguments": json.dumps(policies.SEARCH)}}])
@@ -228,7 +228,7 @@ def test_an_offer_names_exactly_one_id_and_choice_and_is_words(text, offer, tmp_
     ("I haven't checked the weather yet.", set()),
 ])
 def test_what_an_answer_claims_to_have_done(text, claimed):
-    import words
+    from handloop.texts import words
     assert words.claims(text) == claimed
 
 
@@ -248,7 +248,7 @@ def test_a_forced_call_refused_in_the_servers_own_words_falls_back_to_auto(fake_
 
 
 def test_a_request_refused_with_auto_too_fails_as_it_would_have(fake_model):
-    import model
+    from handloop import model
     ask, endpoint = fake_model(lambda request: {"_http": {"status": 400, "body": {"error": {"message": "bad"}}}})
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
     with pytest.raises(model.ModelError) as caught:
@@ -257,7 +257,7 @@ def test_a_request_refused_with_auto_too_fails_as_it_would_have(fake_model):
 
 
 def test_an_ask_of_ones_own_without_forces_is_called_as_before(tmp_path, fake_model):
-    import tools
+    from handloop import tools
     server = policies.Server(policies.answers_instead)
     client, _ = fake_model(server)
 
@@ -272,7 +272,7 @@ def test_an_ask_of_ones_own_without_forces_is_called_as_before(tmp_path, fake_mo
 
 @pytest.mark.parametrize("text", [case[0] for case in WRITTEN if case[2]])
 def test_each_written_call_problem_is_told_in_a_nudge(tmp_path, fake_model, text):
-    import tools
+    from handloop import tools
     ask, _ = fake_model([{"content": text}, {"content": "好的。"}])
     ts = toolset.ToolSet("w", tools.BookingStore(tmp_path / "b.db"))
     r = runs.begin(str(tmp_path), "w", "", ts, "scripted", fsync=False)

@@ -11,15 +11,15 @@ import sys
 
 import pytest
 
-import config
-import live
-import texts
-import loop
-import runs
-import model
-import offline
+from handloop import config
+from handloop.cli import live
+from handloop import texts
+from handloop import loop
+from handloop import runs
+from handloop import model
+from handloop.demo import offline
 from conftest import GOAL, PLAN, ROOT, read_audit, run_agent, text, tool_calls
-from endpoint import Endpoint, events
+from handloop.llm.endpoint import Endpoint, events
 
 USER = [{"role": "user", "content": "u"}]
 CALLS = tool_calls(("set_plan", {"steps": PLAN}), ("get_weather", {"city": "西安", "date": "2026-10-01"}),
@@ -92,7 +92,7 @@ def test_the_endpoint_plays_the_quirks_it_is_asked_for():
             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": CALLS}]}
 
     def chunks(**quirk):
-        options = {**__import__("endpoint").STREAM, **quirk}
+        options = {**__import__("handloop.llm.endpoint", fromlist=["STREAM"]).STREAM, **quirk}
         return [json.loads(p[1][6:]) for p in events(body, options, True) if p[1] and p[1].startswith(b"data: {")]
     parts = [c["choices"][0]["delta"]["tool_calls"][0] for c in chunks(size=4) if c["choices"]
              and c["choices"][0]["delta"].get("tool_calls")]
@@ -193,8 +193,8 @@ SCRIPT = [dict(CALLS, content="我先做计划，并查询天气和酒店。"),
 
 def _recorded(tmp_path, stream, respond, quirk=None):
     """A whole run (proposal, 「确认」, booking, answer) against `respond`; its audit file."""
-    import tools
-    import toolset
+    from handloop import tools
+    from handloop import toolset
     folder = tmp_path / ("streamed" if stream else "unstreamed")
     folder.mkdir(exist_ok=True)
     endpoint = Endpoint(lambda request: dict(respond(request), _stream=quirk or {}))
@@ -230,8 +230,8 @@ def test_the_offline_model_streams_through_the_same_path_and_records_the_same(tm
     heard = []
     endpoint = Endpoint(offline.respond)
     ask = model.connect(endpoint.url, "k", "offline", loopback=True)
-    import tools
-    import toolset
+    from handloop import tools
+    from handloop import toolset
     ts = toolset.ToolSet("o", tools.BookingStore(tmp_path / "bookings.db"))
     r = runs.begin(str(tmp_path), "o", GOAL, ts, "offline", fsync=False)
     loop.run(r, ask, ts, lambda kind, **data: heard.append((kind, data)))
@@ -399,7 +399,7 @@ def test_config_reads_the_stream_settings():
 
 def test_a_calls_arguments_sent_as_objects_in_two_chunks_never_escape_as_a_traceback():
     import types
-    import streams
+    from handloop.llm import streams
     piece = lambda args: types.SimpleNamespace(index=0, id="c1", function=types.SimpleNamespace(name="f", arguments=args))
     chunk = lambda args: types.SimpleNamespace(model_extra={}, id="x", created=0, model="m", usage=None, choices=[
         types.SimpleNamespace(index=0, finish_reason=None, delta=types.SimpleNamespace(content=None,
@@ -412,8 +412,8 @@ def test_a_calls_arguments_sent_as_objects_in_two_chunks_never_escape_as_a_trace
 
 
 def test_a_model_error_raised_by_the_streamed_request_keeps_its_kind():
-    import streams
-    from replies import ModelError
+    from handloop.llm import streams
+    from handloop.llm.replies import ModelError
 
     def create(request):
         raise ModelError("quota", "no credit left")

@@ -19,11 +19,11 @@ import time
 
 import pytest
 
-import audit
+from handloop import audit
 import policies
-import tools
+from handloop import tools
 from conftest import ROOT
-from endpoint import Endpoint
+from handloop.llm.endpoint import Endpoint
 
 pytestmark = pytest.mark.slow
 
@@ -348,7 +348,7 @@ def test_an_agent_from_a_file_runs_on_temporal_and_the_workers_load_the_file_the
     """The English meeting-room example (its own offline model and store): started with --agent,
     confirmed without it; every line in English."""
     import sqlite3
-    import texts
+    from handloop import texts
     p = place()
     p.worker(), p.worker()
     example = os.path.join(ROOT, "examples", "rooms.py")
@@ -417,7 +417,7 @@ def test_the_recorded_histories_replay_deterministically(server, place):
 
 def test_without_temporalio_the_worker_says_what_to_install(monkeypatch, capsys):
     import importlib.util
-    import agent
+    from handloop import agent
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "temporalio" else real(name, *a))
     assert agent.main(["--worker"]) == 2
@@ -427,7 +427,7 @@ def test_without_temporalio_the_worker_says_what_to_install(monkeypatch, capsys)
 @pytest.mark.parametrize("argv", [["--check", "--temporal"], ["--selftest", "--temporal"], ["--worker", "--temporal"],
                                   ["--temporal", "--mcp"], ["--worker", "--run-id", "x"]])
 def test_temporal_flags_that_do_not_go_together_are_usage_errors(argv, capsys):
-    import agent
+    from handloop import agent
     with pytest.raises(SystemExit) as stopped:
         agent.main(argv)
     assert stopped.value.code == 2 and "Traceback" not in capsys.readouterr().err

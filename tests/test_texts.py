@@ -1,7 +1,7 @@
 """The loop's catalogue (texts.py: texts_zh.py and texts_en.py): what it promises of its tables."""
 import string
 
-import texts
+from handloop import texts
 
 
 def fields(text):

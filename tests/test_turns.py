@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-import audit
-import executor
-import loop
-import runs
-import model
-import texts
+from handloop import audit
+from handloop import executor
+from handloop import loop
+from handloop import runs
+from handloop import model
+from handloop import texts
 from conftest import BOOK, GOAL, PLAN, read_audit, text, tool_calls
 
 WEATHER = {"city": "西安", "date": "2026-10-01"}

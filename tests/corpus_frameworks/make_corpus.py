@@ -37,8 +37,7 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, ROOT)
-import tools  # noqa: E402  (the demo's real tool functions)
+from handloop import tools  # the demo's real tool functions
 
 IDS = ("plan_first", "no_skipped_step", "provenance", "room_type", "write_after_confirmation")
 VERDICTS = {"p": "pass", "f": "fail", "?": "pending"}

@@ -1,0 +1,38 @@
+"""handloop: a hand-written LLM agent loop you own.
+
+The public API is what `__all__` names; everything else may change between releases. Names are loaded
+when first used (PEP 562), so `python -m handloop.mcp_tools` or the judge alone import only what they need.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .calls import Agent, Source, Tool, ToolError
+    from .config import Policy
+    from .loop import Run, run
+    from .model import ModelError, Reply, connect
+    from .toolset import ToolSet
+
+_WHERE = {
+    "Agent": "calls", "Tool": "calls", "Source": "calls", "ToolError": "calls",
+    "Policy": "config",
+    "Run": "loop", "run": "loop",
+    "ToolSet": "toolset",
+    "connect": "model", "Reply": "model", "ModelError": "model",
+}
+
+__all__ = list(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'handloop' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,381 @@
+"""The data every layer passes around, and the measures they share: a tool's declaration, a call,
+its outcome, the error a tool raises; JSON Schema validation, character counting, cutting.
+
+An agent is one declaration (`Agent`), as a tool is (`Tool`): both are checked when they are
+made, so that no declaration mistake (a misspelt kind, an effect kind, a context name, a
+prerequisite naming a tool the agent lacks) can make a guard allow more than was meant: each is a
+ValueError naming the tool, the field and the allowed values.
+
+Invariants: imports only texts.py (the catalogue, which imports only leaves), so any layer may import it;
+holds no state; each fact here is defined once and nowhere else (the schema validator, how a
+message's characters are counted, how a long text or result is cut). Texts come from the caller's
+catalogue (`say`, default Chinese).
+"""
+import dataclasses
+import functools
+import inspect
+import json
+import math
+import re
+import unicodedata
+from typing import Callable
+
+from . import texts
+
+ZH = texts.ZH_TEXTS
+KINDS = ("read", "state", "write")                   # a tool's kind
+EFFECTS = ("id", "choice", "date", "count")          # how a proposal states a write's effect argument
+CONTEXT = ("run_id", "idempotency_key", "plan", "tool_names", "done_tools")    # what a tool may take besides its arguments
+
+
+class ToolError(Exception):
+    """A failure the model can act on (bad value, unknown city, sold out...)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """Provenance: the arguments `args` of a call must equal (or, `near`, equal to 4 decimals) the
+    fields `fields` of one record found at `path` in an earlier successful result of `tool`.
+    `path` is dotted, `[]` stepping into a list: "items[]" or "" for the result itself."""
+    args: tuple
+    tool: str
+    fields: tuple
+    path: str = ""
+    near: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Tool:
+    """One tool, declared once, in the module that implements it. The loop's layers read this and
+    never name a tool: the guards its kind, prerequisites, sources and effect; memory its absorb
+    and render; the executor its kind, timeout, inline and fn; compaction its kind and keep; the
+    command line its gist.
+
+    `fn(**args, **context)` returns a JSON object or raises ToolError; it may be `async def`.
+    `takes` names the context it needs, passed as keyword arguments: `run_id`, `idempotency_key`
+    (writes), `plan` (the current plan), `tool_names`, `done_tools` (the tools that succeeded in the run).
+    """
+    name: str
+    description: str
+    parameters: dict                          # JSON Schema of the arguments
+    fn: Callable
+    kind: str = "read"                        # read (may run concurrently) | state (changes the run) | write
+    timeout: float | None = None              # seconds; None: the policy's default
+    inline: bool = False                      # pure and bounded: runs in the loop's thread, no hop, no timeout
+    takes: tuple = ()
+    requires: tuple = ()                      # tools that must have succeeded in the run before this one runs
+    sources: tuple = ()                       # Source rules: where arguments must come from
+    effect: tuple = ()                        # a write's (argument, how a proposal states it): "id" | "choice" |
+                                              # "date" | "count"; the proposal shown and the idempotency key
+    aliases: dict = dataclasses.field(default_factory=dict)   # choice value -> other names users read
+    units: dict = dataclasses.field(default_factory=dict)     # count argument -> the words after its number
+    keep: tuple = ()                          # result fields compaction keeps whole, however long
+    absorb: Callable | None = None            # absorb(facts, args, result): a success into this tool's facts
+                                              # (add or replace entries; never mutate a value stored before)
+    render: Callable | None = None            # render(facts) -> lines of the memory block
+    describe: Callable | None = None          # describe(args, facts) -> fields shown with a proposal (facts:
+                                              # every tool's facts by namespace)
+    gist: Callable | None = None              # gist(result) -> one line on screen
+    reconcile: Callable | None = None         # write: reconcile(idempotency_key) -> the receipt stored, or None
+    facts: str = ""                           # namespace of memory facts absorb writes (default: the name)
+    initial: dict = dataclasses.field(default_factory=dict)   # those facts before any result
+
+    def __post_init__(self):
+        problems = _tool_problems(self)
+        if problems:
+            raise ValueError(f"tool {self.name!r}: " + "; ".join(problems))
+        for name in ("takes", "requires", "sources", "effect", "keep"):
+            object.__setattr__(self, name, tuple(tuple(x) if isinstance(x, list) else x for x in getattr(self, name)))
+
+    @property
+    def namespace(self):
+        return self.facts or self.name
+
+    def spec(self, parameters=None):
+        """The OpenAI function spec with `parameters` as its schema (default: the declared one, which
+        calls are validated against; toolset.shown() makes what the model is shown)."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": self.parameters if parameters is None else parameters}}
+
+
+def _tool_problems(tool):
+    """What is wrong with a tool's declaration, each naming the field and what it may be."""
+    if not isinstance(tool.name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", tool.name):
+        return [f"name must be 1-64 letters, digits, _ or - (got {tool.name!r})"]
+    props = tool.parameters.get("properties", {}) if isinstance(tool.parameters, dict) else None
+    problems = [] if isinstance(props, dict) and tool.parameters.get("type") == "object" else \
+        ["parameters must be a JSON Schema of type object with properties"]
+    props = props if isinstance(props, dict) else {}
+    if tool.kind not in KINDS:
+        problems.append(f"kind={tool.kind!r} is not one of {', '.join(KINDS)}")
+    effect = list(tool.effect)
+    for item in effect:
+        if not (isinstance(item, (tuple, list)) and len(item) == 2 and item[1] in EFFECTS and item[0] in props):
+            problems.append(f"effect entry {item!r} must be (argument of the tool, one of {', '.join(EFFECTS)})")
+    if tool.kind == "write" and not effect:
+        problems.append("a write must declare effect: the (argument, how) pairs that define what it does")
+    problems += [f"takes={name!r} is not one of {', '.join(CONTEXT)}" for name in tool.takes if name not in CONTEXT]
+    if "idempotency_key" in tool.takes and tool.kind != "write":
+        problems.append("takes idempotency_key, which only a write gets (kind='write')")
+    for source in tool.sources:
+        if not isinstance(source, Source) or any(a not in props for a in source.args):
+            problems.append(f"sources entry {source!r} must be a Source whose args are arguments of the tool")
+    if tool.timeout is not None and not (isinstance(tool.timeout, (int, float)) and tool.timeout > 0):
+        problems.append(f"timeout={tool.timeout!r} must be a positive number of seconds or None")
+    return problems + _signature_problems(tool, props)
+
+
+def _signature_problems(tool, props):
+    """Whether `fn` can be called with the tool's arguments and the context it takes."""
+    if tool.fn is None:
+        return []
+    if not callable(tool.fn):
+        return ["fn must be callable"]
+    try:
+        params = inspect.signature(tool.fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    problems = [f"fn needs {p.name!r}, which is neither an argument in parameters nor in takes"
+                + (f" (add takes=({p.name!r},))" if p.name in CONTEXT else "")
+                for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is p.empty
+                and p.name not in props and p.name not in tool.takes]
+    if not any(p.kind == p.VAR_KEYWORD for p in params):
+        problems += [f"fn does not accept {name!r} (in parameters or takes)" for name in [*props, *tool.takes]
+                     if name not in named]
+    return problems
+
+
+@dataclasses.dataclass(frozen=True)
+class Agent:
+    """One agent, declared once: what the loop needs that is not a tool. `instructions` is the system
+    prompt (the loop appends its memory block); `goal` the default goal of a new run; `confirm` the
+    user replies that confirm a proposal (compared after trimming, case-insensitively for Latin
+    text; the command line's --confirm sends the first); `language` what the loop and the command
+    line say ("zh" or "en"); `planning` offers set_plan/mark_step and enforces plan first; `policy` a
+    config.Policy (or a dict of its fields) for its runs; `checks` its own offline checks, by the
+    names the judge knows (checks.AGENT_CHECKS); `plan_example` a plan of its task shown in
+    set_plan's description; `offline` a model of its own for runs without an API key (a policy of
+    the loopback endpoint: request dict -> reply dict; the command line uses it, or the built-in
+    offline model for the Xi'an agent); `file` where it was loaded from (set by the loader,
+    recorded by runs)."""
+    name: str
+    instructions: str
+    tools: tuple
+    goal: str = ""
+    confirm: tuple = ()                       # empty: the language's usual word (确认, confirm)
+    language: str = "zh"
+    planning: bool = True
+    policy: object = None
+    checks: tuple = ()
+    plan_example: str = ""
+    offline: Callable | None = None           # a scripted model for runs without an API key: request -> reply
+    file: str | None = None
+
+    def __post_init__(self):
+        for name in ("tools", "confirm", "checks"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, tuple(value) if isinstance(value, (list, tuple)) else value)
+        if self.confirm == () and self.language in texts.LANGUAGES:
+            object.__setattr__(self, "confirm", (texts.of(self.language)("confirm.word"),))
+        problems = _agent_problems(self)
+        if problems:
+            raise ValueError(f"agent {self.name!r}: " + "; ".join(problems))
+
+    @property
+    def say(self):
+        return texts.of(self.language)
+
+    def confirms(self, text):
+        """Whether a user reply is one of the confirm replies."""
+        given = " ".join(str(text).split()).casefold()
+        return any(given == " ".join(c.split()).casefold() for c in self.confirm)
+
+    def declared(self, tools=None):
+        """What a run records of its agent, and what the judge reads: plain JSON. `tools`: the tools
+        the run really had (its tool set: the MCP tools and the planning tools too), default its own."""
+        return {"name": self.name, "file": self.file, "confirm": list(self.confirm), "language": self.language,
+                "planning": self.planning, "checks": list(self.checks),
+                "tools": {t.name: {"kind": t.kind, "requires": list(t.requires), "effect": [list(e) for e in t.effect],
+                                   "sources": [{"args": list(s.args), "tool": s.tool, "fields": list(s.fields),
+                                                "path": s.path, "near": s.near} for s in t.sources]}
+                          for t in (self.tools if tools is None else tools)}}
+
+
+def _agent_problems(agent):
+    problems = []
+    if not isinstance(agent.name, str) or not agent.name.strip():
+        problems.append("name must be a non-empty string")
+    if not isinstance(agent.instructions, str) or not agent.instructions.strip():
+        problems.append("instructions (the system prompt) must be a non-empty string")
+    if agent.language not in texts.LANGUAGES:
+        problems.append(f"language={agent.language!r} is not one of {', '.join(texts.LANGUAGES)}")
+    if not isinstance(agent.confirm, tuple) or not agent.confirm or \
+            not all(isinstance(c, str) and c.strip() for c in agent.confirm):
+        problems.append("confirm must be a non-empty list of non-empty replies")
+    if not isinstance(agent.planning, bool):
+        problems.append(f"planning={agent.planning!r} must be True or False")
+    if not isinstance(agent.goal, str):
+        problems.append("goal must be a string")
+    if not isinstance(agent.tools, tuple) or not all(isinstance(t, Tool) for t in agent.tools):
+        return problems + ["tools must be a list of calls.Tool"]
+    names = [t.name for t in agent.tools]
+    problems += [f"two tools are named {n!r}" for n in sorted({n for n in names if names.count(n) > 1})]
+    for tool in agent.tools:
+        wanted = [*tool.requires, *(s.tool for s in tool.sources)]
+        problems += [f"tool {tool.name!r}: requires or sources name {w!r}, which is not one of the agent's tools "
+                     f"({', '.join(names)})" for w in wanted if w not in names]
+    return problems
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    """One tool call as the model sent it, with its parsed and validated arguments."""
+    id: str
+    name: str
+    arguments: str                 # raw text, exactly as sent
+    args: dict | None = None       # parsed and schema-valid, or None
+    problem: str | None = None     # why args is None
+    tool: Tool | None = dataclasses.field(default=None, compare=False, repr=False)   # its declaration
+
+    @property
+    def kind(self):
+        return self.tool.kind if self.tool else "read"
+
+    @functools.cached_property
+    def signature(self):
+        """Canonical form (name + key-sorted arguments) used to recognise a repeated call;
+        computed once (the call is frozen), as guards and memory ask for it several times."""
+        body = self.arguments if self.args is None else json.dumps(self.args, sort_keys=True, ensure_ascii=False)
+        return f"{self.name}:{body}"
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What became of one call: its JSON result (as settled: fitted, and what its text decodes to),
+    the text of its tool message, and how it got there."""
+    result: dict
+    status: str = "ok"             # ok | error | blocked | timeout | unknown
+    guard: str | None = None       # the guard (or check) that stopped it, when blocked
+    seconds: float = 0.0
+    concurrent: bool = False
+    content: str = ""              # the tool message's text; set when the outcome is settled
+
+
+# ---- JSON Schema ----
+TYPES = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "boolean": bool}
+
+
+def validate(schema, value, path="arguments", say=ZH):
+    """Problems of `value` against a JSON Schema subset (type, enum, pattern, ranges, lengths,
+    required, properties, additionalProperties, items), in `say`'s language. Empty when valid."""
+    kind = schema.get("type")
+    if kind and (not isinstance(value, TYPES[kind]) or (kind in ("integer", "number") and isinstance(value, bool))):
+        return [say("schema.type", path=path, kind=kind, value=json.dumps(value, ensure_ascii=False)[:60])]
+    if isinstance(value, float) and not math.isfinite(value):
+        return [say("schema.finite", path=path, value=value)]
+    problems = []
+    if "enum" in schema and value not in schema["enum"]:
+        problems.append(say("schema.enum", path=path, choices=schema["enum"]))
+    if "pattern" in schema and not re.search(schema["pattern"], value, re.ASCII):
+        problems.append(say("schema.pattern", path=path, pattern=schema["pattern"], value=value[:60]))
+    if "minimum" in schema and value < schema["minimum"] or "maximum" in schema and value > schema["maximum"]:
+        problems.append(say("schema.range", path=path, low=schema.get("minimum"), high=schema.get("maximum")))
+    size = len(value) if isinstance(value, (str, list)) else None
+    for key, ok in (("minLength", lambda n: size >= n), ("maxLength", lambda n: size <= n),
+                    ("minItems", lambda n: size >= n), ("maxItems", lambda n: size <= n)):
+        if key in schema and not ok(schema[key]):
+            problems.append(say("schema.length", path=path, key=key, limit=schema[key]))
+    if kind == "object":
+        problems += _validate_object(schema, value, path, say)
+    if kind == "array" and "items" in schema:
+        for i, item in enumerate(value):
+            problems += validate(schema["items"], item, f"{path}[{i}]", say)
+    return problems
+
+
+def _validate_object(schema, value, path, say):
+    props = schema.get("properties", {})
+    problems = [say("schema.required", path=path, key=k) for k in schema.get("required", []) if k not in value]
+    for key, item in value.items():
+        if key in props:
+            problems += validate(props[key], item, f"{path}.{key}", say)
+        elif schema.get("additionalProperties") is False:
+            problems.append(say("schema.extra", path=path, key=key, allowed=", ".join(props) or say("schema.no_fields")))
+    return problems
+
+
+def normalise(schema, value):
+    """`value` with every string that is ASCII in its compatibility form (dates, ids, choices,
+    numbers written full-width: ２０２６-１０-０１, ＸＡ-００１) in that ASCII form from here on."""
+    kind = schema.get("type")
+    if kind == "string" and isinstance(value, str) and not value.isascii():
+        plain = unicodedata.normalize("NFKC", value)
+        return plain.strip() if plain.isascii() else value
+    if kind == "object" and isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {k: normalise(props[k], v) if k in props else v for k, v in value.items()}
+    if kind == "array" and isinstance(value, list) and "items" in schema:
+        return [normalise(schema["items"], v) for v in value]
+    return value
+
+
+# ---- sizes ----
+def chars(messages):
+    """Characters of content and tool calls: what a request carries, schemas aside."""
+    total = 0
+    for m in messages:
+        content = m.get("content")
+        total += len(content) if isinstance(content, str) else 0
+        for c in m.get("tool_calls") or ():
+            total += len(c["function"]["arguments"]) + len(c["function"]["name"])
+    return total
+
+
+def cut(text, limit, say=ZH):
+    """Head and tail of a long text, with a note of how much was dropped."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 2 // 3, limit // 3
+    return text[:head] + say("cut.text", dropped=len(text) - head - tail) + text[-tail:]
+
+
+def fit(result, limit, say=ZH):
+    """A JSON object result whose encoding fits `limit` characters, still a JSON object: its long
+    strings are cut head-and-tail and its long lists shortened, with a note of what was dropped.
+    What memory absorbs and what the tool message holds are this same object."""
+    text = json.dumps(result, ensure_ascii=False)
+    if len(text) <= limit:
+        return result
+    for size, items in ((limit * 3 // 4, 200), (limit // 4, 100), (2000, 50), (500, 20), (120, 10), (40, 3)):
+        shrunk = _fitted(result, size, items, say)
+        if len(json.dumps(shrunk, ensure_ascii=False)) <= limit:
+            break
+    note = say("cut.result", size=len(text), limit=limit)
+    shrunk = dict(shrunk, _cut=note) if isinstance(shrunk, dict) else {"value": shrunk, "_cut": note}
+    if len(json.dumps(shrunk, ensure_ascii=False)) > limit:          # too many keys even so: its text, cut
+        shrunk = {"_cut": note, "text": cut(text, max(100, limit - 200), say)}
+    return shrunk
+
+
+COMPACT = (",", ":")     # a tool message's JSON: no spaces, which the model would pay for in every request
+
+
+def settled(result, limit, say=ZH):
+    """A result as the record holds it: fitted to `limit` and encoded once (compact). Returns (object, text),
+    the object being exactly what the text decodes to (memory absorbs it, the tool message says it)."""
+    text = json.dumps(result, ensure_ascii=False, default=str, separators=COMPACT)
+    if len(text) > limit:
+        text = json.dumps(fit(json.loads(text), limit, say), ensure_ascii=False, separators=COMPACT)
+    return json.loads(text), text
+
+
+def _fitted(value, size, items, say):
+    if isinstance(value, str):
+        return cut(value, size, say)
+    if isinstance(value, list):
+        kept = [_fitted(v, size, items, say) for v in value[:items]]
+        return kept + ([say("cut.items", count=len(value) - items)] if len(value) > items else [])
+    if isinstance(value, dict):
+        return {k: _fitted(v, size, items, say) for k, v in list(value.items())[:items * 2]}
+    return value

@@ -1,0 +1,276 @@
+"""The rules of the offline judge: what a run did, judged from its conversation alone against what its agent
+declared (a Transcript from transcripts.py, which carries the declaration, in; a verdict per check out: pass, fail
+or pending, with its reason and, when pending, its cause). Here are the core rules, which checks a declaration
+calls for (applicable, AGENT_CHECKS), judge() and progress(); the rule of confirmation is check_confirm.py's, the
+Xi'an agent's own check check_weather.py's, and what every rule shares in saying its verdict check_verdicts.py's.
+
+Invariants: imports no project module (config included) but the judge's own below it (check_confirm.py,
+check_weather.py, check_verdicts.py, declaration.py, readings.py, its catalogue check_texts.py), and shares no rule
+code with the guards, so it can judge a transcript from any system, this one included; reads no file and never
+asks a model. Files, the report and exit codes are check_cli.py's. Reasons, names and progress are Said (a
+catalogue key and its values): check_cli.py says them in the judged agent's language.
+
+The conversation is read by transcripts.py (how turns, calls, results, proposals and replies are read) from
+what formats.py made of the file, and the declaration from the audit file's "agent" (else --agent FILE's,
+else the Xi'an agent's: declaration.py). Business calls are calls of the declared tools of kind read or write. The
+rules:
+- plan_first (only when the agent plans): set_plan took effect before any business call;
+- no_skipped_step: each business call's plan dependencies (when planning) and the tools it declares in
+  `requires` were done before it;
+- provenance: each argument a tool declares in `sources` equals (`near`: to within 0.01) the field of a record
+  in an earlier successful result of the source tool (a record anywhere in it: other systems shape results
+  their own way; a plain-text result must contain the value as a token);
+- write_after_confirmation (when the agent has a write; check_confirm.py): no write took effect before a user
+  confirmation (one of the declared confirm replies, or an approval as classify_reply reads it) that came after it
+  was proposed, with the arguments the user was shown (its declared effect arguments);
+- the agent's own checks, by the names it declares (AGENT_CHECKS): the Xi'an agent's room_type_follows_weather
+  (check_weather.py), rain → Suite, otherwise Standard.
+A check the declaration gives nothing to judge (no planning, no requires or plan, no sources, no write) is not
+applicable: judge() leaves it out and not_applicable() says why; a declaration that leaves no check at all gets
+one pending verdict, never an empty pass.
+- Nothing to judge is not a pass: a check whose subject never happened (no business call took
+  effect, no write took effect) is pending, and progress() says how far the task got.
+"""
+import re
+
+from .judge.confirm import write_after_confirmation
+from .judge.texts import Joined, Said
+from .judge.verdicts import ARG_WORDS, WORDS, judge_calls, said_args, said_steps, said_tools, verdict_of
+from .judge.weather import room_type
+from .judge.declaration import tool_name
+from .judge.readings import dicts_in, has_token, plain_result
+
+CHECKS = tuple((cid, Said(f"check.{cid}")) for cid in ("plan_first", "no_skipped_step", "provenance", "room_type",
+                                                        "write_after_confirmation"))
+CAUSES = ("not_reached", "ambiguous", "unknown_outcome", "not_declared")     # why a check is pending
+NOT_APPLICABLE = {cid: Said(f"na.{cid}") for cid in ("plan_first", "no_skipped_step", "provenance",
+                                                     "write_after_confirmation")}
+PROGRESS = {"no_business_call": "progress.no_business_call", "no_booking": "progress.no_booking", "booked": None}
+
+
+# ---- the core checks: each returns (verdict, reason as a Said, cause) ----
+def plan_first(t):
+    plans, names = t.ok("set_plan"), t.agent.business
+
+    def judge(call):
+        plan = next((p for p in plans if p.before(call)), None)
+        return ("ok", plan.label) if plan else ("fail", Said("plan.before_plan", call=call.label))
+    business = t.ok(*names) + t.unknown(*names)
+    faults, doubts, fine = judge_calls(sorted(business, key=lambda c: (c.pos, c.order)), judge)
+    first = t.ok(*names)[0] if fine else None
+    passes = fine and Said("plan.passes", plan=fine[0], first=first.label)
+    nothing = Said("nothing.business", planned=Said("plan.planned", plan=plans[0].label) if plans else "")
+    return verdict_of(faults, doubts, passes, nothing)
+
+
+def no_skipped_step(t):
+    names = t.agent.business
+    business = sorted(t.ok(*names) + t.unknown(*names), key=lambda c: (c.pos, c.order))
+    faults, doubts, fine = judge_calls(business, lambda c: _skipped(t, c))
+    gated = [n for n in names if t.agent.requires(n)]
+    if not gated:
+        passes = fine and Said("skip.passes_plan", count=len(fine))
+        return verdict_of(faults, doubts, passes, Said("nothing.business", planned=""))
+    done = t.ok(*gated)
+    passes = done and Said("skip.passes", count=len(fine), first=done[0].label,
+                           steps=said_steps(t.agent.requires(done[0].name)))
+    nothing = Said("skip.nothing_some", count=len(fine), what=said_tools(gated)) if fine else \
+        Said("skip.nothing_none", what=said_tools(gated))
+    return verdict_of(faults, doubts, passes, nothing)
+
+
+def _skipped(t, call):
+    """('fail', why) when `call` ran with a step skipped (a declared `requires`, or a plan dependency when the
+    agent plans), else ('ok', '')."""
+    done_tools = {c.name for c in t.calls if c.status == "ok" and c.pos < call.pos}
+    missing = [tool for tool in t.agent.requires(call.name) if tool not in done_tools]
+    if missing:
+        return "fail", Said("skip.missing", call=call.label, steps=said_steps(missing))
+    if not t.agent.planning:
+        return "ok", ""
+    plan, marks = _plan_at(t, call)
+    steps = [s for s in plan if s["tool"] == call.name]
+    done = lambda s: marks.get(s["index"]) == "done" or s["tool"] in done_tools   # noqa: E731
+    step = next((s for s in steps if not done(s)), steps[-1] if steps else None)
+    undone = [d for d in (step or {}).get("after", []) if 1 <= d <= len(plan) and not done(plan[d - 1])]
+    if undone:
+        return "fail", Said("skip.plan", call=call.label, index=step["index"], undone=Joined(undone))
+    return "ok", ""
+
+
+def _plan_at(t, call):
+    """The plan in force when `call` ran, and the step marks made since it was set."""
+    plan, marks = [], {}
+    for c in t.calls:
+        if c.status != "ok" or not c.before(call):
+            continue
+        if c.name == "set_plan":
+            plan, marks = _plan_steps(c), {}
+        elif c.name == "mark_step":
+            index = c.result.get("index", c.arg("index"))
+            if isinstance(index, int):
+                marks[index] = c.result.get("status", c.arg("status"))
+    return plan, marks
+
+
+def _plan_steps(call):
+    raw = call.result.get("plan")
+    raw = raw if isinstance(raw, list) else call.arg("steps")
+    steps = []
+    for index, step in enumerate(raw if isinstance(raw, list) else [], 1):
+        step = step if isinstance(step, dict) else {}
+        after = step.get("after") if isinstance(step.get("after"), list) else []
+        tool = tool_name(step["tool"]) if isinstance(step.get("tool"), str) else None
+        steps.append({"index": index, "tool": tool,
+                      "after": sorted({d for d in after if isinstance(d, int) and not isinstance(d, bool)})})
+    return steps
+
+
+def provenance(t):
+    sourced = [n for n in t.agent.tools if t.agent.sources(n)]
+    subject = [n for n in sourced if n in t.agent.writes] or sourced       # what a pass needs: a write, if any
+    others = [n for n in sourced if n not in subject]
+    main = [c for c in t.ok(*subject) + t.unknown(*subject) if _applies(t, c)]
+    faults, doubts, fine = judge_calls(main, lambda c: _sourced(t, c))
+    more = judge_calls([c for c in t.ok(*others) + t.unknown(*others) if _applies(t, c)], lambda c: _sourced(t, c))
+    faults, doubts = faults + more[0], doubts + more[1]
+    seen = Joined((Said("prov.seen", count=n, tool=tool, what=said_args(source["args"]), source=source["tool"])
+                   for tool in others for source in t.agent.sources(tool)
+                   for n in [sum(1 for c in t.ok(tool) if _applies(t, c))] if n), sep=None)
+    said = []
+    for tool in subject:
+        for source in t.agent.sources(tool):
+            values = sorted({_shown([c.arg(a) for a in source["args"]]) for c in t.ok(tool) if c.args is not None})
+            if values:
+                said.append(Said("prov.passes", what=said_tools([tool], bare=True), args=Joined(source["args"]), values=Joined(values),
+                                 source=source["tool"]))
+    passes = fine and Joined([Joined(said, "sep.clauses"), seen], sep=None)
+    args = Joined(a for tool in subject for s in t.agent.sources(tool) for a in s["args"])
+    return verdict_of(faults, doubts, passes, Said("prov.nothing", what=said_tools(subject), args=args, seen=seen))
+
+
+def _applies(t, call):
+    """Whether a call's declared sources apply to it: always for a write (what it wrote must be traced); for
+    another tool, when it gives one of their arguments (a read's unreadable arguments changed nothing)."""
+    if call.write:
+        return True
+    return call.args is not None and any(k in call.args for s in t.agent.sources(call.name) for a in s["args"]
+                                         for k in (a,) + ALIASES.get(a, ()))
+
+
+def _sourced(t, call):
+    """(kind, reason) for one call against its declared sources."""
+    sources = t.agent.sources(call.name)
+    if call.args is None:
+        return "fail", Said("prov.unparseable", call=call.label, args=Joined(a for s in sources for a in s["args"]))
+    for source in sources:
+        values = [_value(call.args, a) for a in source["args"]]
+        if not any(_found(values, source, search) for search in t.ok(source["tool"]) if search.pos < call.pos):
+            if len(values) == 1 and not source["near"]:
+                return "fail", Said("prov.not_seen", call=call.label, arg=source["args"][0], value=values[0],
+                                    source=source["tool"])
+            key = "prov.not_from" if ",".join(source["args"]) in ARG_WORDS else "prov.not_from_args"
+            return "fail", Said(key, call=call.label, what=said_args(source["args"]), values=_shown(values),
+                                source=source["tool"])
+    return "ok", ""
+
+
+def _found(values, source, search):
+    """Whether an earlier result holds the values: a record with the fields (any depth), or, in plain text,
+    each value as a token (`near`: a number within 0.01)."""
+    text = plain_result(search.result)
+    if text is not None:
+        if source["near"]:
+            numbers = re.findall(r"-?\d+(?:\.\d+)?", text)
+            return all(any(_near(v, n) for n in numbers) for v in values)
+        return all(_mentions(search.result, v) for v in values)
+    same = _near if source["near"] else lambda a, b: _scalar(a) and _scalar(b) and str(a) == str(b)
+    return any(all(same(v, _value(node, f)) for v, f in zip(values, source["fields"]))
+               for node in dicts_in(search.result))
+
+
+def _mentions(result, value, field=None):
+    """Whether a result names `value`: as a token of a plain-text result, or as `field` of a record in it."""
+    if not _scalar(value):
+        return False
+    if plain_result(result) is not None:                  # a plain-text result from another system
+        return has_token(str(value), plain_result(result))
+    return field is not None and str(value) in {str(d[field]) for d in dicts_in(result) if _scalar(d.get(field))}
+
+
+def _scalar(value):
+    return isinstance(value, (str, int)) and not isinstance(value, bool) and str(value) != ""
+
+
+ALIASES = {"latitude": ("lat",), "longitude": ("lon", "lng")}     # the same field under other systems' names
+
+
+def _value(node, key):
+    return next((node[k] for k in (key,) + ALIASES.get(key, ()) if k in node), None)
+
+
+def _shown(values):
+    return str(values[0]) if len(values) == 1 else f"({', '.join(map(str, values))})"
+
+
+def _near(a, b):
+    """Same place to within 0.01° (a result rounded to two decimals is still the same place)."""
+    try:
+        return abs(float(a) - float(b)) <= 0.01 + 1e-9
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+# ---- the checks a declaration calls for ----
+AGENT_CHECKS = {"room_type_follows_weather": room_type}     # an agent's own checks, by the names it declares
+NAMES = dict(CHECKS)
+
+
+def applicable(agent):
+    """[(id, name, rule)] the declaration calls for, in report order, and {id: why} of the core checks it does
+    not (it gives them nothing to judge)."""
+    requires = any(agent.requires(n) for n in agent.business)
+    core = {"plan_first": agent.planning, "no_skipped_step": agent.planning or requires,
+            "provenance": any(agent.sources(n) for n in agent.tools), "write_after_confirmation": bool(agent.writes)}
+    rules = [(cid, NAMES[cid], fn) for cid, fn in (("plan_first", plan_first), ("no_skipped_step", no_skipped_step),
+                                                   ("provenance", provenance)) if core[cid]]
+    for name in dict.fromkeys(agent.checks):
+        fn = AGENT_CHECKS.get(name)
+        rules.append((fn.__name__, NAMES.get(fn.__name__, name), fn) if fn else (name, name, _unknown(name)))
+    if core["write_after_confirmation"]:
+        rules.append(("write_after_confirmation", NAMES["write_after_confirmation"], write_after_confirmation))
+    if not rules:
+        rules.append(("declared", Said("check.declared"), lambda t: ("pending", Said("declared.nothing"),
+                                                                     "not_declared")))
+    return rules, {cid: NOT_APPLICABLE[cid] for cid, wanted in core.items() if not wanted}
+
+
+def _unknown(name):
+    return lambda t: ("pending", Said("check.unknown", name=name, known=Joined(AGENT_CHECKS)), "not_declared")
+
+
+def judge(t):
+    """The verdicts of one transcript, in report order: the checks its agent's declaration calls for."""
+    return [dict(id=cid, name=name, **dict(zip(("verdict", "reason", "cause"), fn(t))))
+            for cid, name, fn in applicable(t.agent)[0]]
+
+
+def not_applicable(t):
+    """The core checks left out for this agent, each with why: [{id, name, reason}]."""
+    return [{"id": cid, "name": NAMES[cid], "reason": why} for cid, why in applicable(t.agent)[1].items()]
+
+
+def progress(t):
+    """How far the task got, for a report whose checks had nothing to judge: no business call took effect, no
+    write did, or one did (an agent without a write: its business calls did)."""
+    if not t.ok(*t.agent.business):
+        return "no_business_call"
+    return "booked" if t.ok(*t.agent.writes) or not t.agent.writes else "no_booking"
+
+
+def progress_said(t, key):
+    """What progress() found, as a Said naming the agent's tools (None when nothing needs saying)."""
+    names = [Said(f"word.{n}") if n in WORDS else n for n in t.agent.business]
+    business = Said("word.or", items=Joined(names[:-1]), last=names[-1]) if len(names) > 1 else \
+        names[0] if names else Said("word.business")
+    return PROGRESS.get(key) and Said(PROGRESS[key], business=business, write=said_tools(t.agent.writes))

@@ -1,0 +1,25 @@
+"""How the command line ends: the exit code of each way a run stands, bad usage the user can fix,
+and the one error line it prints for a failure. Nothing else.
+
+Exit codes: 0 done or suspended (awaiting the user); 1 stopped (guard, budget, max turns) or a
+check or self-test failed; 2 bad usage or input; 3 the model service failed; 130 interrupted
+(Ctrl-C or SIGTERM: the run is recorded stopped/interrupted). No traceback reaches the user for
+any of these.
+"""
+from .. import texts
+
+EXIT = {"done": 0, "suspended": 0, "stopped": 1, "error": 3, "running": 3}
+
+
+class UsageError(Exception):
+    """Bad usage the user can fix (exit 2)."""
+
+
+def error_line(exc, agent=None, what=None):
+    """An error line: what the error says, in the agent's language where it carries a texts.Said
+    (else as it was said: an English run's refusals are English), with the prefix in the same
+    language."""
+    say = agent.say if agent else texts.ZH_TEXTS
+    told = texts.told(exc, say)
+    told = say(what, error=told) if what else told
+    return ("错误：" if texts.CJK.search(told) else "error: ") + told

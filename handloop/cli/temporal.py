@@ -1,0 +1,139 @@
+"""The command line's side of Temporal: --worker (a worker on the task queue), --temporal (a new run
+started as a workflow, or the user's part sent to its workflow, then the usual summary), and whether
+a run that lives on Temporal may be taken by this machine. Nothing else.
+
+Invariant: the Temporal side (durable_client.py, durable_worker.py and the workflow, durable.py: the
+only modules that import temporalio) is imported here, lazily, and only when one of these is asked
+for; a missing temporalio is a usage error, never a traceback.
+"""
+import os
+import sys
+import time
+
+from .. import texts
+from .exits import EXIT, UsageError, error_line
+from .printout import summary
+
+
+def not_on_temporal(audit_dir, run_id, agent):
+    """A run that lives on Temporal is answered through its workflow, never by this process while
+    that workflow runs. Returns True when the run was on Temporal and its workflow has ended
+    (terminated, failed, or the service no longer knows it): this machine takes it back. Whether it
+    runs is asked of the service; when that cannot be told (no temporalio, no service), no."""
+    import asyncio
+    from .. import audit
+    try:
+        snap = audit.load(audit.path_for(audit_dir, run_id))
+    except audit.AuditError:
+        return False                           # session.reopen says what is wrong with it
+    if not isinstance(snap.get("temporal"), dict):
+        return False
+    say = _recorded_say(snap, agent)
+    lives = say("temporal.lives", run_id=run_id, queue=snap["temporal"].get("queue"))
+    try:
+        client = _temporal(say, "durable_client")
+    except UsageError as exc:                  # no temporalio here: nothing can tell
+        raise UsageError(lives + say("temporal.unknown", error=str(exc))) from None
+    try:
+        if asyncio.run(client.running(client.where()[0], run_id)):
+            raise UsageError(lives)
+    except UsageError:
+        raise
+    except Exception as exc:                   # the service cannot say: the run is not taken here
+        raise UsageError(lives + say("temporal.unknown", error=str(exc)[:200] or type(exc).__name__)) from None
+    return True
+
+
+def _recorded_say(snap, agent=None):
+    """The language of `agent`, else of the agent a run's snapshot records, else Chinese."""
+    if agent is not None:
+        return agent.say
+    recorded = snap.get("agent") if isinstance(snap.get("agent"), dict) else {}
+    return texts.of(recorded["language"]) if recorded.get("language") in texts.LANGUAGES else texts.ZH_TEXTS
+
+
+def _temporal(say, side):
+    """`side` (durable_client or durable_worker), imported only now (it imports temporalio);
+    UsageError when temporalio is missing."""
+    import importlib.util
+    if importlib.util.find_spec("temporalio") is None:
+        raise UsageError(say("temporal.missing"))
+    try:
+        return importlib.import_module(side)
+    except ImportError:                        # a broken install: as good as missing
+        raise UsageError(say("temporal.missing")) from None
+
+
+def worker(env, named):
+    """--worker: a Temporal worker on the task queue until Ctrl-C or SIGTERM."""
+    import asyncio
+    say = named.say if named else texts.ZH_TEXTS
+    try:
+        client, work = _temporal(say, "durable_client"), _temporal(say, "durable_worker")
+    except UsageError as exc:
+        print(error_line(exc, named), file=sys.stderr)
+        return 2
+    address, queue = client.where()
+    try:
+        asyncio.run(work.serve(address, queue, env,
+                               ready=lambda: print(say("temporal.worker", queue=queue, address=address), flush=True)))
+    except client.Unreachable as exc:
+        print(error_line(UsageError(say("temporal.unreachable", address=address, error=exc)), named), file=sys.stderr)
+        return 3
+    return 0
+
+
+def on_temporal(args, how, run_id, audit_dir, agent, policy):
+    """--temporal: a new run started as a workflow, or the user's part sent to its workflow; then
+    where the run stands, as a run on this machine ends (the summary, from its audit file)."""
+    import asyncio
+    from .. import audit
+    from .. import runs
+    from . import session
+    say = agent.say if agent else texts.ZH_TEXTS
+    client = _temporal(say, "durable_client")
+    address, queue = client.where()
+    path = audit.path_for(audit_dir, run_id)
+    start = {"run_id": run_id, "audit_dir": audit_dir, "agent_file": agent.file if agent else None,
+             "offline": args.offline, "model": args.model, "limits": client.limits()}
+    started = time.perf_counter()
+    if how and os.path.exists(path):           # what one machine refuses, refused in the same words
+        snap = audit.load(path)
+        say = _recorded_say(snap, agent)
+        session.accept(how, snap, say)
+    try:
+        if how is None:
+            if os.path.exists(path):
+                raise audit.AuditError(say("resume.exists", run_id=run_id, path=path))
+            goal = args.goal or (agent or session.agent_for(audit_dir)).goal
+            start.update(goal=goal, policy=runs.start_policy(policy, agent, args.max_turns).to_dict())
+            state = asyncio.run(client.start(address, queue, start, started=lambda: print(
+                say("cli.new_run", run_id=run_id, goal=goal) + "\n"
+                + say("temporal.started", run_id=run_id, queue=queue, address=address), flush=True)))
+        else:
+            text = args.reply[0] if args.reply else None
+            opening = dict(start, open=True) if os.path.exists(path) else None
+            state = asyncio.run(client.answer(address, queue, run_id, how, text, opening))
+    except client.Unreachable as exc:
+        print(error_line(UsageError(say("temporal.unreachable", address=address, error=exc)), agent), file=sys.stderr)
+        return 3
+    except client.WorkflowFailed as exc:
+        print(error_line(UsageError(say("temporal.failed", run_id=run_id, error=exc)), agent), file=sys.stderr)
+        return 3
+    if state.get("status") == "refused":
+        raise audit.AuditError(state["detail"])
+    if not os.path.exists(path):               # the workers' storage is not this machine's
+        print(say("temporal.state", **{k: state.get(k, "") for k in ("run_id", "status", "reason", "turn", "tokens",
+                                                                       "path")}))
+        return EXIT[state["status"]]
+    r, toolset, _ = session.reopen(audit_dir, run_id, None, agent=agent)
+    say = r.say
+    try:
+        if how in ("confirm", "reply"):
+            print(say("cli.user", text=args.reply[0] if args.reply else r.agent.confirm[0]))
+        if r.answer:                             # the turns were the workers': the model's last words
+            print("   " + say("cli.answer", text=r.answer.replace("\n", "\n   ")))
+        summary(r, time.perf_counter() - started, toolset, " --temporal")
+    finally:
+        toolset.close()
+    return EXIT[r.status]

@@ -1,0 +1,143 @@
+"""Runs on Temporal, the starter's side: where the service and the task queue are, the time limits
+a new workflow records, a connection to the service, and what the command line asks of a run's
+workflow: start it, send it the user's part, tell whether it runs. Imported by the command line only
+for --worker, --temporal and a run recorded on Temporal (cli_temporal.py), and by durable_worker.py
+(its connection).
+
+Invariants: a failure of the service is Unreachable, with the service's words; a workflow that
+ended in failure is WorkflowFailed; what a run's workflow refuses is runs.Refused, in its words, as
+one machine says it. Starting a run and answering it return where it stands once it waits or ends
+(what its workflow returned, when it ended meanwhile).
+"""
+import os
+
+from .. import config
+from .. import runs
+from .. import texts
+from .workflow import WORKFLOW, AgentRun
+
+QUEUE = "agent-runs"
+ADDRESS = "127.0.0.1:7233"
+HEARTBEAT = 10.0           # seconds without a heartbeat before an activity counts as lost (its worker died)
+
+
+def where(env=None):
+    """(address, task queue) from AGENT_TEMPORAL_ADDRESS and AGENT_TEMPORAL_QUEUE."""
+    env = os.environ if env is None else env
+    return env.get("AGENT_TEMPORAL_ADDRESS") or ADDRESS, env.get("AGENT_TEMPORAL_QUEUE") or QUEUE
+
+
+def limits(env=None):
+    """The activities' time limits a new workflow records, from the starter's environment."""
+    env = os.environ if env is None else env
+    settings = config.settings(env)
+    heartbeat = float(env.get("AGENT_TEMPORAL_HEARTBEAT") or HEARTBEAT)
+    ask = (settings["model_max_seconds"] + settings["model_timeout"]) * (settings["model_retries"] + 1) \
+        + config.RETRY_CAP * settings["model_retries"]
+    return {"heartbeat": heartbeat, "ask": ask}
+
+
+class Unreachable(Exception):
+    """The Temporal service could not be reached."""
+
+
+class WorkflowFailed(Exception):
+    """The run's workflow ended in failure (its audit file could not be written, say)."""
+
+
+async def connect(address):
+    from temporalio.client import Client
+    try:
+        return await Client.connect(address)
+    except RuntimeError as exc:                # the SDK's "Failed client connect"
+        raise Unreachable(str(exc)[:300]) from None
+
+
+def _service_errors(fn):
+    """A failure of the Temporal service while talking to it is Unreachable, with the service's words."""
+    import functools
+    from temporalio.service import RPCError
+
+    @functools.wraps(fn)
+    async def guarded(*args, **kwargs):
+        try:
+            return await fn(*args, **kwargs)
+        except RPCError as exc:
+            raise Unreachable(f"{exc.status.name if exc.status else ''} {exc.message}"[:300]) from None
+    return guarded
+
+
+@_service_errors
+async def start(address, queue, start_input, started=None):
+    """Start the run as a workflow (then `started()`) and return where it stands once it waits or ends."""
+    from temporalio.common import WorkflowIDReusePolicy
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+    client = await connect(address)
+    try:
+        handle = await client.start_workflow(WORKFLOW, start_input, id=start_input["run_id"], task_queue=queue,
+                                             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
+    except WorkflowAlreadyStartedError:
+        raise runs.Refused(texts.Said("temporal.exists", run_id=start_input["run_id"])) from None
+    if started:
+        started()
+    return await _settled(handle, handle.execute_update(AgentRun.settle))
+
+
+@_service_errors
+async def running(address, run_id):
+    """Whether the run's workflow is running now (False: it ended, was terminated, or never was)."""
+    from temporalio.service import RPCError, RPCStatusCode
+    client = await connect(address)
+    try:
+        description = await client.get_workflow_handle(run_id).describe()
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        return False
+    return description.status is not None and description.status.name == "RUNNING"
+
+
+@_service_errors
+async def answer(address, queue, run_id, how, text, opening=None):
+    """The user's part, sent to the run's workflow; returns where the run stands once it waits or
+    ends. A run with no workflow (begun on one machine) is opened on Temporal first (`opening`: the
+    start input). Raises Refused with the workflow's words when the run does not take it."""
+    from temporalio.client import WorkflowUpdateFailedError
+    from temporalio.service import RPCError, RPCStatusCode
+    client = await connect(address)
+    handle = client.get_workflow_handle(run_id)
+    try:
+        description = await handle.describe()
+        running = description.status is not None and description.status.name == "RUNNING"
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        running = False
+    if not running:
+        if opening is None:
+            raise runs.Refused(texts.Said("temporal.no_run", run_id=run_id))
+        from temporalio.common import WorkflowIDReusePolicy
+        handle = await client.start_workflow(WORKFLOW, opening, id=run_id, task_queue=queue,
+                                             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE)
+        state = await handle.execute_update(AgentRun.settle)
+        if state.get("status") == "refused":
+            raise runs.Refused(state["detail"])
+    try:
+        return await _settled(handle, handle.execute_update(AgentRun.answer, args=[how, text]))
+    except WorkflowUpdateFailedError as exc:
+        cause = exc.cause
+        raise runs.Refused(getattr(cause, "message", None) or str(cause)) from None
+
+
+async def _settled(handle, waiting):
+    """What an update returns, or, when the workflow ended meanwhile, what it returned."""
+    from temporalio.client import WorkflowFailureError
+    from temporalio.service import RPCError
+    try:
+        try:
+            return await waiting
+        except RPCError:
+            return await handle.result()
+    except WorkflowFailureError as exc:
+        cause = exc.cause
+        raise WorkflowFailed(str(getattr(cause, "message", None) or cause or exc)[:300]) from None

@@ -1,0 +1,180 @@
+"""Runs on Temporal, the worker: the activities (what touches the world for a run's workflow:
+`agent.begin`, `agent.ask`, `agent.tool`, `agent.save`) and a worker serving them with
+durable.AgentRun on a task queue. Imported by the command line only for --worker (cli_temporal.py).
+
+Invariants: a worker makes its models once, from its environment; an activity's blocking work runs
+on a thread of the worker, heartbeating while it works (a worker that dies stops heartbeating, and
+the activity is given to another). A write is never retried blind: an attempt of `agent.tool` after
+the first asks the tool's `reconcile` with the write's idempotency key before running it again, and
+the store's UNIQUE key holds whatever happens. The audit file is written under the run lock, as on
+one machine; a model's failure or a refusal goes back to the workflow as data, never as a lost
+activity.
+"""
+import asyncio
+import concurrent.futures
+import dataclasses
+import datetime
+import os
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from .. import audit
+from .. import config
+from .. import executor
+from .. import loop
+from .. import runs
+from ..cli import session
+from .. import texts
+from .workflow import AgentRun, pack, unpack
+from .client import connect
+from ..model import ModelError
+
+STICKY = 5.0               # seconds a workflow task waits for the worker that has the run cached
+
+
+class Seen:
+    """What a call run alone in an activity sees of its run: the language, the plan and the tools that
+    succeeded (what a tool may take from the run; memory itself is never passed to a tool)."""
+
+    def __init__(self, say, plan, done_tools=()):
+        self.say, self.plan, self.done_tools = say, plan, set(done_tools)
+
+
+class Activities:
+    """What a worker does for its runs; models are made once per worker from its environment."""
+
+    def __init__(self, env):
+        self.env, self.models = env, {}
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="activity")
+
+    def close(self):
+        for _, close, _ in self.models.values():
+            close()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _blocking(self, fn, *args):
+        """fn(*args) on a thread of this worker, heartbeating while it works (a worker that dies
+        stops heartbeating, and the activity is given to another)."""
+        future = asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+        timeout = activity.info().heartbeat_timeout
+        every = max(0.2, timeout.total_seconds() / 4) if timeout else 1.0
+        while True:
+            done, _ = await asyncio.wait({future}, timeout=every)
+            if done:
+                return future.result()
+            activity.heartbeat()
+
+    def _agent(self, ref):
+        return session.agent_for(ref["audit_dir"], None, ref.get("agent"))
+
+    def _toolset(self, ref, agent=None):
+        return session.tool_set(ref["audit_dir"], ref["run_id"], ref["mode"], visible=ref.get("visible"),
+                                agent=agent or self._agent(ref))
+
+    def _model(self, offline, name, agent):
+        key = (bool(offline), name, agent.name, agent.file)
+        if key not in self.models:
+            self.models[key] = session.chat(self.env, offline, name, agent=agent, stream=self.env.get("stream", True))
+        return self.models[key][0]
+
+    @activity.defn(name="agent.begin")
+    async def begin(self, start):
+        info = activity.info()
+        return pack(await self._blocking(self._begin, start, info.attempt, info.task_queue))
+
+    def _begin(self, start, attempt, queue):
+        audit_dir, run_id = start["audit_dir"], start["run_id"]
+        path, say = audit.path_for(audit_dir, run_id), texts.ZH_TEXTS
+        try:
+            if start.get("open") or attempt > 1 and os.path.exists(path):   # opened, or begun by a lost attempt
+                snap = audit.load(path)
+                if snap["mode"] != "local":
+                    return {"refused": texts.Said("temporal.mcp")(runs._language_of(snap))}
+                return snap
+            given = session.load_agent(start["agent_file"]) if start.get("agent_file") else None
+            agent = session.agent_for(audit_dir, given)
+            say = agent.say                    # refusals from here on in the agent's language
+            policy = config.Policy.from_dict(start["policy"]) if start.get("policy") else runs.agent_policy(agent)
+            os.makedirs(audit_dir, exist_ok=True)
+            ask = self._model(start.get("offline"), start.get("model"), agent)
+            toolset = session.tool_set(audit_dir, run_id, "local", visible=policy.tools, agent=agent)
+            with audit.RunLock(audit_dir, run_id):
+                r = runs.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.model, policy=policy)
+                r.temporal = {"queue": queue}                 # where the run lives, from its first snapshot on
+                loop.save(r)
+            return audit.load(path)
+        except (audit.AuditError, ValueError) as exc:
+            return {"refused": texts.told(exc, say)}
+        except OSError as exc:                 # the audit dir cannot be made or written: as the CLI says it
+            return {"refused": say("cli.audit_dir", error=exc)}
+
+    @activity.defn(name="agent.ask")
+    async def ask(self, request):
+        return pack(await self._blocking(self._ask, unpack(request)))
+
+    def _ask(self, request):
+        ref = request["run"]
+        agent = self._agent(ref)
+        ask = self._model(ref.get("offline"), ref.get("model"), agent)
+        forced = {"force": True} if request.get("force") and getattr(ask, "forces", False) else {}
+        try:
+            reply = ask(request["outgoing"], request["tools"], final=True) if request["final"] else \
+                ask(request["outgoing"], request["tools"], **forced)
+        except ModelError as exc:          # errors are data: the workflow records them as one machine does
+            return {"error": {"kind": exc.kind, "text": exc.text(agent.say), "tokens": exc.tokens}}
+        return {"reply": dataclasses.asdict(reply)}
+
+    @activity.defn(name="agent.tool")
+    async def tool(self, request):
+        return pack(await self._blocking(self._tool, unpack(request), activity.info().attempt))
+
+    def _tool(self, request, attempt):
+        ref = request["run"]
+        toolset = self._toolset(ref)
+        try:
+            call, say = toolset.prepare([request["call"]])[0], toolset.agent.say
+            if attempt > 1 and call.kind == "write" and call.args is not None:
+                receipt = toolset.reconcile(call)     # an attempt before this one may have written: its key decides
+                if receipt is not None:
+                    return dataclasses.asdict(executor.settle(dict(receipt, reconciled=True), None, request["limit"], say))
+            outcome = executor.execute(Seen(say, request["plan"], request.get("done", ())), [call], toolset, limit=request["limit"])[call.id]
+            return dataclasses.asdict(outcome)
+        finally:
+            toolset.close()
+
+    @activity.defn(name="agent.save")
+    async def save(self, request):
+        await self._blocking(self._save, unpack(request))
+
+    def _save(self, request):
+        path = request["path"]
+        folder, name = os.path.split(path)
+        try:
+            with audit.RunLock(folder, name[len("run-"):-len(".json")]):
+                audit.write(path, unpack(request["snapshot"]))
+        except audit.AuditError as exc:        # a process on this machine holds the run: try again later
+            raise ApplicationError(texts.told(exc, texts.ZH_TEXTS), type="Busy") from None
+
+
+async def serve(address, queue, env, ready=None, stop=None):
+    """A worker on `queue` until `stop` is set (or SIGINT/SIGTERM in the main thread)."""
+    import signal
+    import threading
+    from temporalio.worker import Worker
+    client = await connect(address)
+    stop = stop or asyncio.Event()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    work = Activities(env)
+    try:
+        async with Worker(client, task_queue=queue, workflows=[AgentRun],
+                          activities=[work.begin, work.ask, work.tool, work.save],
+                          max_concurrent_activities=64, graceful_shutdown_timeout=datetime.timedelta(seconds=5),
+                          sticky_queue_schedule_to_start_timeout=datetime.timedelta(seconds=STICKY)):
+            if ready:
+                ready()
+            await stop.wait()
+    finally:
+        work.close()

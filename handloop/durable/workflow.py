@@ -1,0 +1,290 @@
+"""Runs on Temporal, the workflow: a run is a workflow (id = run id) on a task queue; asking the
+model, running a turn's tool calls and writing the audit file are activities (durable_worker.py);
+the user's confirmation or reply is an update to the workflow (sent by durable_client.py). These
+three are the only modules that import temporalio (requirements-temporal.txt); the command line
+imports them only for --worker and --temporal (cli_temporal.py).
+
+Workflow code is loop.turns(), the same generator a process drives (loop.run): compaction, the
+guards, the memory fold, flattening and the decisions between them are pure, so the order of a turn
+(compact before ask, screen before execute, audit after flatten) is the one in loop.py. What touches
+the world goes out as an activity: `agent.ask` (the model client of the worker's environment),
+`agent.tool` (one call, run by the executor with its tool's timeout; the calls of a turn are ordered
+here as the executor orders them: reads together, the others in request order, pure inline tools in
+workflow code), `agent.save` (a local activity: audit.Writer, the same file, atomically, under the
+run lock) and `agent.begin` (a new run's first snapshot, or an existing run's file, loaded and checked).
+
+Invariants: workflow code reads no clock but the workflow's (loop.Run.clock), writes nothing but
+through the save activity (loop.Run.writer keeps the newest snapshot, written before the workflow
+touches the world again and before it waits or ends), starts no thread and draws no random number;
+our modules are passed through the sandbox, the agent file of a run is loaded as code once per
+workflow, like an import. A suspended run is a workflow waiting for an update
+(workflow.wait_condition): no worker is busy with it. Every way out records status and reason in
+the audit file, as loop.finish does on one machine.
+"""
+import asyncio
+import datetime
+import json
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from .. import audit
+    from .. import executor
+    from .. import loop
+    from .. import runs
+    from ..cli import session
+    from .. import texts
+    from ..calls import Outcome
+    from ..model import ModelError, Reply
+
+WORKFLOW = "AgentRun"
+
+
+def pack(value):
+    """Our data as one JSON text: Temporal's converter sorts the keys of objects it encodes, and the
+    record keeps them in the order they came (messages as the model sent them, snapshots as written)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+unpack = json.loads
+
+
+class WorkflowClock:
+    """The workflow's clock (its history's time), standing for the process's in loop.Run.clock."""
+
+    @staticmethod
+    def monotonic():
+        return workflow.time()
+
+    @staticmethod
+    def stamp():
+        return workflow.now().strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+class Pending:
+    """Stands for audit.Writer in a workflow: keeps the newest snapshot, copied when it is taken
+    (the run goes on changing), for the save activity to write."""
+
+    def __init__(self):
+        self.snapshot = None
+
+    def write(self, snapshot):
+        self.snapshot = pack(snapshot)
+
+
+class Lost(Exception):
+    """An activity of the turn could not be done, its retries spent."""
+
+
+class World:
+    """What a turn does to the world, done by activities; a run's snapshots saved by one."""
+
+    def __init__(self, r, toolset, start):
+        self.r, self.toolset, self.start = r, toolset, start
+        self.ref = {"run_id": r.run_id, "audit_dir": start["audit_dir"], "mode": r.mode, "agent": r.declared,
+                    "visible": r.policy.tools, "offline": start.get("offline", False), "model": start.get("model")}
+        beat = datetime.timedelta(seconds=start["limits"]["heartbeat"])
+        self.options = {"heartbeat_timeout": beat,
+                        "retry_policy": RetryPolicy(initial_interval=datetime.timedelta(seconds=1), maximum_attempts=5)}
+
+    async def ask(self, effect):
+        try:
+            got = await workflow.execute_activity(
+                "agent.ask", pack({"run": self.ref, "outgoing": effect.outgoing, "tools": self.r.tools,
+                                   "final": effect.final, "force": effect.force}),
+                start_to_close_timeout=datetime.timedelta(seconds=self.start["limits"]["ask"]), **self.options)
+        except ActivityError as exc:
+            raise ModelError("unreachable", self.r.say("temporal.lost", what="agent.ask", error=_cause(exc)))
+        got = unpack(got)
+        if "error" in got:
+            error = got["error"]
+            raise ModelError(error["kind"], error["text"], tokens=error["tokens"])   # said by the activity already
+        return Reply(**got["reply"])
+
+    async def execute(self, effect):
+        """The allowed calls as executor.execute runs them on one machine: the reads started together,
+        the others one at a time in request order, each seeing the state calls before it; a pure,
+        bounded (inline) tool runs here, in workflow code; every other call is an activity of its own."""
+        memory, toolset, calls = self.r.memory, self.toolset, effect.calls
+        reads = [c for c in calls if c.kind == "read"]
+        serial = [c for c in calls if c.kind != "read"]
+        waiting = {c.id: asyncio.ensure_future(self._call(c, memory)) for c in reads if not toolset.inline(c)}
+        outcomes, view = {}, memory.fork() if len(serial) > 1 else memory
+        for call in reads:
+            if call.id not in waiting:
+                outcomes[call.id] = self._here(call, memory)
+        for call in serial:
+            outcomes[call.id] = self._here(call, view) if toolset.inline(call) else await self._call(call, view)
+            if call.kind == "state" and view is not memory:
+                view.absorb(call, outcomes[call.id].result)
+        for call in reads:
+            if call.id in waiting:
+                outcomes[call.id] = await waiting[call.id]
+                outcomes[call.id].concurrent = len(waiting) > 1
+        return {c.id: outcomes[c.id] for c in calls}
+
+    def _here(self, call, view):
+        """A pure, bounded tool's call, run in workflow code (no clock: it takes no time worth a record)."""
+        try:
+            value, error = self.toolset.run(call, view), None
+        except Exception as exc:              # any failure of a tool is data for the model, as in the executor
+            value, error = None, exc
+        return executor.settle(value, error, self.r.policy.result_max_chars, self.r.say)
+
+    async def _call(self, call, view):
+        """One call as an activity: the tool's own timeout inside (the executor's), a margin outside."""
+        raw = {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+        seconds = self.toolset.timeout_for(call)
+        try:
+            got = await workflow.execute_activity(
+                "agent.tool", pack({"run": self.ref, "call": raw, "plan": view.plan, "done": sorted(view.done_tools),
+                                    "limit": self.r.policy.result_max_chars}),
+                start_to_close_timeout=datetime.timedelta(seconds=seconds + 30), **self.options)
+        except ActivityError as exc:
+            raise Lost(self.r.say("temporal.lost", what=f"agent.tool {call.name}", error=_cause(exc))) from None
+        return Outcome(**unpack(got))
+
+    async def flush(self):
+        """The newest snapshot, written by the save activity (nothing when there is none)."""
+        writer = self.r.writer
+        if writer.snapshot is None:
+            return
+        snapshot, writer.snapshot = writer.snapshot, None
+        try:
+            await workflow.execute_local_activity(        # in the worker that runs the workflow: no extra round trip
+                "agent.save", pack({"path": self.r.path, "snapshot": snapshot}),
+                start_to_close_timeout=datetime.timedelta(seconds=60),
+                retry_policy=RetryPolicy(initial_interval=datetime.timedelta(seconds=1), maximum_attempts=20))
+        except ActivityError as exc:
+            raise ApplicationError(self.r.say("temporal.lost", what="agent.save", error=_cause(exc)),
+                                   type="AuditLost", non_retryable=True) from None
+
+
+def _cause(exc):
+    cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+    return str(getattr(cause, "message", None) or cause)[:300]
+
+
+async def drive(steps, world):
+    """loop.turns() driven from a workflow: each effect done by an activity, the newest snapshot
+    saved before anything else touches the world and before the generator's end is returned."""
+    sent, thrown = None, None
+    while True:
+        try:
+            effect = steps.throw(thrown) if thrown is not None else steps.send(sent)
+        except StopIteration as end:
+            await world.flush()
+            return end.value
+        await world.flush()                   # the audit file first: audit after flatten, before the next touch
+        sent, thrown = None, None
+        try:
+            sent = await (world.ask(effect) if isinstance(effect, loop.Ask) else world.execute(effect))
+        except ModelError as exc:
+            thrown = exc
+        except Lost as exc:                   # the turn's calls went unheard: the record stays as it was
+            steps.close()
+            loop.finish(world.r, "error", "worker_lost", str(exc))
+            await world.flush()
+            return world.r
+
+
+def recorded_agent(audit_dir, recorded):
+    """The agent a run records, loaded as code (its file is read once per workflow, like an import)."""
+    with workflow.unsafe.sandbox_unrestricted(), workflow.unsafe.imports_passed_through():
+        return session.agent_for(audit_dir, None, recorded)
+
+
+def toolset_for(audit_dir, run_id):
+    def make(snap):
+        return session.tool_set(audit_dir, run_id, snap["mode"], schemas=snap["tools"],
+                                visible=(snap.get("policy") or {}).get("tools"),
+                                agent=recorded_agent(audit_dir, snap.get("agent")))
+    return make
+
+
+FINAL = ("done", "stopped")
+
+
+@workflow.defn(name=WORKFLOW)
+class AgentRun:
+    """One run: begun (or opened from its audit file), driven turn by turn, waiting for the user
+    whenever it is suspended (or failed, or cut off), until it is done or stopped."""
+
+    def __init__(self):
+        self.r, self.inbox, self.settled, self.state, self.working = None, [], 0, {"status": "starting"}, True
+
+    @workflow.run
+    async def run(self, start):
+        snap = await workflow.execute_activity(
+            "agent.begin", start, start_to_close_timeout=datetime.timedelta(seconds=60),
+            retry_policy=RetryPolicy(initial_interval=datetime.timedelta(seconds=1), maximum_attempts=5))
+        snap = unpack(snap)
+        if "refused" in snap:
+            self.state = {"status": "refused", "detail": snap["refused"]}
+            return self.state
+        path = audit.path_for(start["audit_dir"], start["run_id"])
+        r, toolset, _ = runs.restore(path, snap, toolset_for(start["audit_dir"], start["run_id"]))
+        r.clock, r.writer, self.r = WorkflowClock(), Pending(), r
+        world = World(r, toolset, start)
+        if r.temporal is None:                       # a run moved onto Temporal: its file says so from now on
+            r.temporal = {"queue": workflow.info().task_queue}
+            loop.save(r)
+            await world.flush()
+        if not start.get("open"):
+            await drive(loop.turns(r, toolset), world)
+        while True:
+            self._settle()
+            self.working = False
+            if r.status in FINAL and not (r.status == "stopped" and r.reason in runs.RESUMABLE_STOPS):
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                return self.state
+            await workflow.wait_condition(lambda: bool(self.inbox))      # waiting costs no worker
+            how, text = self.inbox.pop(0)
+            self.working = True
+            runs.answer(r, how, text)                                   # recorded as on one machine
+            await world.flush()
+            await drive(loop.turns(r, toolset), world)
+
+    def _settle(self):
+        r = self.r
+        self.state = {"run_id": r.run_id, "status": r.status, "reason": r.reason, "detail": r.detail,
+                      "turn": r.turn, "tokens": r.memory.used_tokens, "path": r.path}
+        self.settled += 1
+
+    @workflow.query
+    def where(self):
+        return self.state
+
+    @workflow.update
+    async def settle(self):
+        """Where the run stands once it waits or ends (the starter's wait)."""
+        await workflow.wait_condition(lambda: self.settled > 0 or self.state.get("status") == "refused")
+        return self.state
+
+    @workflow.update
+    async def answer(self, how, text):
+        """The user's part ("confirm", "reply" with its text, "resume"); returns where the run stands
+        once it waits or ends again."""
+        mark = self.settled
+        self.inbox.append((how, text))
+        await workflow.wait_condition(lambda: self.settled > mark)
+        return self.state
+
+    @answer.validator
+    def _acceptable(self, how, text):
+        """Refuse what one machine refuses: a run in a state that way of resuming does not take, a
+        reply that is empty or a confirmation; and an answer while the run still works on the last."""
+        r = self.r
+        if r is None or self.inbox or self.working:
+            raise ApplicationError(texts.of("zh")("temporal.busy") if r is None else r.say("temporal.busy"),
+                                   type="Refused")
+        say = r.say
+        state = {"run_id": r.run_id, "status": r.status, "reason": r.reason, "agent": r.declared}
+        try:
+            runs.accept(how, state, say)
+            if how == "reply" and (not (text or "").strip() or r.agent.confirms(text.strip())):
+                raise runs.Refused(say("resume.bad_reply"))
+        except runs.Refused as exc:
+            raise ApplicationError(texts.told(exc, say), type="Refused") from None

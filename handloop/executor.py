@@ -1,0 +1,235 @@
+"""Run the allowed calls of a turn, then flatten every outcome into tool messages.
+
+Invariants: read-only calls run concurrently; calls that change run state and writes run one
+at a time in request order, each seeing the effect of those before it (memory's own fold on a
+fork: the run's own memory changes only in the loop). A tool declared inline (pure and
+bounded) runs in the loop's thread: no hop, no timeout. Every other call has a timeout and runs
+in a daemon thread, so abandoned work can never keep the process alive at exit; the threads
+are reused (a new one starts only when none is idle, so a hung tool keeps its own thread and
+never delays another call). An `async def` tool runs on the executor's own event loop (one
+daemon thread), concurrently with the other async reads; at its timeout it is cancelled. A
+write whose outcome is unknown at its timeout is reconciled through its idempotency key, never
+retried blind. Every outcome is settled once (fitted to the result limit, encoded): what
+memory absorbs is what the tool message says. Flattening yields exactly one tool message per
+call, in request order.
+"""
+import asyncio
+import os
+import queue
+import threading
+import time
+
+from . import config
+from .calls import ZH, Outcome, ToolError, settled
+
+
+def execute(memory, calls, toolset, timeout=None, limit=None):
+    """Run `calls` (already screened); returns {call id: Outcome}. Each call gets `timeout`
+    seconds, by default its tool's (`toolset.timeout_for`); results are fitted to `limit` chars."""
+    limit, say = limit or config.TOOL_RESULT_MAX_CHARS, memory.say
+    reads = [c for c in calls if c.kind == "read"]
+    serial = [c for c in calls if c.kind != "read"]
+    waiting = {c.id: _start(toolset, c, memory) for c in reads if not toolset.inline(c)}   # start together
+    outcomes, view = {}, memory.fork() if len(serial) > 1 else memory
+    for call in reads:
+        if call.id not in waiting:
+            outcomes[call.id] = _inline(toolset, call, memory, limit, say)
+    for call in serial:
+        outcome = _inline(toolset, call, view, limit, say) if toolset.inline(call) else \
+            _outcome(_start(toolset, call, view), call, toolset, _timeout(toolset, call, timeout), limit, say)
+        outcomes[call.id] = outcome
+        if call.kind == "state" and view is not memory:
+            view.absorb(call, outcome.result)
+    for call in reads:
+        if call.id in waiting:
+            outcomes[call.id] = _outcome(waiting[call.id], call, toolset, _timeout(toolset, call, timeout), limit, say,
+                                         concurrent=len(waiting) > 1)
+    return {c.id: outcomes[c.id] for c in calls}
+
+
+def _timeout(toolset, call, given):
+    return toolset.timeout_for(call) if given is None else given
+
+
+def _start(toolset, call, view):
+    return _Async(toolset, call, view) if toolset.is_async(call) else _Job(toolset.run, call, view)
+
+
+def _inline(toolset, call, view, limit, say):
+    """A pure, bounded tool run here and now."""
+    started = time.perf_counter()
+    try:
+        value, exc = toolset.run(call, view), None
+    except Exception as error:      # any failure of a tool is data for the model
+        value, exc = None, error
+    outcome = _settle(value, exc, limit, say)
+    outcome.seconds = time.perf_counter() - started
+    config.fault("after_tool")
+    return outcome
+
+
+class _Job:
+    """One call, handed to a daemon worker thread."""
+
+    def __init__(self, fn, call, view):
+        self.done, self.value, self.exc, self.seconds = threading.Lock(), None, None, 0.0   # held until done
+        self.done.acquire()
+        self.fn, self.call, self.view = fn, call, view
+        self.started = time.perf_counter()
+        _WORKERS.submit(self)
+
+    def work(self):
+        try:
+            self.value = self.fn(self.call, self.view)
+        except BaseException as exc:      # any failure of a tool is data for the model
+            self.exc = exc
+        finally:
+            self.seconds = time.perf_counter() - self.started
+            self.done.release()
+
+    def wait(self, timeout):
+        """Whether the job finished within `timeout` seconds of its start (asked once per job)."""
+        return self.done.acquire(timeout=max(0.0, self.started + timeout - time.perf_counter()))
+
+
+class _Async:
+    """One async tool call, on the executor's event loop; cancelled at its timeout."""
+
+    def __init__(self, toolset, call, view):
+        self.call, self.started = call, time.perf_counter()
+        self.value, self.exc, self.seconds = None, None, 0.0
+        self.future = asyncio.run_coroutine_threadsafe(toolset.run(call, view), _loop())
+        self.future.add_done_callback(self._finished)
+
+    def _finished(self, future):
+        self.seconds = time.perf_counter() - self.started
+        if future.cancelled():
+            self.exc = TimeoutError("cancelled")
+        elif future.exception() is not None:
+            self.exc = future.exception()
+        else:
+            self.value = future.result()
+
+    def wait(self, timeout):
+        try:
+            self.future.result(max(0.0, self.started + timeout - time.perf_counter()))
+        except BaseException:       # its failure is read from self.exc; a timeout is told by done()
+            pass
+        if not self.future.done():
+            self.future.cancel()    # the coroutine is cancelled at its next await
+            return False
+        self._finished(self.future)
+        return True
+
+
+_LOOP = {}
+
+
+def _loop():
+    """The executor's event loop, on a daemon thread started at first use (again after a fork)."""
+    loop = _LOOP.get(os.getpid())
+    if loop is None:
+        loop = asyncio.new_event_loop()
+        threading.Thread(target=loop.run_forever, daemon=True, name="tool-async").start()
+        _LOOP.clear()
+        _LOOP[os.getpid()] = loop
+    return loop
+
+
+class _Workers:
+    """Daemon threads that run jobs; `idle` counts those waiting and not yet promised a job, so
+    every submitted job has a free thread (an idle one, or a new one) and none waits behind a
+    hung tool. A thread idle for `linger` seconds ends."""
+
+    def __init__(self, linger=30.0):
+        self.linger = linger
+        self.reset()
+
+    def reset(self):
+        """Forget every worker: after a fork the child has none of the parent's threads."""
+        self.jobs, self.lock, self.idle = queue.SimpleQueue(), threading.Lock(), 0
+
+    def submit(self, job):
+        with self.lock:
+            spare = self.idle > 0
+            self.idle -= spare
+        self.jobs.put(job)
+        if not spare:
+            threading.Thread(target=self._serve, daemon=True, name="tool-worker").start()
+
+    def _serve(self):
+        while True:
+            try:
+                job = self.jobs.get(timeout=self.linger)
+            except queue.Empty:
+                with self.lock:
+                    if self.idle > 0:     # nobody counts on this thread: end it
+                        self.idle -= 1
+                        return
+                continue                  # promised to a job just put: take it
+            threading.current_thread().name = f"tool-{job.call.name}"
+            job.work()
+            job = None                    # drop the finished job's references while idle
+            with self.lock:
+                self.idle += 1
+
+
+_WORKERS = _Workers()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WORKERS.reset)
+
+
+def _outcome(job, call, toolset, timeout, limit, say, concurrent=False):
+    if not job.wait(timeout):
+        outcome = _timed_out(call, toolset, timeout, say)
+        outcome.result, outcome.content = settled(outcome.result, limit, say)
+        outcome.seconds = time.perf_counter() - job.started
+    else:
+        outcome = _settle(job.value, job.exc, limit, say)
+        outcome.seconds = job.seconds
+    outcome.concurrent = concurrent
+    config.fault("after_tool")
+    return outcome
+
+
+def _settle(value, exc, limit, say):
+    """What a tool returned or raised, as the Outcome the record will hold."""
+    if exc is not None:
+        message = str(exc) if isinstance(exc, ToolError) else say("tool.internal", kind=type(exc).__name__, error=exc)
+        result, status = {"error": message}, "error"
+    else:
+        result = value if isinstance(value, dict) else {"value": value}
+        status = "error" if "error" in result else "ok"
+    outcome = Outcome({}, status=status)
+    outcome.result, outcome.content = settled(result, limit, say)
+    return outcome
+
+
+# the same settling for a call run elsewhere (in a workflow: durable.py; alone in an activity: durable_worker.py)
+settle = _settle
+
+
+def _timed_out(call, toolset, timeout, say):
+    if call.kind != "write":
+        return Outcome({"error": say("tool.timeout", tool=call.name, seconds=timeout)}, status="timeout")
+    try:
+        receipt = toolset.reconcile(call)
+    except ToolError:
+        receipt = None
+    if receipt is not None:
+        return Outcome(dict(receipt, reconciled=True), status="ok")
+    return Outcome({"error": say("tool.unknown", tool=call.name, seconds=timeout), "outcome": "unknown"},
+                   status="unknown")
+
+
+def tool_messages(pending, outcomes, limit=None, say=ZH):
+    """Exactly one tool message per call, in request order, each its settled outcome's text."""
+    messages = []
+    for call in pending:
+        if call.id not in outcomes:
+            raise RuntimeError(f"no outcome for tool call {call.id}: executor and guards lost a call")
+        outcome = outcomes[call.id]
+        if not outcome.content:              # blocked by a guard: settled here
+            outcome.result, outcome.content = settled(outcome.result, limit or config.TOOL_RESULT_MAX_CHARS, say)
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
+    return messages

@@ -1,0 +1,233 @@
+"""Decide, before anything runs, which calls of a turn may execute.
+
+Invariants: guards see only the calls and memory, never a tool's effect; they never change the
+run's memory (the proposal a blocked write becomes is carried in its result and enters memory
+through absorb); every decision is a named Decision, and every blocked call gets an Outcome,
+hence a tool message. They name no tool: they read each call's declaration (kind,
+prerequisites, sources, effect). Checks, in order: duplicate (the same call earlier in this
+turn), repeated (blocked before), arguments, calls per turn, budget, spin, plan first, plan order,
+provenance, unconfirmed write.
+
+Calls earlier in the same turn count as they will have happened: each decision is made against
+a fork of memory into which the calls decided before it were folded by memory's own fold (a
+state call with the result its pure tool will give, `preview`; any other allowed call as run,
+outcome unknown; a blocked call as blocked). A write whose prerequisites or sources run earlier
+in the same turn is decided after they ran, with their outcomes folded in: `screen` yields the
+calls in batches, and the caller executes each batch before the next is decided. A spin is
+repetition across turns: a call that already ran SPIN_REPEATS times since the last user
+message, an A-B-A-B alternation, or a call blocked before and sent again unchanged with nothing
+new in between; the same call twice in one turn is a duplicate, answered by pointing to the
+first. A write runs only when the user confirmed it: the blocked write they were shown, or the
+proposal in words they confirmed, if the write is what it stated (memory.unshown). A write that
+differs from it is blocked without withdrawing the confirmation (the model is told what the user
+confirmed); sent again unchanged, it becomes the new proposal, put to the user.
+"""
+import dataclasses
+
+from . import config
+from .calls import Outcome, cut
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    guard: str
+    allowed: bool
+    reason: str = ""
+    propose: bool = False       # the blocked write becomes the proposal put to the user
+    differs: bool = False       # the write is not what the user confirmed; the confirmation stands
+
+
+ALLOW = Decision("all", True)
+
+
+def screen(pending, memory, budget=None, preview=None, outcomes=None):
+    """Yield a turn's calls in batches (allowed, blocked id → Outcome). A write that depends on a
+    call allowed earlier in the turn waits for the next batch: before deciding it, the outcomes the
+    caller put in `outcomes` for the batch before are folded in. `preview(call, view)`: the result a
+    state call's pure tool will give, or None."""
+    turn, waiting = _Turn(memory, pending), list(pending)
+    while waiting:
+        allowed, blocked, waiting = _batch(turn, waiting, budget, preview)
+        yield allowed, blocked
+        for call in turn.unknown:                 # ran in that batch: now their outcomes are known
+            if outcomes is not None and call.id in outcomes:
+                turn.view.absorb(call, outcomes[call.id].result, counted=True)
+        turn.unknown = []
+
+
+def _same_call(call, other):
+    return other is not None and call.signature == other.signature
+
+
+def _batch(turn, calls, budget, preview):
+    allowed, blocked, later = [], {}, []
+    for call in calls:
+        if turn.depends(call):
+            later.append(call)
+            continue
+        decision = turn.decide(call, budget)
+        if decision.allowed:
+            allowed.append(call)
+            result = preview(call, turn.view) if preview and call.kind == "state" else None
+            if result is None:
+                turn.view.ran(call)                   # it will have run; its outcome is not known yet
+                turn.unknown.append(call)
+            else:
+                turn.view.absorb(call, result)
+        else:
+            extra = turn.proposal_for(call, decision.reason) if decision.propose else \
+                {"confirmed": turn.confirmed()} if decision.differs else {}
+            outcome = Outcome({"error": decision.reason, "blocked_by": decision.guard, **extra},
+                              status="blocked", guard=decision.guard)
+            blocked[call.id] = outcome
+            turn.view.absorb(call, outcome.result)
+    return allowed, blocked, later
+
+
+class _Turn:
+    """One turn's decisions: `view` is memory with the calls decided so far folded in."""
+
+    def __init__(self, memory, pending):
+        self.memory, self.view, self.say = memory, memory.fork(), memory.say
+        self.proposed, self.wrote = False, False
+        self.place = {id(c): i for i, c in enumerate(pending, 1)}   # a call's place in the request
+        self.signatures = {}                         # signature -> the place of its first call
+        self.unknown = []                            # calls of this batch whose outcome is not known yet
+
+    def depends(self, call):
+        """Whether this write needs the outcome of a call allowed in the current batch."""
+        needs = {*call.tool.requires, *(s.tool for s in call.tool.sources)} if call.kind == "write" and call.tool else ()
+        return any(c.name in needs for c in self.unknown)
+
+    def decide(self, call, budget):
+        place = self.place[id(call)]
+        first = self.signatures.setdefault(call.signature, place)
+        if first != place:
+            return Decision("duplicate", False, self.say("guard.duplicate", first=first))
+        return self._checked(call, budget)
+
+    def _checked(self, call, budget):
+        for check in (self.repeated, self.arguments, self.too_many, self.budget, self.spin, self.plan_first,
+                      self.plan_order, self.provenance, self.unconfirmed_write):
+            decision = check(call, budget)
+            if not decision.allowed:
+                return decision
+        return ALLOW
+
+    def arguments(self, call, budget):
+        return ALLOW if call.problem is None else Decision("arguments", False, call.problem)
+
+    def too_many(self, call, budget):
+        if self.place[id(call)] <= config.MAX_CALLS_PER_TURN:
+            return ALLOW
+        return Decision("too_many_calls", False, self.say("guard.too_many", limit=config.MAX_CALLS_PER_TURN))
+
+    def budget(self, call, budget):
+        if budget is None or self.memory.used_tokens <= budget:
+            return ALLOW
+        return Decision("budget", False, self.say("guard.budget", used=self.memory.used_tokens, budget=budget))
+
+    def spin(self, call, budget):
+        sig, runs = call.signature, self.view.runs
+        if runs.get(sig, 0) >= config.SPIN_REPEATS:
+            return Decision("spin", False, self.say("guard.spin", times=runs[sig]))
+        last = self.view.recent[-3:]
+        if len(last) == 3 and last[0] == last[2] != sig == last[1]:
+            return Decision("spin", False, self.say("guard.alternation"))
+        return ALLOW
+
+    def repeated(self, call, budget):
+        """A call blocked before, sent again unchanged with nothing new since: a spin, whatever
+        blocked it (checked first, so that bad arguments sent again are counted too)."""
+        if self.view.blocked.get(call.signature) and not _same_call(call, self.view.differs):
+            return Decision("spin", False, self.say("guard.repeated"))
+        return ALLOW
+
+    def plan_first(self, call, budget):
+        if call.kind == "state" or self.view.plan or not self.view.agent.planning:
+            return ALLOW
+        return Decision("plan_first", False, self.say("guard.plan_first"))
+
+    def plan_order(self, call, budget):
+        view = self.view
+        if call.kind == "state":
+            return ALLOW
+        missing = [t for t in call.tool.requires if t not in view.done_tools]
+        if missing:
+            return Decision("plan_order", False, self.say("guard.requires", tool=call.name, missing=", ".join(missing)))
+        steps = [s for s in view.plan if s.get("tool") == call.name]
+        step = next((s for s in steps if view.step_status(s["index"]) != "done"), steps[-1] if steps else None)
+        undone = [d for d in (step or {}).get("after", []) if 1 <= d <= len(view.plan)
+                  and view.step_status(d) != "done"]
+        if not undone:
+            return ALLOW
+        return Decision("plan_order", False, self.say("guard.plan_order", index=step["index"], undone=undone))
+
+    def provenance(self, call, budget):
+        for source in call.tool.sources:
+            if not all(a in call.args for a in source.args):
+                continue
+            values = [call.args[a] for a in source.args]
+            if not self.view.sourced(source, values):
+                return Decision("provenance", False, self._unsourced(source, values))
+        return ALLOW
+
+    def _unsourced(self, source, values):
+        """Why these values are refused, and what may be used instead (or what is missing)."""
+        say, view = self.say, self.view
+        offered = view.sourced_values(source) if len(source.args) == 1 else []
+        shown = say.join(f"{a}={v!r}" for a, v in zip(source.args, values))
+        if offered:
+            hint = say("guard.provenance_offered", offered=", ".join(offered[:20]))
+        elif view.results.get(source.tool):          # it ran, yet nothing is found where the declaration looks
+            hint = say("guard.provenance_path", source=source.tool, path=source.path, field=source.fields[0])
+        else:
+            hint = say("guard.provenance_first", source=source.tool)
+        return say("guard.provenance", values=shown, source=source.tool) + hint
+
+    def unconfirmed_write(self, call, budget):
+        if call.kind != "write":
+            return ALLOW
+        memory = self.view
+        done = memory.written(call)
+        if done:
+            return Decision("unconfirmed_write", False, self.say("guard.written", receipt=str(done)[:200]))
+        missing = self.unconfirmed(call)
+        if not missing:
+            if self.wrote:
+                return Decision("unconfirmed_write", False, self.say("guard.once"))
+            self.wrote = True
+            return ALLOW
+        if self.proposed:
+            return Decision("unconfirmed_write", False, self.say("guard.one_proposal"))
+        if memory.confirmed and not _same_call(call, memory.differs):
+            return Decision("unconfirmed_write", False, self.say("guard.differs", missing=missing), differs=True)
+        if memory.confirmed:
+            return Decision("unconfirmed_write", False, self.say("guard.insists", missing=missing), propose=True)
+        return Decision("unconfirmed_write", False, self.say("guard.unconfirmed"), propose=True)
+
+    def unconfirmed(self, call):
+        """Why the user's confirmation does not cover this write ('' when it does)."""
+        memory = self.view
+        say = self.say
+        if not memory.confirmed:
+            return say("guard.not_confirmed")
+        if memory.proposal is not None:
+            differ = [k for k, _ in call.tool.effect if call.args.get(k) != memory.proposal.get(k)]
+            return say.join(say("guard.differs_arg", arg=k, value=call.args.get(k), proposed=memory.proposal.get(k))
+                            for k in differ)
+        return say.join(say("guard.unshown_arg", arg=k, value=call.args.get(k)) for k in memory.unshown(call))
+
+    def confirmed(self):
+        """What the user confirmed: the blocked write's arguments, or the proposal in words."""
+        return self.view.proposal if self.view.proposal is not None else cut(self.view.offer or "", 600, self.say)
+
+    def proposal_for(self, call, reason):
+        """The blocked write as the proposal the user will be asked to confirm: its effect, with what
+        its declaration says the user should see beside it."""
+        self.proposed = True
+        proposal = {k: call.args[k] for k, _ in call.tool.effect} or dict(call.args)
+        shown = call.tool.describe(call.args, self.view.facts) if call.tool.describe else {}
+        proposal.update(tool=call.name, **shown)
+        if self.view.confirmed:
+            proposal["why"] = reason
+        return {"proposal": proposal}

@@ -1,0 +1,79 @@
+"""The Xi'an agent's own check, room_type_follows_weather (checks.AGENT_CHECKS names it): each booking's room type
+follows the weather of its check-in date, rain → Suite, otherwise Standard.
+
+- Rain: a weather condition that mentions rain (rain, drizzle, shower, thunder, 雨) and does not deny it (no rain,
+  无雨, 不下雨); WMO weather codes count too. The weather that counts for a booking is the last successful forecast
+  for its check-in date before it; with none the check is pending (weather looked up after the booking does not
+  count).
+
+Invariants: imports no project module but the judge's own below it (check_verdicts.py, readings.py, its catalogue
+check_texts.py); reads a Transcript (transcripts.py), never a file; returns (verdict, reason as a Said, cause) as
+every rule does.
+"""
+import re
+
+from .texts import Joined, Said
+from .verdicts import judge_calls, verdict_of
+from .readings import dicts_in, iso_day, plain_result
+
+RAIN = re.compile(r"rain|drizzle|shower|thunder|storm|雨", re.I)
+NO_RAIN = re.compile(r"no rain|not rain|rain[- ]free|without rain|无雨|不下雨|没有雨|不会下雨|没雨", re.I)
+RAIN_CODES = set(range(51, 68)) | set(range(80, 83)) | set(range(95, 100))
+CONDITION_KEYS = ("condition", "conditions", "weather", "forecast", "summary", "description", "text", "天气")
+
+
+def room_type(t):
+    bookings = t.ok("book_hotel") + t.unknown("book_hotel")
+    faults, doubts, fine = judge_calls(bookings, lambda c: _room(t, c))
+    return verdict_of(faults, doubts, Joined(fine, "sep.clauses"), Said("room.nothing"))
+
+
+def _room(t, call):
+    """(kind, reason) for one booking's room type against the weather of its check-in date."""
+    if call.args is None:
+        return "fail", Said("room.unparseable", call=call.label)
+    day, room = iso_day(call.arg("check_in")), call.arg("room_type")
+    forecasts = [(c, _condition(c, day)) for c in t.ok("get_weather")]
+    forecasts = [(c, cond) for c, cond in forecasts if cond is not None]
+    earlier = [f for f in forecasts if f[0].pos < call.pos]
+    if not earlier:
+        late = Said("room.late", weather=forecasts[0][0].label) if forecasts else ""
+        return "not_reached", Said("room.no_weather", call=call.label, room=room, day=day, late=late)
+    weather, condition = earlier[-1]
+    if condition == "":
+        return "ambiguous", Said("room.unclear", weather=weather.label, day=day, call=call.label, room=room)
+    wanted = "Suite" if RAIN.search(condition) and not NO_RAIN.search(condition) else "Standard"
+    if str(room).strip().lower() != wanted.lower():
+        return "fail", Said("room.wrong", call=call.label, room=room, day=day, condition=condition,
+                            weather=weather.label, wanted=wanted)
+    return "ok", Said("room.ok", call=call.label, room=room, day=day, condition=condition)
+
+
+def _condition(call, day):
+    """What a forecast call says of `day`: its condition text, '' when that cannot be read, None when the
+    call says nothing about that day. A result without a date is about the date the call asked for."""
+    asked = call.args is not None and iso_day(call.arg("date")) == day
+    text = plain_result(call.result)
+    if text is not None:
+        return text.strip()[:120] if asked or iso_day(text) == day else None
+    nodes = dicts_in(call.result)
+    top = nodes[0] if nodes else {}
+    applies = _date_of(top) == day if _date_of(top) is not None else asked
+    dated = [n for n in nodes[1:] if _date_of(n) is not None]
+    if dated:
+        candidates = [n for n in dated if _date_of(n) == day] + ([top] if applies else [])
+    else:
+        candidates = nodes if applies else []
+    for node in candidates:
+        for key in CONDITION_KEYS:
+            if isinstance(node.get(key), str) and node[key].strip():
+                return node[key].strip()[:80]
+        code = node.get("weather_code", node.get("weathercode"))
+        if isinstance(code, int) and not isinstance(code, bool):
+            return f"rain (WMO {code})" if code in RAIN_CODES else f"WMO {code}"
+    return "" if candidates else None
+
+
+def _date_of(node):
+    value = next((node[k] for k in ("date", "day", "time") if k in node), None)
+    return None if value is None else iso_day(value)[:10]

@@ -1,0 +1,244 @@
+"""What the model service answers, read into the project's terms: a response body normalised into
+a Reply, or a failure classified as a ModelError with a kind and the provider's own words.
+
+Invariants: a reply always comes back normalised: text content (content parts joined), tool calls
+with unique ids and string arguments exactly as sent, the names of tools the model wrote into its
+text instead of calling them, and a token count (the server's usage, or an estimate flagged as
+such). A body is read by attribute, with a default for whatever a provider may leave out, so an
+SDK model and streams.py's body of the same shape read alike. A provider's error object is
+classified by one rule wherever it came (a 200 body, an `error` event inside a stream), in the
+provider's words. How content parts and non-string arguments become text is defined here once,
+for the recorded reply and for what a stream announces alike. No client, no network, no state;
+imports only config.py and calls.py.
+"""
+import dataclasses
+import json
+import re
+import secrets
+
+from .. import config
+from .. import texts
+from ..calls import chars
+from ..texts import Said
+
+ZH = texts.ZH_TEXTS
+
+
+class ModelError(Exception):
+    """The model service failed; `kind` says how (auth, quota, not_found, bad_request,
+    rate_limited, server, timeout, unreachable, bad_response, length, empty_reply). `tokens`:
+    what the failed attempts cost, when the server said. Errors are data: the message is a
+    texts.Said, so `text(say)` says it in a run's language (the provider's own words kept as they
+    are); str() is the Chinese. `retried`: the attempts made before it was given up."""
+
+    def __init__(self, kind, message="", tokens=0):
+        super().__init__(message)
+        self.kind, self.tokens, self.retried = kind, tokens, 0
+
+    def text(self, say):
+        said = self.args[0] if self.args else ""
+        told = said(say) if isinstance(said, Said) else str(said)    # a plain message is said as it is
+        return told + (say("model.retried", n=self.retried) if self.retried else "")
+
+    def __str__(self):
+        return self.text(ZH)
+
+
+@dataclasses.dataclass
+class Reply:
+    message: dict                 # the assistant message to append, as the model sent it
+    tool_calls: list
+    tokens: int
+    estimated: bool               # the server sent no usage; tokens is our estimate
+    seconds: float
+    notes: list                   # what normalisation had to fix (missing or duplicate ids...)
+    written_calls: list = dataclasses.field(default_factory=list)   # tools named in text, not called
+    written_problems: list = dataclasses.field(default_factory=list)  # what is wrong with them (written_problems)
+    cut: bool = False             # finish_reason "length": the reply was cut off
+
+    @property
+    def text(self):
+        return (self.message.get("content") or "").strip()
+
+
+def estimate_tokens(chars):
+    return max(1, chars // config.CHARS_PER_TOKEN)
+
+
+def normalised(response, messages, seconds, names=()):
+    """The Reply a response body makes; `names`: the tools offered, for written_calls. A body
+    without choices, or without a message, is a ModelError."""
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise _body_error(response)
+    choice = choices[0]
+    raw = getattr(choice, "message", None)
+    if raw is None:
+        raise ModelError("bad_response", Said("model.no_message"))
+    calls, notes, seen = [], [], set()
+    raw_calls = getattr(raw, "tool_calls", None) or []
+    if not isinstance(raw_calls, list):
+        notes.append(f"tool_calls came as {type(raw_calls).__name__}, not a list; ignored")
+        raw_calls = []
+    for i, tc in enumerate(raw_calls):
+        function = getattr(tc, "function", None)
+        call_id = getattr(tc, "id", None)
+        if not call_id or not isinstance(call_id, str) or call_id in seen:
+            notes.append(f"tool call #{i + 1} had {'a duplicate' if call_id else 'no'} id; assigned one")
+            call_id = f"call_{secrets.token_hex(6)}"
+        seen.add(call_id)
+        name = getattr(function, "name", "")
+        calls.append({"id": call_id, "type": "function",
+                      "function": {"name": name if isinstance(name, str) else "",
+                                   "arguments": arguments_text(getattr(function, "arguments", ""))}})
+    content = _joined(getattr(raw, "content", None), notes)
+    message = {"role": "assistant", "content": content or None}
+    if calls:
+        message["tool_calls"] = calls
+    usage = getattr(response, "usage", None)
+    tokens = getattr(usage, "total_tokens", None) if usage else None
+    estimated = not isinstance(tokens, int)
+    if estimated:
+        tokens = estimate_tokens(chars(messages) + chars([message]))
+    reply = Reply(message, calls, tokens, estimated, seconds, notes)
+    reply.cut = getattr(choice, "finish_reason", None) == "length"
+    reply.written_calls = [] if calls else written_calls(content or "", names)
+    reply.written_problems = written_problems(content or "", names) if reply.written_calls else []
+    return reply
+
+
+def _joined(content, notes):
+    """Text content; a list of content parts (some servers send them) joined into one string."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        notes.append("content came as a list of parts; joined")
+        return parts_text(content)
+    notes.append(f"content came as {type(content).__name__}; converted to text")
+    return json.dumps(content, ensure_ascii=False) if isinstance(content, dict) else str(content)
+
+
+def arguments_text(arguments):
+    """A call's arguments as recorded and announced: a string exactly as sent, anything else as JSON."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def parts_text(parts):
+    """The text of content parts, as the recorded reply and the streamed "delta" events show it."""
+    return "".join(p.get("text") or "" if isinstance(p, dict) else str(getattr(p, "text", "") or "") for p in parts)
+
+
+WRITTEN = re.compile(r"<tool_call>|<function[=\s>]|\[TOOL_CALLS\]|<\|python_tag\|>|^\s*```|^\s*[\[{]|^\s*\"name\"\s*:",
+                     re.M)
+NAMED = re.compile(r"""["']?(?:name|function)["']?\s*[:=]\s*["']([A-Za-z0-9_.-]+)["']|<function=([A-Za-z0-9_.-]+)>""")
+PLACEHOLDER = re.compile(r"""["']([A-Za-z_][A-Za-z0-9_]*)["']\s*:\s*<[^<>"\n]{1,80}>""")
+
+
+def written_calls(text, names):
+    """Tools the model named in a tool-call shape inside its text (`<tool_call>` tags, a bare or
+    fenced JSON object with a tool's name, a tag named after a tool, arguments with placeholders
+    that only one tool takes...) instead of calling them: small open models do this. `names`: the
+    tools offered, or {name: its argument names} (then placeholders are matched to a tool too)."""
+    if not text or not names:
+        return []
+    found = [a or b for a, b in NAMED.findall(text)] if WRITTEN.search(text) else []
+    found += [m.group(1) for m in re.finditer(r"<\s*([A-Za-z0-9_.-]+)[\s/>]", text) if m.group(1) in names]
+    keys = set(PLACEHOLDER.findall(text))
+    if keys and isinstance(names, dict) and not found:       # bare arguments: the one tool that takes them
+        takers = [n for n, props in names.items() if keys <= set(props or ())]
+        found += takers if len(takers) == 1 else []
+    return list(dict.fromkeys(n for n in found if n in names))
+
+
+def written_problems(text, names=()):
+    """What makes a call written into text unusable, beyond being text: "placeholder" (a value
+    written as <...>), "arguments_not_object" (`arguments` given as a list), "markup" (a tag named
+    after a tool, not a call of any format)."""
+    problems = []
+    if PLACEHOLDER.search(text or ""):
+        problems.append("placeholder")
+    if re.search(r"""["']arguments["']\s*:\s*\[""", text or ""):
+        problems.append("arguments_not_object")
+    if any(re.search(rf"<\s*{re.escape(n)}[\s/>]", text or "") for n in names):
+        problems.append("markup")
+    return problems
+
+
+def status_error(exc, model):
+    """An HTTP error as a ModelError: the kind from the status and the provider's code, the
+    provider's own message."""
+    status, detail = exc.status_code, _detail(exc)
+    kind = "auth" if status in (401, 403) else "not_found" if status == 404 else \
+        "quota" if status == 402 or _code(exc) in QUOTA_CODES else "rate_limited" if status == 429 else \
+        "server" if status >= 500 else "bad_request"
+    return ModelError(kind, Said("model." + kind, status=status, detail=detail, model=model))
+
+
+def detail_of(error):
+    """The provider's own words in a ModelError made by status_error ("" when there are none)."""
+    said = error.args[0] if error.args else None
+    return str(getattr(said, "values", {}).get("detail", ""))
+
+
+QUOTA_CODES = ("insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "quota_exceeded",
+               "insufficient_balance", "payment_required")
+
+
+def _error_of(exc):
+    """The error object of a status error's body (`{"error": {...}}` or the body itself)."""
+    body = getattr(exc, "body", None)
+    return body.get("error", body) if isinstance(body, dict) else body
+
+
+def _code(exc):
+    error = _error_of(exc)
+    values = (error.get("code"), error.get("type")) if isinstance(error, dict) else ()
+    return next((v for v in values if v in QUOTA_CODES), None)
+
+
+def _detail(exc):
+    error = _error_of(exc)
+    message = error.get("message", error) if isinstance(error, dict) else error
+    return str(message if message else exc)[:500]
+
+
+def retry_after(exc):
+    """Seconds the provider asked to wait before a retry (Retry-After), or None."""
+    try:
+        return max(0.0, float(exc.response.headers.get("retry-after")))
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def _body_error(response):
+    """A 200 without choices: the provider's own error when the body carries one (OpenRouter
+    does this), retried when its code says it is transient."""
+    error = getattr(response, "error", None) or (getattr(response, "model_extra", None) or {}).get("error")
+    if error:
+        return provider_error(error)
+    return ModelError("bad_response", Said("model.no_choices"))
+
+
+def provider_error(error, streamed=False):
+    """The provider's own error object (in a 200 body, or an `error` event inside a stream) as a
+    ModelError in its words; a transient code is retried."""
+    if isinstance(error, dict):
+        code = error.get("code")
+        kind = "server" if code in (429, 500, 502, 503, 504) or str(code) in ("429", "500", "502", "503", "504") \
+            else "quota" if code in QUOTA_CODES or code == 402 else "bad_response"
+        return ModelError(kind, Said("model.provider_stream" if streamed else "model.provider", code=code,
+                          said=str(error.get("message"))[:500]))
+    return ModelError("bad_response", Said("model.provider_plain", said=str(error)[:500]))
+
+
+# what reading a body the SDK cannot parse raises (RuntimeError: pydantic's errors about its models)
+UNPARSEABLE = (ValueError, TypeError, AttributeError, KeyError, IndexError, RuntimeError)
+
+
+def unparseable(exc, key="model.not_json"):
+    return ModelError("unparseable", Said(key, error_type=type(exc).__name__, error=str(exc)[:200]))
+
+
+def overdue(where, seconds):
+    """The whole reply took longer than `max_seconds` (e.g. a server dribbling bytes forever)."""
+    return ModelError("timeout", Said("model.overdue", where=where, seconds=seconds))

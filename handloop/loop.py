@@ -1,0 +1,391 @@
+"""The order of a turn: the only place that knows it.
+
+Invariants: compact before ask, screen before execute, audit after flatten, as adjacent lines
+of `turns()`; `messages` is the full record (compaction works on a copy) and stays paired (every
+tool call answered, in order) at every audit; messages and trace records are only appended,
+never edited in place (messages[0] is replaced whole, and only when a compaction epoch starts),
+so the audit encodes each one once and each request extends the previous one between epochs;
+every way out of the loop sets status and reason and writes the audit file; turn numbers and
+tokens continue across resumes. What the loop itself tells the model (a nudge) is a user
+message named "loop", recorded as such and never taken for the user's reply; the final-answer
+instruction goes into the system message of that one request, never into the record. Everything
+the loop says is in the run's agent's language (texts.py); the system prompt is the agent's own.
+
+What a turn does to the world (ask the model, run the allowed calls) is not done here: `turns()`
+yields it (Ask, Execute) and is sent what came of it, so one order of a turn serves every way of
+running it. `run()` drives it in this process (Local: today's model client, executor and audit
+file); durable.py drives the same generator from a Temporal workflow, whose activities do the asking
+and the running. The other two touches of the world go through the run itself: `r.clock` (when
+work began, what "updated" says) and `r.writer` (where a snapshot goes): the process's clock and
+audit.Writer here, the workflow's clock and a writer whose snapshots an activity writes there.
+
+A run's life between its turns (begun, reopened from its audit file, accepted for a way of
+resuming, answered with the user's part) is runs.py's, above this module.
+"""
+import dataclasses
+import json
+import time
+
+from . import audit
+from . import config
+from . import context
+from .calls import Agent, chars
+from .executor import execute, tool_messages
+from .guards import screen
+from .memory import LOOP_NAME, Memory
+from .model import ModelError, Reply, estimate_tokens
+
+
+@dataclasses.dataclass
+class Run:
+    run_id: str
+    path: str
+    mode: str
+    model: str
+    messages: list
+    memory: Memory
+    tools: list
+    trace: list = dataclasses.field(default_factory=list)
+    status: str = "running"
+    reason: str = ""
+    turn: int = 0
+    policy: config.Policy = dataclasses.field(default_factory=config.Policy)
+    created: str = ""
+    answer: str = ""
+    detail: str = ""
+    fsync: bool = True
+    window: context.Window = dataclasses.field(default_factory=context.Window)
+    elapsed: float = 0.0          # seconds the run has worked in the loop, resumes added up
+    since: float | None = None    # when the current stretch of work began (time.monotonic)
+    mcp_url: str | None = None    # MCP mode over HTTP: the server's URL (a resume goes back to it)
+    agent: Agent | None = None    # whose run it is: prompt, confirm replies, language, planning
+    writer: audit.Writer = dataclasses.field(init=False, repr=False, compare=False)    # this run's audit writes
+    declared: dict | None = dataclasses.field(default=None, repr=False, compare=False)  # its agent, as recorded
+    clock: "Clock" = dataclasses.field(default=None, repr=False, compare=False)   # whose time the run keeps
+    temporal: dict | None = None  # on Temporal: where its workflow runs ({"queue": ...}); None on one machine
+
+    # the policy's limits, as the loop reads them
+    max_turns = property(lambda r: r.policy.max_turns, lambda r, v: setattr(r.policy, "max_turns", v))
+    budget = property(lambda r: r.policy.token_budget, lambda r, v: setattr(r.policy, "token_budget", v))
+    compact_budget = property(lambda r: r.policy.compact_budget, lambda r, v: setattr(r.policy, "compact_budget", v))
+
+    def __post_init__(self):
+        self.writer = audit.Writer(self.path, self.fsync)
+        self.clock = self.clock or PROCESS_CLOCK
+        self.agent = self.agent or self.memory.agent
+        self.declared = self.declared or self.agent.declared()   # once: every snapshot records the same
+
+    @property
+    def say(self):
+        return self.agent.say
+
+
+def run(r, ask, toolset, report=lambda kind, **data: None):
+    """Drive run `r` in this process until it is done, suspended, stopped or fails; returns `r`."""
+    return drive(turns(r, toolset, report), Local(r, ask, toolset, report))
+
+
+def turns(r, toolset, report=lambda kind, **data: None):
+    """The order of a turn, as a generator: it yields what touches the world (Ask, Execute), is sent
+    what came of it (a ModelError is thrown in), and returns `r` once the run is done, suspended,
+    stopped or failed."""
+    memory, messages, r.since = r.memory, r.messages, r.clock.monotonic()
+    tools_chars = len(json.dumps(r.tools, ensure_ascii=False))           # the schemas are sent every turn
+    while r.turn < r.max_turns:
+        outgoing, size = compact(r, toolset, tools_chars)                 # compact a copy, before asking
+        sent = (size, chars(messages))                                    # what is sent, the full history
+        stop = _over_limit(r, estimate_tokens(sent[0] + tools_chars))     # budget and deadline, before paying
+        if stop:
+            return finish(r, "stopped", *stop)
+        try:
+            reply = yield Ask(outgoing, force=forcing(r))                  # ask the model
+        except ModelError as exc:
+            if empty_again(r, exc, sent, report):
+                continue
+            return failed(r, exc)
+        r.turn += 1
+        memory.used_tokens += reply.tokens
+        if not reply.tool_calls:
+            if answered(r, reply, sent, report):
+                return r
+            continue
+        pending, outcomes = toolset.prepare(reply.tool_calls), {}           # parse + validate arguments
+        for allowed, blocked in screen(pending, memory, r.budget, toolset.preview, outcomes):  # guards decide,
+            outcomes.update((yield Execute(allowed)), **blocked)             # then run
+        tool_msgs = tool_messages(pending, outcomes, r.policy.result_max_chars, r.say)   # flatten in request order
+        messages.extend([reply.message, *tool_msgs])                       # one step: never half a turn
+        memory.absorb_turn(pending, [outcomes[c.id].result for c in pending])
+        r.trace.append(_record(r, reply, sent, pending, outcomes))
+        save(r)                                                            # audit after flatten
+        report("turn", run=r, reply=reply, calls=pending, outcomes=outcomes)
+        stop = _stop_reason(r) or _proposed(r, pending, outcomes)
+        if stop:
+            return finish(r, *stop)
+    return (yield from last_answer(r, toolset, report))
+
+
+def compact(r, toolset, tools_chars):
+    """This turn's request and its size in characters. Over the compaction budget, a new epoch
+    starts first: the history before the recent rounds is compacted and the memory block
+    rewritten, together."""
+    outgoing = r.window.request(r.messages, toolset.tool, r.say)
+    size = chars(outgoing)
+    if estimate_tokens(size + tools_chars) <= r.compact_budget:
+        return outgoing, size
+    start = context.boundary(r.messages)
+    if start is None or start <= r.window.start:
+        return outgoing, size                                             # nothing older left to compact
+    r.messages[0] = system_message(r.agent, r.memory, r.turn)
+    since = chars([r.messages[0], *(context.recent(m, r.say) for m in r.messages[start:])])
+    room = int(r.compact_budget * config.COMPACT_TARGET * config.CHARS_PER_TOKEN) - tools_chars - since
+    r.window = context.Window(start, max(0, room), r.turn)
+    outgoing = r.window.request(r.messages, toolset.tool, r.say)
+    return outgoing, chars(outgoing)
+
+
+def system_message(agent, memory, turn):
+    """The agent's instructions, then the memory block."""
+    return {"role": "system", "content": agent.instructions + "\n\n" + memory.render(turn)}
+
+
+def answered(r, reply, sent, report):
+    """The model answered without tools. Returns r when the run ends here (done or suspended for
+    the user), None when the loop nudged the model and goes on."""
+    r.messages.append(reply.message)
+    r.memory.absorb_answer(reply.text)
+    reply.notes += [f"the answer claims {kind} work, but no {kind} tool succeeded in this run"
+                    for kind in r.memory.unbacked(reply.text)]
+    r.trace.append(_record(r, reply, sent, [], {}))
+    r.answer = reply.text
+    report("answer", run=r, reply=reply)
+    status, reason = r.memory.verdict(reply.written_calls)
+    if status != "nudge":
+        return finish(r, status, reason)
+    text = nudge(r, reason, reply.written_problems)
+    save(r)
+    report("nudge", run=r, text=text)
+    return None
+
+
+def nudge(r, kind, problems=()):
+    """The loop tells the model, once, what is wrong with its answer: a user message named "loop".
+    Its text starts with the nudge of its kind (how memory knows it), then says what exactly was
+    wrong with a call written as text (`problems`) and, for "idle" and "written_call", the tool
+    the task needs next. Returns the text."""
+    parts = [r.say(f"nudge.{kind}"), *(r.say(f"nudge.problem.{p}") for p in problems)]
+    step = r.memory.next_step() if kind in FORCING else None
+    text = " ".join(parts + ([r.say("nudge.next", tool=step)] if step else []))
+    r.messages.append({"role": "user", "name": LOOP_NAME, "content": text})
+    r.memory.absorb_nudge(text)
+    return text
+
+
+FORCING = ("idle", "written_call")       # nudges whose re-ask forces a tool call
+
+
+def forcing(r):
+    """Whether the next request must force a tool call: the record ends with a nudge that the
+    model answered in words instead of acting (small models repeat their sentence to a text
+    nudge; forced, they call the tool)."""
+    last = r.messages[-1]
+    return bool(r.tools) and last.get("name") == LOOP_NAME and \
+        any(str(last.get("content")).startswith(r.say(f"nudge.{kind}")) for kind in FORCING)
+
+
+def empty_again(r, exc, sent, report):
+    """An empty reply: the first time since the last message, the loop asks again with the
+    empty-reply nudge in the record (the identical request tends to come back empty again) and
+    returns True; when the reply to that nudge is empty too, False (the run fails)."""
+    if exc.kind != "empty_reply" or str(r.messages[-1].get("content")) == r.say("nudge.empty_reply"):
+        return False
+    r.turn += 1
+    r.memory.used_tokens += exc.tokens
+    text = nudge(r, "empty_reply")
+    void = Reply({}, [], exc.tokens, False, 0.0, ["empty_reply: asked again with a nudge"])   # what it cost
+    r.trace.append(_record(r, void, sent, [], {}))
+    save(r)
+    report("nudge", run=r, text=text)
+    return True
+
+
+def failed(r, exc):
+    """The model service failed. A reply that could not be used (empty, cut off) leaves a nudge in
+    the record, so that a resume sends something new instead of the same request again."""
+    r.memory.used_tokens += exc.tokens
+    if exc.kind in ("empty_reply", "length") and r.say(f"nudge.{exc.kind}") != r.messages[-1].get("content"):
+        nudge(r, exc.kind)
+    return finish(r, "error", exc.kind, exc.text(r.say))
+
+
+def last_answer(r, toolset, report):
+    """Max turns reached: one last call without tools asks the model to answer from what it has.
+    The instruction is added to this request's system message only (templates that accept a
+    system message only first take it; a resume never stacks it)."""
+    outgoing, size = compact(r, toolset, len(json.dumps(r.tools, ensure_ascii=False)))
+    prompt = r.policy.final_prompt or r.say("final_prompt")
+    outgoing[0] = dict(outgoing[0], content=outgoing[0]["content"] + "\n\n" + prompt)
+    size += len("\n\n" + prompt)
+    try:
+        reply = yield Ask(outgoing, final=True)
+    except ModelError as exc:
+        return failed(r, exc)
+    r.turn += 1
+    r.memory.used_tokens += reply.tokens
+    message = {"role": "assistant", "content": reply.text or r.say("no_answer")}
+    if reply.tool_calls:
+        reply.notes.append(f"dropped {len(reply.tool_calls)} tool call(s) from the tool-free final answer")
+    r.messages.append(message)
+    r.trace.append(_record(r, reply, (size, chars(r.messages)), [], {}))
+    r.answer = message["content"]
+    report("answer", run=r, reply=reply)
+    return finish(r, "stopped", "max_turns", r.say("stop.max_turns", limit=r.max_turns))
+
+
+# ---- what a turn does to the world, and this process's way of doing it ----
+@dataclasses.dataclass
+class Ask:
+    """Ask the model for the next reply to `outgoing` (`final`: the tool-free last answer; `force`: a
+    tool call is required, see forcing); sent back: a Reply, or a ModelError thrown in."""
+    outgoing: list
+    final: bool = False
+    force: bool = False
+
+
+@dataclasses.dataclass
+class Execute:
+    """Run these allowed calls of the turn (screened already); sent back: {call id: Outcome}."""
+    calls: list
+
+
+def drive(steps, world):
+    """Run the generator `steps` (turns) to its end in this thread, each effect it yields done by
+    `world` (world.ask(effect), world.execute(effect)); returns what the generator returns."""
+    sent, thrown = None, None
+    while True:
+        try:
+            effect = steps.throw(thrown) if thrown is not None else steps.send(sent)
+        except StopIteration as end:
+            return end.value
+        sent, thrown = None, None
+        try:
+            sent = world.ask(effect) if isinstance(effect, Ask) else world.execute(effect)
+        except ModelError as exc:
+            thrown = exc
+
+
+class Local:
+    """This process's world: the model client `ask` (with `report` told as it streams), the executor
+    over `toolset`; the crash-test fault points before and after a turn's question."""
+
+    def __init__(self, r, ask, toolset, report):
+        self.r, self.client, self.toolset, self.report = r, ask, toolset, report
+
+    def ask(self, effect):
+        if effect.final:
+            return _ask(self.r, self.client, effect.outgoing, self.report, final=True)
+        config.fault("before_ask")
+        reply = _ask(self.r, self.client, effect.outgoing, self.report, force=effect.force)
+        config.fault("after_reply")
+        return reply
+
+    def execute(self, effect):
+        return execute(self.r.memory, effect.calls, self.toolset, limit=self.r.policy.result_max_chars)
+
+
+class Clock:
+    """The process's clock: seconds for the time a run works, and the wall time a snapshot says."""
+
+    @staticmethod
+    def monotonic():
+        return time.monotonic()
+
+    @staticmethod
+    def stamp():
+        return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+PROCESS_CLOCK = Clock()
+
+
+def _ask(r, ask, outgoing, report, final=False, force=False):
+    """Ask the model for turn r.turn + 1, telling `report` first ("asking"). An `ask` that streams
+    hands each piece of text and each complete tool call to `report` as they arrive ("delta",
+    "tool_call"; "discard" when what came of an attempt is void); only the whole reply, returned
+    here, can enter the record. `force`: ask for a tool call, when the `ask` can (`ask.forces`)."""
+    report("asking", run=r)
+    listen = {"on_event": lambda kind, **data: report(kind, run=r, **data)} if getattr(ask, "streams", False) else {}
+    if force and getattr(ask, "forces", False):
+        listen["force"] = True
+    return ask(outgoing, r.tools, final=True, **listen) if final else ask(outgoing, r.tools, **listen)
+
+
+def finish(r, status, reason, detail=""):
+    """Every way out of the loop: set status and reason, stop the clock, write the audit file."""
+    r.status, r.reason, r.detail = status, reason, detail
+    stop_clock(r)
+    save(r)
+    return r
+
+
+def _over_limit(r, need):
+    """Why the next request must not be sent: the token budget, or the policy's deadline."""
+    if r.memory.used_tokens + need > r.budget:
+        return "budget", r.say("stop.budget_ahead", need=need, budget=r.budget)
+    deadline = r.policy.deadline
+    if deadline is not None and _worked(r) >= deadline:
+        return "deadline", r.say("stop.deadline", worked=_worked(r), deadline=deadline)
+    return None
+
+
+def _worked(r):
+    return r.elapsed + (r.clock.monotonic() - r.since if r.since is not None else 0.0)
+
+
+def _stop_reason(r):
+    if r.memory.spins >= config.SPIN_LIMIT:
+        return "stopped", "spin", r.say("stop.spin", spins=r.memory.spins)
+    if r.memory.used_tokens > r.budget:
+        return "stopped", "budget", r.say("stop.budget", used=r.memory.used_tokens, budget=r.budget)
+    return None
+
+
+def _proposed(r, pending, outcomes):
+    """A write was blocked as a proposal and nothing else in the turn needs the model: the run waits
+    for the user at once (the proposal is shown exactly; asking the model to repeat it in words
+    would cost a call and add nothing)."""
+    results = [outcomes[c.id].result for c in pending]
+    if r.memory.proposal is None or r.memory.confirmed or not any("proposal" in x for x in results):
+        return None
+    if all("error" not in x or "proposal" in x or x.get("blocked_by") == "duplicate" for x in results):
+        return "suspended", "awaiting_confirmation"
+    return None
+
+
+def _record(r, reply, sent, pending, outcomes):
+    return {"turn": r.turn, "model_seconds": round(reply.seconds, 4), "tokens": reply.tokens,
+            "tokens_estimated": reply.estimated, "used_tokens": r.memory.used_tokens,
+            "chars_sent": sent[0], "chars_full": sent[1], "notes": reply.notes,
+            "tools": [{"id": c.id, "name": c.name, "status": outcomes[c.id].status, "guard": outcomes[c.id].guard,
+                       "seconds": round(outcomes[c.id].seconds, 4), "concurrent": outcomes[c.id].concurrent}
+                      for c in pending]}
+
+
+# ---- the audit file: what a run is, at every save ----
+def snapshot(r):
+    return {"version": config.AUDIT_VERSION, "run_id": r.run_id, "status": r.status, "reason": r.reason,
+            "detail": r.detail, "turn": r.turn, "mode": r.mode, "model": r.model,
+            "created": r.created, "updated": r.clock.stamp(),
+            "limits": {"max_turns": r.max_turns, "budget": r.budget}, "policy": r.policy.to_dict(),
+            "elapsed": round(_worked(r), 3), "epoch": r.window.to_dict(), "answer": r.answer,
+            "agent": r.declared, "messages": r.messages, "memory": r.memory.to_dict(), "tools": r.tools,
+            "trace": r.trace,
+            **({"mcp_url": r.mcp_url} if r.mcp_url else {}), **({"temporal": r.temporal} if r.temporal else {})}
+
+
+def save(r):
+    r.writer.write(snapshot(r))
+
+
+def stop_clock(r):
+    """The current stretch of work ends (the run waits, or the process leaves the loop)."""
+    r.elapsed, r.since = _worked(r), None

@@ -1,0 +1,422 @@
+"""Run state, and what the model sees of it.
+
+Memory is a fold over the messages: `absorb()` is the only way a tool result changes it,
+`absorb_answer()` the only way a model answer does, `absorb_user()` the only way a user reply
+does and `absorb_nudge()` the only way a loop's own message does, so `rebuild(messages)`
+gives the same memory as the live run did (that is how a resume checks an audit file).
+
+Proposals and confirmation: a proposal is a blocked write (its exact arguments) or, while the
+task's write has not happened, a model answer after the task made progress that is an offer
+(a proposal in words: words for the user, no tool markup or pasted result, no claim of a write
+that never ran, naming exactly one id the reads gave and one declared choice for each of a
+write's id and choice effects); any other answer leaves the run waiting for the user's reply. Confirmation comes only from a user message that is one of the agent's confirm replies
+(「确认」 for the Xi'an agent) after a proposal, never from model, tool or loop text; it authorises the proposed write (for words: the ids and
+choices the text named, the dates and counts it or the user stated) and is used up by it. Any
+other user reply withdraws the proposal; a reply that declines ends the task's need to write.
+An agent without a write tool has nothing to confirm: its answer ends the run.
+`render()` projects memory into the system message (context.py lays out what is sent), in the
+agent's language.
+"""
+import json
+
+from . import texts
+from .texts import words
+from .calls import Agent, cut  # noqa: F401  (cut re-exported: executor and context cut with it)
+
+LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)
+NUDGES = ("written_call", "idle", "empty_reply", "length")
+DEFAULT_AGENT = Agent("default", "default", ())        # Chinese, 「确认」, planning on, no tools
+
+
+class Memory:
+    def __init__(self, goal="", agent=None):
+        self.agent = agent or DEFAULT_AGENT    # its confirm replies, language and planning rule the fold
+        self.say = self.agent.say
+        self.writable = True      # the run has a write tool (declare() tells)
+        self.write_tools = ()     # the declared write tools (what an offer in words must name is theirs)
+        self.tool_names = ()      # the declared tools' names (a tag named after one is markup, not words)
+        self.goal = goal
+        self.said = []            # the user's own messages, the goal first
+        self.facts = {}           # namespace -> the facts tools' absorb hooks keep ("plan": steps, marks)
+        self.results = {}         # tool -> its successful results, in order (a tuple: shared safely by forks)
+        self.hooks = {}           # namespace -> the render hook of the tool that wrote it
+        self.done_tools = set()   # tools that succeeded in this run
+        self.progress = 0         # successful read and write calls: the task moved
+        self.names = {}           # any id a read result gave -> the name beside it (None: no name)
+        self.proposal = None      # arguments of a blocked write awaiting the user's confirmation
+        self.offer = None         # a proposal in words (the model's answer) awaiting the user
+        self.confirmed = False    # the user confirmed the proposal or offer, and it is not used up yet
+        self.unwritten = False    # after that confirmation the model answered instead of writing
+        self.declined = False     # the user's last reply declined the write
+        self.differs = None       # the last write blocked as not what the user confirmed (a Call; the
+                                  # confirmation stands; sent again, it becomes the new proposal)
+        self.writes = []          # [{"tool", "args" (its effect), "receipt"}] of the writes made
+        self.runs = {}            # call signature -> times it ran since the last user message
+        self.recent = []          # signatures of the last calls that ran, newest last
+        self.blocked = {}         # call signature -> times blocked since anything new happened
+        self.nudged = set()       # kinds of loop nudges sent since the last user message
+        self.spins = 0            # calls blocked as spins
+        self.used_tokens = 0
+
+    def declare(self, tools):
+        """Start the facts of these tools' namespaces with their declared initial facts."""
+        tools = list(tools)
+        self.writable = any(t.kind == "write" for t in tools) if tools else self.writable
+        self.write_tools = tuple(t for t in tools if t.kind == "write") or self.write_tools
+        self.tool_names = tuple(t.name for t in tools) or self.tool_names
+        for tool in tools:
+            if tool.initial:
+                self.facts.setdefault(tool.namespace, {k: _copy(v) for k, v in tool.initial.items()})
+        return self
+
+    def fork(self):
+        """A copy to fold a turn's calls into ahead of the run (guards, executor): what absorb may
+        change in place is copied, what it only replaces or extends is shared."""
+        other = Memory.__new__(Memory)
+        other.__dict__ = dict(self.__dict__)
+        other.facts = {ns: dict(f) for ns, f in self.facts.items()}
+        other.results, other.hooks, other.names = dict(self.results), dict(self.hooks), dict(self.names)
+        other.said, other.writes, other.recent = list(self.said), list(self.writes), list(self.recent)
+        other.runs, other.blocked, other.done_tools = dict(self.runs), dict(self.blocked), set(self.done_tools)
+        other.nudged = set(self.nudged)
+        return other
+
+    def fact(self, key, default=None):
+        """A fact some tool's absorb keeps under `key` (the first namespace that has it)."""
+        return next((f[key] for f in self.facts.values() if key in f), default)
+
+    @property
+    def plan(self):
+        """[{"index", "title", "tool", "after"}] as set_plan returned it."""
+        return self.facts.get("plan", {}).get("steps", [])
+
+    @property
+    def marks(self):
+        return self.facts.get("plan", {}).get("marks", {})
+
+    # ---- the fold ----
+    def absorb_turn(self, calls, results):
+        """Take one tool round into memory: the blocked calls first, then those that ran, so a call
+        blocked beside a call that brought news is not "blocked with nothing new since"."""
+        pairs = list(zip(calls, results))
+        blocked = [(c, r) for c, r in pairs if "blocked_by" in r]
+        for call, result in blocked + [p for p in pairs if p not in blocked]:
+            self.absorb(call, result)
+
+    def absorb(self, call, result, counted=False):
+        """Take one call's result (the JSON object its tool message holds) into memory; `counted`:
+        its run was already counted (`ran`, while the turn was screened)."""
+        if "blocked_by" in result:
+            self._absorb_blocked(call, result)
+            return
+        if not counted:
+            count_run(self.runs, self.recent, call.signature)
+        if "error" in result:
+            return
+        self.done_tools.add(call.name)
+        self.blocked = {}
+        self.nudged.discard("idle")            # something new happened: the task may be nudged again
+        self.results[call.name] = (*self.results.get(call.name, ()), result)
+        if call.kind in ("read", "write"):
+            self.progress += 1
+            _names(result, self.names)
+        if call.kind == "write":
+            self.writes.append({"tool": call.name, "args": _effect(call), "receipt": result})
+            self.proposal, self.offer, self.confirmed, self.unwritten, self.differs = None, None, False, False, None
+        tool = call.tool
+        if tool is not None and tool.absorb is not None:
+            tool.absorb(self.facts.setdefault(tool.namespace, {}), call.args or {}, result)
+            if tool.render is not None:
+                self.hooks[tool.namespace] = tool.render
+
+    def ran(self, call):
+        """A call that will have run by the time the next call runs, its outcome not known yet."""
+        count_run(self.runs, self.recent, call.signature)
+
+    def _absorb_blocked(self, call, result):
+        """A blocked call. A duplicate within one turn changes nothing (the first call stands for it);
+        a write that differs from what the user confirmed leaves the confirmation standing."""
+        if result["blocked_by"] == "duplicate":
+            return
+        if result["blocked_by"] == "unconfirmed_write" and "confirmed" in result:
+            self.differs = call
+            return
+        self.blocked[call.signature] = self.blocked.get(call.signature, 0) + 1
+        if result["blocked_by"] == "spin":
+            self.spins += 1
+        elif result["blocked_by"] == "unconfirmed_write" and isinstance(result.get("proposal"), dict):
+            self.proposal, self.offer, self.confirmed, self.declined = result["proposal"], None, False, False
+            self.differs = None
+
+    def absorb_answer(self, text):
+        """A model answer without tool calls. While the task's write is still to do, an answer
+        after progress is a proposal in words when it is one (`offers`); after a confirmation the
+        offer stays as the user confirmed it (a new text is not what they saw when they said
+        「确认」). After a write was blocked as not what the user confirmed, an answer that names
+        that other write's id or choice proposes it: the confirmation gives way to the new offer."""
+        if self.confirmed and self.differs is not None and self._names_other(words.plain(text)):
+            self.proposal, self.confirmed, self.differs = None, False, None
+        if self.confirmed:
+            self.unwritten = True
+        elif self.writable and not self.writes and self.proposal is None and not self.declined and self.progress:
+            self.offer = text if self.offers(text) else None
+
+    def offers(self, text):
+        """Whether an answer is an offer the user can confirm: words for the user (no tool markup,
+        no pasted tool result, no claim of a write that did not happen) that name, for some write
+        tool, exactly one value of each of its `id` effects among the ids the reads gave, and of
+        each `choice` effect among its declared choices. A tool-less memory (no declarations)
+        keeps the loose rule: any answer that names an id the reads gave, or any at all if none."""
+        plain = words.plain(text)
+        if words.markup(text, self.tool_names) or "write" in self.unbacked(text):
+            return False
+        if not self.write_tools:
+            return not self.names or any(words.names_in(plain, i, n) for i, n in self.names.items())
+        return any(all(len(self._named(plain, tool, how)) == 1 for _, how in tool.effect if how in ("id", "choice")
+                       if how == "id" or tool.aliases) for tool in self.write_tools)
+
+    def _named(self, plain, tool, how):
+        """The values of one kind (ids the reads gave, or the tool's declared choices) a text names."""
+        values = self.names if how == "id" else tool.aliases
+        return {v for v in values if words.names_in(plain, v, self.names.get(v), *tool.aliases.get(v, ()))}
+
+    def unbacked(self, text):
+        """The kinds of action ("read", "write") an answer says were done while none of that kind
+        succeeded in the run: the model claims work it did not do."""
+        did = {"write"} if self.writes else set()
+        did |= {"read"} if self.progress > len(self.writes) else set()
+        return sorted(words.claims(text) - did)
+
+    def next_step(self):
+        """The tool the task needs next: set_plan while a planning agent has no plan, else the tool
+        of the first pending plan step whose dependencies are done; None when the plan names none."""
+        if self.agent.planning and not self.plan and "set_plan" in self.tool_names:
+            return "set_plan"
+        for step in self.plan:
+            if step.get("tool") and self.step_status(step["index"]) == "pending" and \
+                    all(self.step_status(dep) == "done" for dep in step["after"] if dep <= len(self.plan)):
+                return step["tool"]
+        return None
+
+    def _names_other(self, plain):
+        """Whether a text names what the blocked write `differs` had in place of the confirmed one."""
+        call, offer = self.differs, words.plain(self.offer or "")
+        for arg, how in call.tool.effect if call.tool else ():
+            value = (call.args or {}).get(arg)
+            other = value != self.proposal.get(arg) if self.proposal is not None else \
+                not self._says(offer, call.tool, arg, how, value)
+            if other and self._says(plain, call.tool, arg, how, value):
+                return True
+        return False
+
+    def _says(self, plain, tool, arg, how, value):
+        """Whether a plain text states this value of a write's effect argument."""
+        if how in ("id", "choice") and isinstance(value, str):
+            return words.names_in(plain, value, self.names.get(value), *tool.aliases.get(value, ()))
+        if how == "date" and isinstance(value, str):
+            return value in words.dates(plain, value[:4])
+        return how == "count" and value in words.counts(plain, tool.units.get(arg, ()))
+
+    def absorb_user(self, text):
+        """A user reply: 「确认」 confirms a pending proposal or offer; anything else withdraws it
+        (and may decline). Either way it is new information, so repeating a call after it is not
+        a spin, and the loop may nudge again."""
+        self.runs, self.recent, self.blocked, self.nudged, self.differs = {}, [], {}, set(), None
+        self.said.append(text)
+        if not self.goal:
+            self.goal = text
+            return
+        self.unwritten = False
+        if self.agent.confirms(text) and (self.proposal is not None or self.offer) and not self.writes:
+            self.confirmed, self.declined = True, False
+        else:
+            self.proposal, self.offer, self.confirmed = None, None, False
+            self.declined = bool(texts.DECLINE.search(text))
+
+    def absorb_nudge(self, text):
+        """A message the loop itself sent the model: which nudge it was (never a user reply)."""
+        self.nudged.update(kind for kind in NUDGES if text.startswith(self.say(f"nudge.{kind}")))
+
+    def verdict(self, written_calls=()):
+        """After a model answer: ("done" | "suspended", reason), or ("nudge", kind) when the loop
+        should tell the model once what is wrong and ask again."""
+        if self.writes or self.declined:
+            return "done", "final_answer"
+        if written_calls and "written_call" not in self.nudged:
+            return "nudge", "written_call"
+        if not self.writable:                   # nothing to confirm: the answer is the result
+            return ("nudge", "idle") if not self.progress and "idle" not in self.nudged else ("done", "final_answer")
+        if self.confirmed:
+            return "suspended", "confirmed_no_write"
+        if self.proposal is not None or self.offer:
+            return "suspended", "awaiting_confirmation"
+        if not self.progress and "idle" not in self.nudged:
+            return "nudge", "idle"
+        return "suspended", "awaiting_reply"
+
+    # ---- what the guards ask ----
+    def step_status(self, index):
+        """'done', 'failed' or 'pending' for a 1-based plan step: the one definition."""
+        step, mark = self.plan[index - 1], self.marks.get(str(index), {})
+        if mark.get("status") == "failed":
+            return "failed"
+        if mark.get("status") == "done" or step.get("tool") in self.done_tools:
+            return "done"
+        return "pending"
+
+    def written(self, call):
+        """The receipt of a write already made with this call's effect, or None."""
+        effect = _effect(call)
+        return next((w["receipt"] for w in self.writes if w["tool"] == call.name and w["args"] == effect), None)
+
+    def sourced(self, source, args):
+        """Whether `args` (values of source.args) match the fields of one record at source.path in a
+        successful result of source.tool."""
+        for result in self.results.get(source.tool, ()):
+            for record in _records(result, source.path):
+                values = [record.get(f) for f in source.fields] if isinstance(record, dict) else []
+                if len(values) == len(args) and all(_same(a, v, source.near) for a, v in zip(args, values)):
+                    return True
+        return False
+
+    def sourced_values(self, source):
+        """What a source offers (its first field), for a message saying what may be used."""
+        return sorted({str(r.get(source.fields[0])) for result in self.results.get(source.tool, ())
+                       for r in _records(result, source.path) if isinstance(r, dict) and source.fields[0] in r})
+
+    def unshown(self, call):
+        """The arguments of a write that the confirmed proposal in words did not state: its id
+        and choice arguments must be the one value of their kind the offer names (an id by
+        itself or by the name a search gave it); its date and count may also come from the
+        user's own messages. Empty when the write is what the user was shown."""
+        offer, said, tool = words.plain(self.offer or ""), [words.plain(t) for t in self.said], call.tool
+        missing = []
+        for arg, how in tool.effect if tool else ():
+            value = call.args.get(arg)
+            if how in ("id", "choice"):       # the one value of its kind the offer names
+                kind = set(self.names) if how == "id" else set(tool.aliases)
+                shown = {v for v in kind | {value} if self._says(offer, tool, arg, how, v)} == {value}
+            else:                             # stated by the offer or by the user
+                shown = any(self._says(text, tool, arg, how, value) for text in [offer, *said])
+            if not shown:
+                missing.append(arg)
+        return missing
+
+    # ---- projections ----
+    def render(self, turn=0):
+        """The memory block of the system message, as of `turn`: what the run has settled, which the
+        messages may no longer show in full once compacted. Not the goal: the user's messages are
+        never compacted away, and the goal is the first of them, right below. Nothing settled yet
+        (a new run): one short line."""
+        say = self.say
+        lines = [say("memory.step", index=s["index"], title=s["title"], status=self.step_status(s["index"]),
+                     tool=say("memory.step_tool", tool=s["tool"]) if s.get("tool") else "",
+                     after=say("memory.step_after", after=s["after"]) if s.get("after") else "") for s in self.plan]
+        for namespace, render in self.hooks.items():
+            lines += render(self.facts.get(namespace, {}))
+        if self.proposal is not None:
+            state = say("memory.proposal_confirmed") if self.confirmed else say("memory.waiting")
+            lines.append(say("memory.proposal", proposal=json.dumps(self.proposal, ensure_ascii=False), state=state))
+        elif self.offer:
+            state = say("memory.offer_confirmed") if self.confirmed else say("memory.waiting")
+            lines.append(say("memory.offer", offer=cut(self.offer, 400, say), state=state))
+        lines += [say("memory.written", tool=w["tool"], receipt=json.dumps(w["receipt"], ensure_ascii=False))
+                  for w in self.writes]
+        if not lines:
+            return say("memory.empty")
+        unplanned = [say("memory.no_plan")] if self.agent.planning and not self.plan else []
+        return "\n".join([say("memory.header", turn=turn), *unplanned, *lines])
+
+    def to_dict(self):
+        facts = {k: v for ns, f in self.facts.items() if ns != "plan" for k, v in f.items()}
+        return {"goal": self.goal, **facts,
+                "plan": [dict(s, status=self.step_status(s["index"])) for s in self.plan],
+                "proposal": self.proposal, "offer": self.offer, "confirmed": self.confirmed,
+                "declined": self.declined, "writes": self.writes, "spins": self.spins, "used_tokens": self.used_tokens}
+
+
+def count_run(runs, recent, signature):
+    """Record that a call ran: how often it ran, and the short window A-B-A-B is looked for in."""
+    runs[signature] = runs.get(signature, 0) + 1
+    recent.append(signature)
+    del recent[:-4]
+
+
+def _names(value, names, depth=0):
+    """Every id a result gives (a string under `id` or `*_id`) with the `name` beside it, if any."""
+    if depth > 4:
+        return
+    if isinstance(value, list):
+        for item in value[:200]:
+            _names(item, names, depth + 1)
+    elif isinstance(value, dict):
+        name = value.get("name") if isinstance(value.get("name"), str) else None
+        for key, item in value.items():
+            if isinstance(item, str) and (key == "id" or key.endswith("_id")) and item.strip():
+                names[item] = name or names.get(item)
+            elif isinstance(item, (dict, list)):
+                _names(item, names, depth + 1)
+
+
+def _copy(value):
+    return json.loads(json.dumps(value))
+
+
+def _effect(call):
+    """The arguments that define a write's effect, as a dict (all of them when none are declared)."""
+    keys = [k for k, _ in call.tool.effect] if call.tool and call.tool.effect else sorted(call.args or {})
+    return {k: (call.args or {}).get(k) for k in keys}
+
+
+def _records(value, path):
+    """The values at a dotted path ("items[]", "" for the value itself); `[]` steps into a list."""
+    found = [value]
+    for part in [p for p in path.split(".") if p]:
+        name, into = (part[:-2], True) if part.endswith("[]") else (part, False)
+        if name:
+            found = [v.get(name) for v in found if isinstance(v, dict)]
+        if into:
+            found = [item for v in found if isinstance(v, list) for item in v]
+    return found
+
+
+def _same(a, b, near):
+    if not near:
+        return a == b and a is not None
+    try:
+        return round(float(a), 4) == round(float(b), 4)
+    except (TypeError, ValueError):
+        return False
+
+
+def _as_object(content):
+    try:
+        value = json.loads(content)
+    except (TypeError, ValueError):
+        return {"unparsed": str(content)[:200]}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def rebuild(messages, prepare, declared=(), agent=None):
+    """Memory as the messages record it: the same fold the live run performed.
+
+    `prepare` turns an assistant message's raw tool calls into Calls (the tool set's); `declared`:
+    the tool set's declarations (for their initial facts); `agent`: whose run it is.
+    """
+    memory, calls, round_ = Memory(agent=agent).declare(declared), {}, []
+    for message in [*messages, {}]:
+        role = message.get("role")
+        if round_ and role != "tool":
+            memory.absorb_turn([c for c, _ in round_], [m for _, m in round_])
+            round_ = []
+        if role == "user" and message.get("name") == LOOP_NAME:
+            memory.absorb_nudge(message.get("content") or "")
+        elif role == "user":
+            memory.absorb_user(message.get("content") or "")
+        elif role == "assistant" and message.get("tool_calls"):
+            calls = {c.id: c for c in prepare(message["tool_calls"])}
+        elif role == "assistant":
+            memory.absorb_answer((message.get("content") or "").strip())
+        elif role == "tool" and message.get("tool_call_id") in calls:
+            round_.append((calls[message["tool_call_id"]], _as_object(message.get("content"))))
+    return memory

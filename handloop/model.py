@@ -1,0 +1,212 @@
+"""Model access: one chat function over the official `openai` client, for any
+OpenAI-compatible endpoint (the built-in offline model included): the client, each request
+with its time limits, retries, and asking once more for a reply that cannot be an answer.
+
+Invariants: every request has a timeout and says `tool_choice` whenever it carries tools ("auto";
+"required" when the loop forces a tool call, until the server rejects it: then "auto" for the
+rest of the client's life; "none" for a final answer);
+timeouts, 429 (but not quota or billing), 5xx and unparseable bodies are retried with backoff
+(honouring Retry-After, capped); every other failure, and retries running out, raise
+ModelError with a kind and the provider's own message. A reply cut off by length is asked for
+once more, then raised as ModelError; an empty one is raised at once (the loop asks again with a
+nudge: the same request tends to get the same empty reply); the tokens of discarded attempts are
+counted in the reply that is returned. The timeout bounds the wait for
+the first byte and every silence between bytes; `max_seconds` caps a whole reply, streamed or
+not. `openai` is imported only when a client is made, so commands that never ask a model start
+fast. No response the SDK can hand back raises anything but ModelError.
+
+Streamed replies (the default) are assembled by streams.py; every body, streamed or not, is read
+into a Reply (or its failure into a ModelError) by replies.py, whose public names are the model's
+own: model.ModelError, model.Reply, model.estimate_tokens, model.written_calls.
+"""
+import functools
+import threading
+import time
+
+from . import config
+from .llm import replies
+from .llm import streams
+from .llm.replies import ModelError, Reply, estimate_tokens, written_calls  # noqa: F401  (re-exported, as before)
+from .texts import Said
+
+
+TRANSIENT = ("timeout", "unreachable", "rate_limited", "server", "unparseable")
+
+
+def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=config.MODEL_RETRIES,
+            on_retry=None, sleep=time.sleep, loopback=False, stream=True, max_seconds=config.MODEL_MAX_SECONDS):
+    """A chat function ask(messages, tools, final=False, on_event=None) -> Reply over the openai client.
+
+    `timeout`: seconds to the first byte and of silence between bytes; `max_seconds`: one whole
+    reply. With `stream`, `on_event(kind, **data)` hears the reply while it arrives: "delta"
+    (text=a piece of the text), "tool_call" (call={"id", "name", "arguments"} as sent, once that
+    call is complete), "discard" (why=the ModelError: what was heard of this attempt is void; it is asked
+    again or fails). `ask.streams` says whether it streams."""
+    import openai
+    kwargs = {}
+    if loopback:                  # never send a loopback request through an HTTP proxy
+        try:
+            kwargs["http_client"] = openai.DefaultHttpxClient(trust_env=False)
+        except (AttributeError, TypeError):
+            pass
+    client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0, **kwargs)
+    _warm(openai)
+    where = base_url or "https://api.openai.com/v1"
+
+    unforced = []                   # the server rejected tool_choice "required": asked without it since
+
+    def ask(messages, tools, final=False, on_event=None, force=False):
+        request = {"model": model, "messages": messages}
+        if tools:
+            request.update(tools=tools, tool_choice="none" if final else "required" if force and not unforced
+                           else "auto")
+        names = {t.get("function", {}).get("name"): list((t.get("function", {}).get("parameters") or {})
+                                                         .get("properties") or ()) for t in tools or ()}
+        started, spent, earlier = time.perf_counter(), 0, []
+
+        def send():
+            if stream:
+                response = streams.assembled(openai, functools.partial(_create, client), request,
+                                        (timeout, max_seconds, where), on_event)
+            else:
+                response = _within(max_seconds, where, lambda: _create(client, request))
+            return replies.normalised(response, messages, time.perf_counter() - started, names)
+        for _ in (1, 2):                    # a cut-off reply is asked for once more
+            reply = _forced(send, request, unforced, earlier,
+                            lambda: _with_retries(send, openai, retries, on_retry, sleep, where, model))
+            spent += reply.tokens
+            problem = _unusable(reply)
+            if problem is None:
+                reply.tokens, reply.notes = spent, earlier + reply.notes
+                return reply
+            if stream and on_event:
+                on_event("discard", why=ModelError(problem, Said("model." + problem)))
+            if problem == "empty_reply":    # the loop re-asks with a nudge, not the same request
+                break
+            earlier += reply.notes + [f"{problem}: asked again"]
+        raise ModelError(problem, Said("model." + problem), tokens=spent)
+
+    ask.forces = True               # ask(..., force=True) asks for a tool call (tool_choice "required")
+    ask.model = model
+    ask.streams = stream
+    ask.close = client.close
+    return ask
+
+
+def _forced(send, request, unforced, notes, attempt):
+    """attempt(); when the request forced a tool call and the server refused the request (a 400 or
+    422: servers word it their own way, "tool_choice", "tool choice", "only auto is supported"...),
+    the same request with tool_choice "auto", and the client's later requests too. A request that
+    fails with "auto" as well fails as it would have."""
+    try:
+        return attempt()
+    except ModelError as exc:
+        if request.get("tool_choice") != "required" or exc.kind != "bad_request":
+            raise
+        refused = replies.detail_of(exc)
+    unforced.append(True)
+    request["tool_choice"] = "auto"
+    notes.append(f'tool_choice "required" refused by the server ({refused[:200]}): asked with "auto", '
+                 f'and so on for this client')
+    return attempt()
+
+
+def _unusable(reply):
+    """The kind of problem when a reply cannot be taken as it is: cut off, or empty; else None."""
+    if reply.cut:
+        return "length"
+    if not reply.tool_calls and not reply.text:
+        return "empty_reply"
+    return None
+
+
+def _with_retries(send, openai, retries, on_retry, sleep, where, model):
+    attempt = 0
+    while True:
+        try:
+            return send()
+        except ModelError as exc:
+            error, wait = exc, None
+        except openai.APIStatusError as exc:
+            error = replies.status_error(exc, model)
+            wait = replies.retry_after(exc)
+        except openai.APITimeoutError:
+            error, wait = ModelError("timeout", Said("model.timeout", where=where)), None
+        except openai.APIConnectionError as exc:
+            error, wait = ModelError("unreachable", Said("model.unreachable", where=where, error=exc.__cause__ or exc)), None
+        except openai.OpenAIError as exc:
+            error, wait = ModelError("bad_response", Said("model.unusable", error=exc)), None
+        if error.kind not in TRANSIENT or attempt == retries:
+            if error.kind == "unparseable":
+                error.kind = "bad_response"
+            error.retried = attempt
+            raise error
+        wait = min(config.RETRY_CAP, wait if wait is not None else config.RETRY_BASE * 2 ** attempt)
+        attempt += 1
+        if on_retry:
+            on_retry(attempt, retries, wait, error)
+        sleep(wait)
+
+
+_WARM = {"done": False, "lock": threading.Lock()}
+# a response with every part the loop reads, for _warm
+_SAMPLE = {"id": "warm", "object": "chat.completion", "created": 0, "model": "warm",
+           "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": None,
+                        "message": {"role": "assistant", "content": [{"type": "text", "text": ""}], "refusal": None,
+                                    "tool_calls": [{"id": "c", "type": "function",
+                                                    "function": {"name": "f", "arguments": "{}"}}]}}],
+           "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2,
+                     "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}}
+
+
+# and a chunk of a streamed one
+_CHUNK = {"id": "warm", "object": "chat.completion.chunk", "created": 0, "model": "warm",
+          "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": None,
+                       "delta": {"role": "assistant", "content": "", "refusal": None,
+                                 "tool_calls": [{"index": 0, "id": "c", "type": "function",
+                                                 "function": {"name": "f", "arguments": "{}"}}]}}],
+          "usage": _SAMPLE["usage"]}
+
+
+def _warm(openai):
+    """Build the SDK's response types once per process, in one thread. pydantic completes a
+    model's schema on first use, and threads that first use it together can see it half built
+    (PydanticUserError "base-model-instantiated", pydantic issue 11849): several runs started at
+    once in a fresh process would fail their first request."""
+    if _WARM["done"]:
+        return
+    with _WARM["lock"]:
+        if not _WARM["done"]:
+            openai.types.chat.ChatCompletion.construct(**_SAMPLE)
+            openai.types.chat.ChatCompletionChunk.construct(**_CHUNK)
+            _WARM["done"] = True
+
+
+def _create(client, request):
+    """One request; a body the SDK cannot parse (cut-off JSON, an HTML error page) is a ModelError,
+    and so is a failure of the SDK's own parsing (RuntimeError: pydantic's errors about its models)."""
+    try:
+        return client.chat.completions.create(**request)
+    except replies.UNPARSEABLE as exc:
+        raise replies.unparseable(exc) from None
+
+
+def _within(seconds, where, send):
+    """send() with a deadline on the whole request, not only between bytes; an overdue
+    request is abandoned in its daemon thread."""
+    box = {}
+
+    def work():
+        try:
+            box["value"] = send()
+        except BaseException as exc:        # handed back to the caller below
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True, name="model-request")
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise replies.overdue(where, seconds)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -1,0 +1,175 @@
+"""A run's life between its turns: begun with its first snapshot on disk, reopened from its audit
+file (the resume point), accepted for a way of resuming, and given the user's part before
+loop.run goes on.
+
+Invariants: the audit file is the only resume point: `reopen` rebuilds memory from the recorded
+messages (memory's own fold) and reports where the stored memory disagrees; `accept(how, snap)`
+holds the command line's rules for every state, and refuses with a Refused the user can act on;
+a confirmation is the agent's first confirm reply added as the user's message, never a flag; the
+confirm replies a run recorded are the ones its record is read with. Imports loop.py (the run and
+its save), never the other way round.
+"""
+import dataclasses
+import os
+import time
+
+from . import audit
+from . import config
+from . import context
+from . import texts
+from .loop import Run, save, system_message
+from .memory import Memory, rebuild
+
+
+def begin(audit_dir, run_id, goal, toolset, model, max_turns=None, budget=None, fsync=True, policy=None):
+    """A new run of `toolset.agent` under `policy` (default: the agent's, else config.policy();
+    `max_turns`, `budget` override it): its first snapshot is on disk before the model is asked
+    anything. `goal` empty: the agent's default goal."""
+    agent, path = toolset.agent, audit.path_for(audit_dir, run_id)
+    if os.path.exists(path):
+        raise audit.AuditError(agent.say("resume.exists", run_id=run_id, path=path))
+    goal = goal or agent.goal
+    memory = Memory(agent=agent).declare(toolset.tools.values())
+    memory.absorb_user(goal)
+    policy = dataclasses.replace(policy or agent_policy(agent))
+    policy.max_turns, policy.token_budget = max_turns or policy.max_turns, budget or policy.token_budget
+    r = Run(run_id, path, toolset.mode, model, [{"role": "system", "content": ""}, {"role": "user", "content": goal}],
+            memory, toolset.schemas, policy=policy, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), fsync=fsync,
+            mcp_url=getattr(toolset, "mcp_url", None), agent=agent, declared=agent.declared(toolset.tools.values()))
+    r.messages[0] = system_message(agent, memory, 0)
+    save(r)
+    return r
+
+
+def agent_policy(agent):
+    """The policy an agent's runs start with: its own (over the environment's), or the environment's."""
+    if agent.policy is None:
+        return config.policy()
+    if isinstance(agent.policy, config.Policy):
+        return agent.policy
+    return config.Policy.from_dict(agent.policy, base=config.policy())
+
+
+def start_policy(policy=None, agent=None, max_turns=None):
+    """The policy a new run starts with: `policy` (a --policy file's), else `agent`'s, else the
+    environment's; `max_turns` (the command line's --max-turns) over it."""
+    policy = policy or (agent_policy(agent) if agent else config.policy())
+    return dataclasses.replace(policy, max_turns=max_turns) if max_turns else policy
+
+
+def reopen(audit_dir, run_id, toolset_for, accept):
+    """A run loaded from its audit file, memory rebuilt from its messages.
+
+    `accept(snapshot)` raises AuditError when the run is not in a state the caller can use (for the
+    command line's ways: `lambda snap: accept("confirm", snap)`); `toolset_for(snapshot)` makes the
+    tool set of the recorded mode, for the recorded agent (snap["agent"]: its name, file, confirm
+    replies, language). The confirm replies the run recorded are the ones its record is read with.
+    Returns (run, toolset, warnings).
+    """
+    path = audit.path_for(audit_dir, run_id)
+    snap = audit.load(path)
+    if snap["run_id"] != run_id:
+        raise audit.AuditError(_language_of(snap)("resume.wrong_id", path=path, recorded=snap["run_id"]))
+    accept(snap)
+    return restore(path, snap, toolset_for)
+
+
+def restore(path, snap, toolset_for):
+    """The run a loaded, checked snapshot records (its file at `path`), memory rebuilt from its
+    messages; no file is read here (a workflow restores the snapshot an activity loaded).
+    Returns (run, toolset, warnings)."""
+    toolset = toolset_for(snap)
+    agent = toolset.agent = _recorded_agent(toolset.agent, snap)
+    memory = rebuild(snap["messages"], toolset.prepare, toolset.tools.values(), agent)
+    memory.used_tokens = sum(t.get("tokens", 0) for t in snap["trace"] if isinstance(t, dict))
+    warnings = _disagreements(snap["memory"], memory)
+    r = Run(snap["run_id"], path, snap["mode"], snap.get("model", ""), snap["messages"], memory, snap["tools"],
+            trace=snap["trace"], status=snap["status"], reason=snap.get("reason", ""), turn=snap["turn"],
+            policy=_recorded_policy(snap, agent), created=snap.get("created", ""), answer=snap.get("answer", ""),
+            window=context.Window.from_dict(snap.get("epoch"), snap["messages"]),
+            elapsed=float(snap.get("elapsed") or 0.0), mcp_url=snap.get("mcp_url"), agent=agent,
+            temporal=snap["temporal"] if isinstance(snap.get("temporal"), dict) else None,
+            declared=agent.declared(toolset.tools.values()))
+    return r, toolset, warnings
+
+
+def _recorded_agent(agent, snap):
+    """The agent with the confirm replies its run recorded (what confirmed then confirms now)."""
+    recorded = (snap.get("agent") or {}).get("confirm") if isinstance(snap.get("agent"), dict) else None
+    if isinstance(recorded, list) and recorded and all(isinstance(c, str) and c.strip() for c in recorded) \
+            and tuple(recorded) != agent.confirm:
+        return dataclasses.replace(agent, confirm=tuple(recorded))
+    return agent
+
+
+# how each way of resuming treats each state: None accepts it, a text key refuses it with that hint
+ACCEPTS = {
+    "confirm": {"suspended": None, "done": "resume.done", "running": "resume.running",
+                "error": "resume.error_confirm", "stopped": "resume.stopped"},
+    "reply": {"suspended": None, "error": None, "done": "resume.done", "running": "resume.running",
+              "stopped": "resume.stopped"},
+    "resume": {"running": None, "error": None, "suspended": "resume.waiting", "done": "resume.finished",
+               "stopped": "resume.stopped"},
+}
+RESUMABLE_STOPS = ("interrupted", "deadline")      # a stopped run that "resume" may continue
+
+
+class Refused(audit.AuditError):
+    """The run is not in a state this way of resuming accepts, or the user's part is not usable."""
+
+
+def accept(how, snap, say=None):
+    """Raise Refused unless a run in this state (an audit snapshot) may be resumed `how`: "confirm"
+    (the user confirms the proposal), "reply" (any other reply; also after a model-service error),
+    "resume" (a run cut off: crash, kill, model outage, Ctrl-C, deadline). A done run takes nothing."""
+    say = say or _language_of(snap)
+    status, reason = snap["status"], snap.get("reason") or ""
+    if how == "resume" and status == "stopped" and reason in RESUMABLE_STOPS:
+        return
+    hint = ACCEPTS[how].get(status)
+    if hint is not None:
+        raise Refused(say("resume.refused", run_id=snap["run_id"], hint=say(hint, reason=reason)))
+
+
+def _language_of(snap):
+    agent = snap.get("agent") if isinstance(snap.get("agent"), dict) else {}
+    return texts.of(agent.get("language") if agent.get("language") in texts.LANGUAGES else "zh")
+
+
+def answer(r, how, text=None):
+    """The user's part of a resume: the agent's first confirm reply ("confirm"), another reply
+    ("reply": never one of the confirm replies, never empty), or nothing ("resume")."""
+    if how == "confirm":
+        add_user(r, r.agent.confirm[0])
+    elif how == "reply":
+        text = (text or "").strip()
+        if not text or r.agent.confirms(text):
+            raise Refused(r.say("resume.bad_reply"))
+        add_user(r, text)
+    else:
+        r.status = "running"
+
+
+def _recorded_policy(snap, agent):
+    """The policy an audit file records (older files: their limits)."""
+    limits = snap.get("limits") or {}
+    recorded = snap.get("policy") or {"max_turns": limits.get("max_turns", config.MAX_TURNS),
+                                      "token_budget": limits.get("budget", config.TOKEN_BUDGET)}
+    try:
+        return config.Policy.from_dict(recorded)
+    except ValueError as exc:
+        raise audit.AuditError(agent.say("resume.bad_policy", error=texts.told(exc, agent.say))) from None
+
+
+def _disagreements(stored, rebuilt):
+    """Fields where the stored memory says something the messages do not."""
+    fresh = rebuilt.to_dict()
+    return [key for key in fresh if key in stored and key not in ("used_tokens", "spins") and stored[key] != fresh[key]]
+
+
+def add_user(r, text):
+    """Append the user's reply and take it into memory; the audit file has it before any model call."""
+    r.messages.append({"role": "user", "content": text})
+    r.memory.absorb_user(text)
+    r.status, r.reason = "running", ""
+    save(r)

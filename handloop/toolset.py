@@ -1,0 +1,367 @@
+"""What the model sees and where a call goes: the run's tool declarations (local, or from the
+MCP server), the argument parsing ladder, validation, and routing a call to its tool.
+
+Invariants: a call is validated against its schema before any tool runs, and a call that
+fails parsing or validation carries the problem instead of arguments (never a silent `{}`);
+tools get what they need passed in explicitly (their declared `takes`: plan, run id,
+idempotency key), never memory itself; every result handed back is a JSON object. The tool set
+knows no tool by name: it reads declarations (calls.Tool). The planning tools are always there.
+MCP mode: only tools on the allow-list (config.MCP_TOOLS) reach the model, replacing local tools
+of the same name where they stood (and taking over their memory and screen hooks); every MCP
+result is cut to that tool's allowed fields, always, and every MCP failure (isError, protocol
+error, timeout, dead server) is a ToolError. One MCP server session per tool set, started when
+first needed (a new run needs it at once, for the schemas; a resumed run reuses the schemas it
+recorded and starts the server only for its first MCP call).
+"""
+import hashlib
+import inspect
+import json
+import math
+import re
+
+from . import config
+from . import mcp_tools
+from . import plan
+from . import tools as local_tools
+from . import texts
+from .calls import Agent, Call, Source, Tool, ToolError, normalise, settled, validate
+
+FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
+
+
+MAX_DEPTH = 32       # arguments nested deeper than this are refused (no schema of ours goes near it)
+
+
+def parse_arguments(text, say=texts.ZH_TEXTS):
+    """The ladder: strip Markdown fences → json → json5 → give up with the problem stated.
+
+    Returns (value, None) or (None, problem).
+    """
+    if not isinstance(text, str):
+        return None, say("call.not_string")
+    match = FENCE.match(text)
+    body = (match.group(1) if match else text).strip() or "{}"
+    value, problem = _decoded(body, say)
+    if problem is None and _depth(value) > MAX_DEPTH:
+        problem = say("call.too_deep", depth=MAX_DEPTH)
+    if problem is not None:
+        return None, say("call.not_json", problem=problem, text=text[:200])
+    return value, None
+
+
+def _decoded(body, say):
+    """(value, None) or (None, why) for the text of the arguments: json, then json5."""
+    try:
+        return json.loads(body), None
+    except ValueError as exc:
+        problem = str(exc)
+    except RecursionError:
+        return None, say("call.nested")
+    try:
+        import json5
+        return json5.loads(body), None
+    except RecursionError:
+        return None, say("call.nested")
+    except Exception:       # json5 raises several types for bad text; all mean "not parseable"
+        return None, problem
+
+
+def _depth(value):
+    """How deeply `value` nests lists and objects, counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def idempotency_key(run_id, call):
+    """Covers the run and every argument that defines the write's effect (its declared effect)."""
+    keys = [k for k, _ in call.tool.effect] if call.tool and call.tool.effect else sorted(call.args)
+    body = json.dumps({"run": run_id, "tool": call.name, "args": {k: call.args.get(k) for k in keys}},
+                      sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+class ToolSet:
+    """The tools of one run: declarations, schemas for the model, preparation and routing of calls."""
+
+    timeout = config.TOOL_TIMEOUT     # seconds the executor gives a call whose tool declares none
+
+    def __init__(self, run_id, store=None, mode="local", mcp_command=None, schemas=None, tools=None, visible=None,
+                 mcp_url=None, mcp_token=None, agent=None):
+        """`agent`: the agent whose tools these are (default: the Xi'an agent over `store`; given only
+        `tools`, an agent of those tools with a plain prompt); `schemas`: the tool list a resumed run
+        recorded (MCP mode takes its MCP tools from it instead of asking the server); `mcp_command`:
+        argv of the MCP server (default: ours); `visible`: the names this run may see (the planning
+        tools always), filtered before the schemas are built; `mcp_url`: a Streamable HTTP MCP
+        server instead of a process (`mcp_token`: its bearer token)."""
+        if agent is None:
+            agent = local_tools.agent(store) if tools is None else \
+                Agent("custom", texts.of("zh")("agent.plain"), tuple(tools))
+        self.agent, self.say = agent, agent.say
+        self.run_id, self.store, self.mode, self._async = run_id, store, mode, {}
+        declared = list(agent.tools)
+        if agent.planning and not any(t.name == "set_plan" for t in declared):
+            declared = plan.tools(agent.plan_example, agent.say) + declared
+        self.mcp, remote, self.mcp_url = None, {}, mcp_url if mode == "mcp" else None
+        if mode == "mcp" and mcp_url:
+            from .mcp import http as mcp_http
+            self.mcp = mcp_http.HTTPClient(mcp_url, mcp_token, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS,
+                                           say=self.say)
+        elif mode == "mcp":
+            self.mcp = mcp_tools.Client(mcp_command, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS,
+                                        say=self.say)
+        if mode == "mcp":
+            remote = _recorded(schemas, self.say) if schemas is not None else self._listed()
+        self.remote = set(remote)
+        self.tools = _placed(declared, {name: self._mcp_tool(name, spec, declared) for name, spec in remote.items()})
+        if visible is not None:
+            self.tools = {n: t for n, t in self.tools.items() if n in visible or t.namespace == plan.NAMESPACE}
+        self.schemas = [t.spec(t.parameters if n in self.remote else shown(t.parameters)) for n, t in self.tools.items()]
+
+    def _listed(self):
+        """The allow-listed tools of the MCP server, as OpenAI function specs (one tools/list)."""
+        try:
+            offered = {t["name"]: t for t in self.mcp.start().list_tools()}
+            return allowed_specs(offered, say=self.say)
+        except mcp_tools.MCPError:
+            self.mcp.close()
+            raise
+
+    def _mcp_tool(self, name, spec, declared):
+        """An MCP tool's declaration: the server's schema, the allow-list's rules, and the memory and
+        screen hooks of the local tool it replaces (or the task's hooks for that name)."""
+        local = next((t for t in declared if t.name == name), None)
+        hooks = {k: getattr(local, k) for k in ("absorb", "render", "gist", "facts")} if local else \
+            local_tools.HOOKS.get(name, {})
+        rule = config.MCP_TOOLS[name]
+        sources = tuple(Source(tuple(a), t, tuple(f), near=n) for a, t, f, n in rule.get("sources", ()))
+        return Tool(name, spec["description"], spec["parameters"], fn=None, sources=sources, **hooks)
+
+    def tool(self, name):
+        """The declaration of the tool of this name, or None."""
+        return self.tools.get(name)
+
+    def kind(self, name):
+        """'read' (may run concurrently), 'state' (changes the run) or 'write' (changes the world)."""
+        tool = self.tools.get(name)
+        return tool.kind if tool else "read"
+
+    def timeout_for(self, call):
+        return call.tool.timeout if call.tool and call.tool.timeout else self.timeout
+
+    def inline(self, call):
+        """Whether the call runs in the loop's thread: its tool is pure and bounded."""
+        return bool(call.tool and call.tool.inline and not self.is_async(call))
+
+    def is_async(self, call):
+        fn = call.tool.fn if call.tool else None
+        if fn is None:
+            return False
+        known = self._async.get(call.name)
+        if known is None or known[0] is not fn:
+            known = self._async[call.name] = (fn, inspect.iscoroutinefunction(fn))
+        return known[1]
+
+    def prepare(self, raw_calls):
+        """Raw tool calls → Calls, each with valid arguments or the problem that stops it."""
+        return [self._prepare(raw) for raw in raw_calls]
+
+    def _prepare(self, raw):
+        function = raw.get("function") or {}
+        name, arguments, tool = function.get("name", ""), function.get("arguments", ""), self.tools.get(function.get("name", ""))
+        if tool is None:
+            return Call(raw.get("id", ""), name, arguments,
+                        problem=self.say("call.unknown_tool", name=name, tools=", ".join(self.tools)))
+        value, problem = parse_arguments(arguments, self.say)
+        if problem is None:
+            value = normalise(tool.parameters, value)
+            problems = validate(tool.parameters, value, say=self.say)
+            problem = self.say("schema.sep").join(problems) if problems else None
+        return Call(raw.get("id", ""), name, arguments, args=value if problem is None else None, problem=problem, tool=tool)
+
+    def run(self, call, memory):
+        """Execute a prepared, allowed call: its result (raises ToolError); for an async tool, the
+        coroutine that computes it."""
+        if call.name in self.remote:
+            return self._remote(call)
+        return self._invoke(call, memory)
+
+    def _invoke(self, call, memory):
+        """The declared function, with the context it takes."""
+        context = {"run_id": self.run_id, "plan": memory.plan, "tool_names": set(self.tools),
+                   "done_tools": set(memory.done_tools)}
+        if "idempotency_key" in call.tool.takes:
+            context["idempotency_key"] = idempotency_key(self.run_id, call)
+        return call.tool.fn(**call.args, **{k: context[k] for k in call.tool.takes})
+
+    def preview(self, call, view):
+        """The result a state call will have, for the guards' view of the turn: its tool is pure, so
+        its function is simply called on the view (not through `run`, the executor's way in); None
+        when it is not inline, so cannot be run ahead."""
+        if not self.inline(call) or call.name in self.remote:
+            return None
+        try:
+            return settled(self._invoke(call, view), config.TOOL_RESULT_MAX_CHARS, self.say)[0]
+        except ToolError as exc:
+            return {"error": str(exc)}
+
+    def _remote(self, call):
+        try:
+            payload = self.mcp.call_tool(call.name, call.args)
+        except mcp_tools.ToolFailed as exc:
+            raise ToolError(self.say("tool.mcp_failed", tool=call.name, error=" ".join(exc.message.split())[:300])) from None
+        except mcp_tools.MCPAuthError as exc:                 # names the server; a retry would not help
+            raise ToolError(exc.message[:300]) from None
+        except mcp_tools.MCPError as exc:
+            raise ToolError(self.say("tool.mcp_error", tool=call.name, error=exc.message[:300])) from None
+        return trim(call.name, payload, self.say)
+
+    def reconcile(self, call):
+        """After a write's outcome went unknown: the receipt its idempotency key stored, or None."""
+        if call.tool is None or call.tool.reconcile is None:
+            return None
+        return call.tool.reconcile(idempotency_key(self.run_id, call))
+
+    def close(self):
+        """Release what the tool set holds: the MCP server session, if any."""
+        if self.mcp is not None:
+            self.mcp.close()
+
+
+HIDDEN = ("pattern", "minLength", "maxLength", "minItems", "maxItems", "additionalProperties")
+
+
+def shown(schema):
+    """The part of a declared JSON Schema the model is shown; calls are still validated against the
+    whole declaration (calls.validate), whose error names the field and the rule broken.
+
+    Kept (all but HIDDEN): `type`, `properties`, `items`, `required` (the shape of a call), `enum`
+    (the choices: room types, step status), `description` (hints such as the date format
+    YYYY-MM-DD, which stands in for the date `pattern`), `minimum`/`maximum` (ranges that mean
+    something to the task: nights 1-14, step numbers from 1).
+    Dropped (HIDDEN, at every level of `properties` and `items`):
+    - `pattern`: a regex costs more than the format hint beside it, and a model writes a date
+      from the hint;
+    - `minLength`/`maxLength`/`minItems`/`maxItems`: limits against garbage, never reached by a
+      sensible call;
+    - `additionalProperties`: our requests are not strict. OpenAI and DeepSeek enforce it only
+      under `strict: true`, which needs every property required (our optional nights, tool, after
+      and note rule that out); vLLM and llama.cpp with tool_choice "auto" constrain nothing, they
+      print the schema into the chat template. set_plan's description names a step's only fields,
+      and a stray field gets the validation error that names the allowed ones.
+    MCP tools are shown their schema whole (ToolSet): a resumed run validates against the schemas
+    it recorded, so the record must keep every rule.
+    """
+    out = {k: v for k, v in schema.items() if k not in HIDDEN}
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {k: shown(v) if isinstance(v, dict) else v for k, v in out["properties"].items()}
+    if isinstance(out.get("items"), dict):
+        out["items"] = shown(out["items"])
+    return out
+
+
+def _placed(declared, remote):
+    """Declarations by name, in order; the MCP tools stand where the first local tool they replace stood."""
+    placed, waiting = {}, dict(remote)
+    for tool in declared:
+        if tool.name in remote:
+            placed.update(waiting)
+            waiting = {}
+        placed.setdefault(tool.name, tool)
+    placed.update(waiting)
+    return placed
+
+
+def allowed_specs(offered, where=None, say=texts.ZH_TEXTS):
+    """Allow-listed MCP tools → OpenAI function specs. A tool that is missing, or whose input schema
+    lacks an argument the allow-list names, is an MCPError: the run cannot use this server."""
+    specs, wrong = {}, []
+    for name, rule in config.MCP_TOOLS.items():
+        tool = offered.get(name) or {}
+        schema = tool.get("inputSchema")
+        props = schema.get("properties") if isinstance(schema, dict) and schema.get("type") == "object" else None
+        if not isinstance(props, dict) or any(arg not in props for arg in rule["arguments"]):
+            wrong.append(f"{name}({', '.join(rule['arguments'])})")
+            continue
+        description = tool.get("description") if isinstance(tool.get("description"), str) else ""
+        specs[name] = {"description": description[:500], "parameters": _safe_schema(schema)}
+    if wrong:
+        raise mcp_tools.MCPError(say("mcp.missing_tools", where=where or say("mcp.server"), wrong=say.join(wrong),
+                                     offered=", ".join(offered) or say("mcp.nothing")))
+    return specs
+
+
+def _safe_schema(schema):
+    """What validate() understands of an untrusted input schema: a flat object of simple typed
+    properties. The model is shown exactly this, and calls are checked against it."""
+    props = {key: _safe_rule(rule) for key, rule in list(schema["properties"].items())[:20]
+             if isinstance(key, str) and len(key) <= 64 and isinstance(rule, dict)}
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    safe = {"type": "object", "properties": props, "required": [k for k in required if isinstance(k, str) and k in props]}
+    if schema.get("additionalProperties") is False:
+        safe["additionalProperties"] = False
+    return safe
+
+
+SAFE_KEYWORDS = {"string": ("pattern", "minLength", "maxLength"), "number": ("minimum", "maximum"),
+                 "integer": ("minimum", "maximum"), "boolean": ()}
+
+
+def _safe_rule(rule):
+    kind = rule.get("type") if isinstance(rule.get("type"), str) else None
+    safe = {"type": kind} if kind in SAFE_KEYWORDS else {}
+    for key in SAFE_KEYWORDS.get(kind, ()):
+        value = rule.get(key)
+        if key == "pattern" and isinstance(value, str) and _compiles(value) or \
+                key != "pattern" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            safe[key] = value
+    enum = rule.get("enum")
+    if isinstance(enum, list) and enum and all(isinstance(v, (str, int, float, bool)) for v in enum):
+        safe["enum"] = enum[:50]
+    if isinstance(rule.get("description"), str):
+        safe["description"] = rule["description"][:200]
+    return safe
+
+
+def _compiles(pattern):
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    return len(pattern) <= 200
+
+
+def _recorded(schemas, say=texts.ZH_TEXTS):
+    """The allow-listed MCP tools among the schemas a run recorded, checked as a server's would be."""
+    found = {s["function"].get("name"): s["function"] for s in schemas
+             if isinstance(s, dict) and isinstance(s.get("function"), dict)}
+    offered = {name: {"description": found[name].get("description"), "inputSchema": found[name].get("parameters")}
+               for name in config.MCP_TOOLS if name in found}
+    return allowed_specs(offered, where=say("mcp.recorded_tools"), say=say)
+
+
+def trim(name, payload, say=texts.ZH_TEXTS):
+    """An MCP result cut to the tool's allowed fields (JSON scalars, strings shortened), always;
+    a ToolError when a required field is missing."""
+    rule = config.MCP_TOOLS[name]
+    kept = {key: _scalar(payload[key]) for key in rule["fields"] if _scalar(payload.get(key)) is not None}
+    missing = [key for key in rule["required"] if key not in kept]
+    if missing:
+        raise ToolError(say("mcp.missing_fields", tool=name, fields=", ".join(missing)))
+    return kept
+
+
+def _scalar(value):
+    """A JSON scalar fit to pass on (finite number, bool, string of at most 200 chars), or None."""
+    if isinstance(value, str):
+        return value[:200]
+    if isinstance(value, bool) or isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return None
