@@ -31,7 +31,7 @@ def not_on_temporal(audit_dir, run_id, agent):
     say = _recorded_say(snap, agent)
     lives = say("temporal.lives", run_id=run_id, queue=snap["temporal"].get("queue"))
     try:
-        client = _temporal(say, "durable_client")
+        client = _temporal(say, "handloop.durable.client")
     except UsageError as exc:                  # no temporalio here: nothing can tell
         raise UsageError(lives + say("temporal.unknown", error=str(exc))) from None
     try:
@@ -69,7 +69,7 @@ def worker(env, named):
     import asyncio
     say = named.say if named else texts.ZH_TEXTS
     try:
-        client, work = _temporal(say, "durable_client"), _temporal(say, "durable_worker")
+        client, work = _temporal(say, "handloop.durable.client"), _temporal(say, "handloop.durable.worker")
     except UsageError as exc:
         print(error_line(exc, named), file=sys.stderr)
         return 2
@@ -91,7 +91,7 @@ def on_temporal(args, how, run_id, audit_dir, agent, policy):
     from .. import runs
     from . import session
     say = agent.say if agent else texts.ZH_TEXTS
-    client = _temporal(say, "durable_client")
+    client = _temporal(say, "handloop.durable.client")
     address, queue = client.where()
     path = audit.path_for(audit_dir, run_id)
     start = {"run_id": run_id, "audit_dir": audit_dir, "agent_file": agent.file if agent else None,
