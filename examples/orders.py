@@ -149,7 +149,7 @@ def main(audit_dir=None):
     tools = ToolSet("orders-demo", agent=agent(refunds))
     ask, close = offline_model()
     try:
-        r = runs.begin(audit_dir, "orders-demo", "", tools, ask.model)         # "": the agent's goal
+        r = runs.begin(audit_dir, "orders-demo", "", tools, ask.name)         # "": the agent's goal
         loop.run(r, ask, tools)
         print(f"{r.status}/{r.reason}：{r.answer}")
         runs.add_user(r, "确认")

@@ -284,7 +284,7 @@ def _go(session, r, toolset, args, env):
         toolset.close()
         raise
     print(what)
-    r.model = ask.model
+    r.model = ask.name
     started = time.perf_counter()
     try:
         loop.run(r, ask, toolset, shown)

@@ -33,7 +33,7 @@ from .calls import Agent, chars
 from .executor import execute, tool_messages
 from .guards import screen
 from .memory import LOOP_NAME, Memory
-from .model import ModelError, Reply, estimate_tokens
+from .model import ModelError, Reply, as_model, estimate_tokens
 
 
 @dataclasses.dataclass
@@ -313,10 +313,9 @@ def _ask(r, ask, outgoing, report, final=False, force=False):
     "tool_call"; "discard" when what came of an attempt is void); only the whole reply, returned
     here, can enter the record. `force`: ask for a tool call, when the `ask` can (`ask.forces`)."""
     report("asking", run=r)
-    listen = {"on_event": lambda kind, **data: report(kind, run=r, **data)} if getattr(ask, "streams", False) else {}
-    if force and getattr(ask, "forces", False):
-        listen["force"] = True
-    return ask(outgoing, r.tools, final=True, **listen) if final else ask(outgoing, r.tools, **listen)
+    model = as_model(ask)
+    listen = (lambda kind, **data: report(kind, run=r, **data)) if model.streams else None
+    return model(outgoing, r.tools, final=final, on_event=listen, force=force and model.forces)
 
 
 def finish(r, status, reason, detail=""):

@@ -18,10 +18,17 @@ fast. No response the SDK can hand back raises anything but ModelError.
 Streamed replies (the default) are assembled by streams.py; every body, streamed or not, is read
 into a Reply (or its failure into a ModelError) by replies.py, whose public names are the model's
 own: model.ModelError, model.Reply, model.estimate_tokens, model.written_calls.
+
+The interface the loop calls is `Model` (a typing.Protocol): `connect()` returns one over the official client;
+a user's own model implements it, or wraps a plain function in `FunctionModel`.
 """
+from __future__ import annotations
+
+import dataclasses
 import functools
 import threading
 import time
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from . import config
 from .llm import replies
@@ -32,16 +39,85 @@ from .texts import Said
 
 TRANSIENT = ("timeout", "unreachable", "rate_limited", "server", "unparseable")
 
+Message = dict[str, Any]            # one chat message in the OpenAI format
+OnEvent = Callable[..., None]       # on_event(kind, **data): "delta", "tool_call", "discard"
 
-def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=config.MODEL_RETRIES,
-            on_retry=None, sleep=time.sleep, loopback=False, stream=True, max_seconds=config.MODEL_MAX_SECONDS):
-    """A chat function ask(messages, tools, final=False, on_event=None) -> Reply over the openai client.
+
+@runtime_checkable
+class Model(Protocol):
+    """What the loop asks: `model(messages, tools, final=False, on_event=None, force=False) -> Reply`.
+
+    `name` is recorded as the run's model. `streams`: `on_event` hears the reply as it arrives.
+    `forces`: `force=True` asks for a tool call (the loop forces one after a nudge to act). `final`: a
+    last answer without tools. A failure of the service raises ModelError; nothing else may raise."""
+
+    name: str
+    streams: bool
+    forces: bool
+
+    def __call__(self, messages: list[Message], tools: list[dict[str, Any]], final: bool = False,
+                 on_event: OnEvent | None = None, force: bool = False) -> Reply: ...
+
+    def close(self) -> None: ...
+
+
+@dataclasses.dataclass
+class FunctionModel:
+    """A plain function `fn(messages, tools, final=False) -> Reply` as a Model. It is told `on_event` only
+    when `streams`, and `force` only when `forces`; called as `fn(messages, tools)` otherwise."""
+
+    fn: Callable[..., Reply]
+    name: str = ""
+    streams: bool = False
+    forces: bool = False
+
+    def __call__(self, messages: list[Message], tools: list[dict[str, Any]], final: bool = False,
+                 on_event: OnEvent | None = None, force: bool = False) -> Reply:
+        extra: dict[str, Any] = {}
+        if self.streams and on_event is not None:
+            extra["on_event"] = on_event
+        if self.forces and force:
+            extra["force"] = True
+        return self.fn(messages, tools, final=True, **extra) if final else self.fn(messages, tools, **extra)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def as_model(ask: Model | Callable[..., Reply]) -> Model:
+    """`ask` as a Model: itself when it is one, else a plain function wrapped (it neither streams nor forces)."""
+    return ask if isinstance(ask, Model) else FunctionModel(ask)
+
+
+@dataclasses.dataclass
+class Client:
+    """The official `openai` client as a Model (what `connect` returns)."""
+
+    ask: Callable[..., Reply]
+    name: str
+    streams: bool
+    release: Callable[[], None]
+    forces: bool = True
+
+    def __call__(self, messages: list[Message], tools: list[dict[str, Any]], final: bool = False,
+                 on_event: OnEvent | None = None, force: bool = False) -> Reply:
+        return self.ask(messages, tools, final=final, on_event=on_event, force=force)
+
+    def close(self) -> None:
+        self.release()
+
+
+def connect(base_url: str | None, api_key: str, model: str, timeout: float = config.MODEL_TIMEOUT,
+            retries: int = config.MODEL_RETRIES, on_retry: Callable[..., None] | None = None,
+            sleep: Callable[[float], None] = time.sleep, loopback: bool = False, stream: bool = True,
+            max_seconds: float = config.MODEL_MAX_SECONDS) -> Client:
+    """A Model over the openai client: model(messages, tools, final=False, on_event=None, force=False) -> Reply.
 
     `timeout`: seconds to the first byte and of silence between bytes; `max_seconds`: one whole
     reply. With `stream`, `on_event(kind, **data)` hears the reply while it arrives: "delta"
     (text=a piece of the text), "tool_call" (call={"id", "name", "arguments"} as sent, once that
     call is complete), "discard" (why=the ModelError: what was heard of this attempt is void; it is asked
-    again or fails). `ask.streams` says whether it streams."""
+    again or fails). `.streams` says whether it streams; `.name` is `model`."""
     import openai
     kwargs = {}
     if loopback:                  # never send a loopback request through an HTTP proxy
@@ -86,11 +162,7 @@ def connect(base_url, api_key, model, timeout=config.MODEL_TIMEOUT, retries=conf
             earlier += reply.notes + [f"{problem}: asked again"]
         raise ModelError(problem, Said("model." + problem), tokens=spent)
 
-    ask.forces = True               # ask(..., force=True) asks for a tool call (tool_choice "required")
-    ask.model = model
-    ask.streams = stream
-    ask.close = client.close
-    return ask
+    return Client(ask, model, stream, client.close)   # force=True asks for a tool call (tool_choice "required")
 
 
 def _forced(send, request, unforced, notes, attempt):

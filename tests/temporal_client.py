@@ -68,8 +68,8 @@ async def replay(address, ids):
     async def each():
         for history in histories:
             yield history
-    results = await Replayer(workflows=[durable.AgentRun]).replay_workflows(each(), raise_on_replay_failure=False)
-    altered = await Replayer(workflows=[Altered]).replay_workflow(histories[0], raise_on_replay_failure=False)
+    results = await Replayer(workflows=[durable.AgentRun], workflow_runner=durable.runner()).replay_workflows(each(), raise_on_replay_failure=False)
+    altered = await Replayer(workflows=[Altered], workflow_runner=durable.runner()).replay_workflow(histories[0], raise_on_replay_failure=False)
     return {"replayed": len(histories), "failures": {k: str(v)[:500] for k, v in results.replay_failures.items()},
             "altered_fails": altered.replay_failure is not None}
 

@@ -26,7 +26,7 @@ from .. import loop
 from .. import runs
 from ..cli import session
 from .. import texts
-from .workflow import AgentRun, pack, unpack
+from .workflow import AgentRun, pack, runner, unpack
 from .client import connect
 from ..model import ModelError
 
@@ -100,7 +100,7 @@ class Activities:
             ask = self._model(start.get("offline"), start.get("model"), agent)
             toolset = session.tool_set(audit_dir, run_id, "local", visible=policy.tools, agent=agent)
             with audit.RunLock(audit_dir, run_id):
-                r = runs.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.model, policy=policy)
+                r = runs.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.name, policy=policy)
                 r.temporal = {"queue": queue}                 # where the run lives, from its first snapshot on
                 loop.save(r)
             return audit.load(path)
@@ -117,10 +117,9 @@ class Activities:
         ref = request["run"]
         agent = self._agent(ref)
         ask = self._model(ref.get("offline"), ref.get("model"), agent)
-        forced = {"force": True} if request.get("force") and getattr(ask, "forces", False) else {}
         try:
-            reply = ask(request["outgoing"], request["tools"], final=True) if request["final"] else \
-                ask(request["outgoing"], request["tools"], **forced)
+            reply = ask(request["outgoing"], request["tools"], final=bool(request["final"]),
+                        force=bool(request.get("force")) and ask.forces)
         except ModelError as exc:          # errors are data: the workflow records them as one machine does
             return {"error": {"kind": exc.kind, "text": exc.text(agent.say), "tokens": exc.tokens}}
         return {"reply": dataclasses.asdict(reply)}
@@ -169,7 +168,7 @@ async def serve(address, queue, env, ready=None, stop=None):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     work = Activities(env)
     try:
-        async with Worker(client, task_queue=queue, workflows=[AgentRun],
+        async with Worker(client, task_queue=queue, workflows=[AgentRun], workflow_runner=runner(),
                           activities=[work.begin, work.ask, work.tool, work.save],
                           max_concurrent_activities=64, graceful_shutdown_timeout=datetime.timedelta(seconds=5),
                           sticky_queue_schedule_to_start_timeout=datetime.timedelta(seconds=STICKY)):

@@ -29,17 +29,20 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-with workflow.unsafe.imports_passed_through():
-    from .. import audit
-    from .. import executor
-    from .. import loop
-    from .. import runs
-    from ..cli import session
-    from .. import texts
-    from ..calls import Outcome
-    from ..model import ModelError, Reply
+with workflow.unsafe.imports_passed_through():     # absolute: the sandbox passes modules through by name
+    from handloop import audit, executor, loop, runs, texts
+    from handloop.calls import Outcome
+    from handloop.cli import session
+    from handloop.model import ModelError, Reply
 
 WORKFLOW = "AgentRun"
+
+
+def runner():
+    """The workflow runner every worker and replayer uses: Temporal's sandbox, with our package passed through
+    (its modules are imported once per process, as the workflow's deterministic code and its pure helpers)."""
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+    return SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules("handloop"))
 
 
 def pack(value):
