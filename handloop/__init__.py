@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from .calls import Agent, Source, Tool, ToolError
     from .config import Policy
     from .loop import Run, run
-    from .model import ModelError, Reply, connect
+    from .model import FunctionModel, Model, ModelError, Reply, connect, offline_model
+    from .runs import Resume, confirm, reply, resume, start
     from .toolset import ToolSet
 
 _WHERE = {
@@ -20,7 +21,8 @@ _WHERE = {
     "Policy": "config",
     "Run": "loop", "run": "loop",
     "ToolSet": "toolset",
-    "connect": "model", "Reply": "model", "ModelError": "model",
+    "Model": "model", "FunctionModel": "model", "connect": "model", "offline_model": "model", "Reply": "model", "ModelError": "model",
+    "start": "runs", "confirm": "runs", "reply": "runs", "resume": "runs", "Resume": "runs",
 }
 
 __all__ = list(_WHERE)

@@ -204,7 +204,7 @@ def _write_all(fd, parts):
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024) if hasattr(os, "sysconf") and "SC_IOV_MAX" in os.sysconf_names else 16
 
 
-_KEYS = {}
+_KEYS: dict[str, bytes] = {}
 _SEP = b",\n  "
 
 

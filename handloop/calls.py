@@ -18,9 +18,10 @@ import json
 import math
 import re
 import unicodedata
-from typing import Callable
+from typing import Any, Callable, Iterable
 
 from . import texts
+from .texts.catalogue import Texts
 
 ZH = texts.ZH_TEXTS
 KINDS = ("read", "state", "write")                   # a tool's kind
@@ -80,7 +81,7 @@ class Tool:
     facts: str = ""                           # namespace of memory facts absorb writes (default: the name)
     initial: dict = dataclasses.field(default_factory=dict)   # those facts before any result
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         problems = _tool_problems(self)
         if problems:
             raise ValueError(f"tool {self.name!r}: " + "; ".join(problems))
@@ -88,10 +89,10 @@ class Tool:
             object.__setattr__(self, name, tuple(tuple(x) if isinstance(x, list) else x for x in getattr(self, name)))
 
     @property
-    def namespace(self):
+    def namespace(self) -> str:
         return self.facts or self.name
 
-    def spec(self, parameters=None):
+    def spec(self, parameters: dict | None = None) -> dict[str, Any]:
         """The OpenAI function spec with `parameters` as its schema (default: the declared one, which
         calls are validated against; toolset.shown() makes what the model is shown)."""
         return {"type": "function", "function": {"name": self.name, "description": self.description,
@@ -183,15 +184,15 @@ class Agent:
             raise ValueError(f"agent {self.name!r}: " + "; ".join(problems))
 
     @property
-    def say(self):
+    def say(self) -> Texts:
         return texts.of(self.language)
 
-    def confirms(self, text):
+    def confirms(self, text: str) -> bool:
         """Whether a user reply is one of the confirm replies."""
         given = " ".join(str(text).split()).casefold()
         return any(given == " ".join(c.split()).casefold() for c in self.confirm)
 
-    def declared(self, tools=None):
+    def declared(self, tools: Iterable[Tool] | None = None) -> dict[str, Any]:
         """What a run records of its agent, and what the judge reads: plain JSON. `tools`: the tools
         the run really had (its tool set: the MCP tools and the planning tools too), default its own."""
         return {"name": self.name, "file": self.file, "confirm": list(self.confirm), "language": self.language,

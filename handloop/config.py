@@ -5,10 +5,14 @@ is texts.py's.
 Invariants: imports no project module; holds no logic beyond reading the environment
 (`settings()` reads it at call time, never at import, so tests and many runs stay isolated).
 """
+from __future__ import annotations
+
 import dataclasses
 import os
 import re
 import signal
+import typing
+from typing import Any
 
 AUDIT_VERSION = 1
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -76,15 +80,15 @@ class Policy:
                                                 # agent's language's)
     tools: list | None = None                   # declared tools this run may see (planning tools always); None: all
 
-    RULES = {"max_turns": (int, 1, 1000), "token_budget": (int, 1, 10**9), "deadline": ((int, float), 0.001, 10**7),
+    RULES: typing.ClassVar[dict[str, tuple[Any, float, float]]] = {"max_turns": (int, 1, 1000), "token_budget": (int, 1, 10**9), "deadline": ((int, float), 0.001, 10**7),
              "result_max_chars": (int, 200, 10**7), "compact_budget": (int, 100, 10**8), "final_prompt": (str, 1, 2000),
              "tools": (list, 0, 100)}
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {name: list(value) if isinstance(value, list) else value for name, value in vars(self).items()}
 
     @classmethod
-    def from_dict(cls, data, base=None):
+    def from_dict(cls, data: Any, base: Policy | None = None) -> Policy:
         """`base` (default: the defaults) with the fields `data` gives; PolicyError (a ValueError)
         saying what is wrong."""
         if not isinstance(data, dict):
@@ -149,7 +153,7 @@ def settings(env=None):
     }
 
 
-_fault_hits = {}
+_fault_hits: dict[str, int] = {}
 _FAULT = os.environ.get("AGENT_FAULT")   # read once, at start-up: the check below is on the hot path
 
 

@@ -122,7 +122,7 @@ class _Async:
         return True
 
 
-_LOOP = {}
+_LOOP: dict[int, object] = {}
 
 
 def _loop():

@@ -22,9 +22,12 @@ audit.Writer here, the workflow's clock and a writer whose snapshots an activity
 A run's life between its turns (begun, reopened from its audit file, accepted for a way of
 resuming, answered with the user's part) is runs.py's, above this module.
 """
+from __future__ import annotations
+
 import dataclasses
 import json
 import time
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import audit
 from . import config
@@ -33,7 +36,10 @@ from .calls import Agent, chars
 from .executor import execute, tool_messages
 from .guards import screen
 from .memory import LOOP_NAME, Memory
-from .model import ModelError, Reply, as_model, estimate_tokens
+from .model import Model, ModelError, Reply, as_model, estimate_tokens
+
+if TYPE_CHECKING:
+    from .toolset import ToolSet
 
 
 @dataclasses.dataclass
@@ -58,11 +64,12 @@ class Run:
     elapsed: float = 0.0          # seconds the run has worked in the loop, resumes added up
     since: float | None = None    # when the current stretch of work began (time.monotonic)
     mcp_url: str | None = None    # MCP mode over HTTP: the server's URL (a resume goes back to it)
-    agent: Agent | None = None    # whose run it is: prompt, confirm replies, language, planning
+    agent: Agent = None           # type: ignore[assignment]  # whose run it is (its memory's, when not given)
     writer: audit.Writer = dataclasses.field(init=False, repr=False, compare=False)    # this run's audit writes
     declared: dict | None = dataclasses.field(default=None, repr=False, compare=False)  # its agent, as recorded
-    clock: "Clock" = dataclasses.field(default=None, repr=False, compare=False)   # whose time the run keeps
+    clock: Clock = dataclasses.field(default=None, repr=False, compare=False)  # type: ignore[assignment]   # whose time the run keeps
     temporal: dict | None = None  # on Temporal: where its workflow runs ({"queue": ...}); None on one machine
+    warnings: list = dataclasses.field(default_factory=list, repr=False, compare=False)  # reopened: what disagreed
 
     # the policy's limits, as the loop reads them
     max_turns = property(lambda r: r.policy.max_turns, lambda r, v: setattr(r.policy, "max_turns", v))
@@ -80,8 +87,15 @@ class Run:
         return self.agent.say
 
 
-def run(r, ask, toolset, report=lambda kind, **data: None):
-    """Drive run `r` in this process until it is done, suspended, stopped or fails; returns `r`."""
+def _silent(kind: str, **data: Any) -> None:
+    """A report that hears nothing."""
+
+
+def run(r: Run, ask: Model | Callable[..., Reply], toolset: ToolSet, report: Callable[..., None] | None = None) -> Run:
+    """Drive run `r` in this process until it is done, suspended, stopped or fails; returns `r`. `ask`: a Model
+    (model.connect, or your own), or a plain function ask(messages, tools, final=False) -> Reply.
+    `report(kind, **data)` hears the run as it goes (turns, streamed words, tools)."""
+    report = report or _silent
     return drive(turns(r, toolset, report), Local(r, ask, toolset, report))
 
 

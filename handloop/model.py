@@ -98,6 +98,7 @@ class Client:
     streams: bool
     release: Callable[[], None]
     forces: bool = True
+    url: str | None = None        # where it asks (the loopback endpoint's, for an offline model)
 
     def __call__(self, messages: list[Message], tools: list[dict[str, Any]], final: bool = False,
                  on_event: OnEvent | None = None, force: bool = False) -> Reply:
@@ -119,7 +120,7 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
     call is complete), "discard" (why=the ModelError: what was heard of this attempt is void; it is asked
     again or fails). `.streams` says whether it streams; `.name` is `model`."""
     import openai
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     if loopback:                  # never send a loopback request through an HTTP proxy
         try:
             kwargs["http_client"] = openai.DefaultHttpxClient(trust_env=False)
@@ -129,7 +130,7 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
     _warm(openai)
     where = base_url or "https://api.openai.com/v1"
 
-    unforced = []                   # the server rejected tool_choice "required": asked without it since
+    unforced: list[str] = []        # the server rejected tool_choice "required": asked without it since
 
     def ask(messages, tools, final=False, on_event=None, force=False):
         request = {"model": model, "messages": messages}
@@ -163,6 +164,23 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
         raise ModelError(problem, Said("model." + problem), tokens=spent)
 
     return Client(ask, model, stream, client.close)   # force=True asks for a tool call (tool_choice "required")
+
+
+def offline_model(respond: Callable[[dict[str, Any]], dict[str, Any]], name: str = config.OFFLINE_MODEL,
+                  **options: Any) -> Client:
+    """A scripted model `respond(request) -> reply` (an assistant message: content and/or tool_calls) served by
+    the loopback endpoint and asked through the same openai client as a real one; closing it stops the
+    endpoint. `options` go to `connect` (timeout, retries, stream, ...)."""
+    from .llm.endpoint import Endpoint
+    endpoint = Endpoint(respond)
+    client = connect(endpoint.url, "offline-no-key", name, loopback=True, **options)
+    release = client.release
+
+    def both() -> None:
+        release()
+        endpoint.close()
+    client.release, client.url = both, endpoint.url
+    return client
 
 
 def _forced(send, request, unforced, notes, attempt):

@@ -8,10 +8,18 @@ holds the command line's rules for every state, and refuses with a Refused the u
 a confirmation is the agent's first confirm reply added as the user's message, never a flag; the
 confirm replies a run recorded are the ones its record is read with. Imports loop.py (the run and
 its save), never the other way round.
+
+The library's way to a run is here too: `start` a new run of an agent, and `confirm`, `reply` or `resume` a
+recorded one (each reopens it from its audit file, checks its state and adds the user's part); `loop.run`
+drives it.
 """
+from __future__ import annotations
+
 import dataclasses
+import enum
 import os
 import time
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import audit
 from . import config
@@ -19,6 +27,73 @@ from . import context
 from . import texts
 from .loop import Run, save, system_message
 from .memory import Memory, rebuild
+
+if TYPE_CHECKING:
+    from .calls import Agent
+    from .toolset import ToolSet
+
+
+class Resume(str, enum.Enum):
+    """How a recorded run goes on: the user confirms, the user replies, or the run resumes where it was cut off."""
+
+    CONFIRM = "confirm"
+    REPLY = "reply"
+    RESUME = "resume"
+
+
+def way(how: Resume | str) -> Resume:
+    """`how` as a Resume; ValueError naming the ways for anything else (a user's words are not a way)."""
+    try:
+        return Resume(how)
+    except ValueError:
+        raise ValueError(f"{how!r} is not a way of resuming a run: use one of "
+                         f"{', '.join(w.value for w in Resume)} (the user's words go with reply(..., text))") from None
+
+
+def start(agent: Agent, run_id: str | None = None, *, audit_dir: str = "audit", goal: str = "", model: str = "",
+          policy: config.Policy | None = None) -> tuple[Run, ToolSet]:
+    """A new run of `agent` (its first snapshot on disk): (run, its tool set). `run_id`: a fresh one when None;
+    `goal`: the agent's own when empty; `model`: the name the audit file records. Drive it with loop.run;
+    close the tool set when done with it."""
+    from .toolset import ToolSet
+    run_id = run_id or audit.new_run_id()
+    os.makedirs(audit_dir, exist_ok=True)
+    toolset = ToolSet(run_id, agent=agent, visible=policy.tools if policy else None)
+    try:
+        return begin(audit_dir, run_id, goal, toolset, model, policy=policy), toolset
+    except BaseException:
+        toolset.close()
+        raise
+
+
+def confirm(agent: Agent, run_id: str, *, audit_dir: str = "audit") -> tuple[Run, ToolSet]:
+    """The recorded run `run_id` of `agent`, suspended on a proposal, with the user's confirmation (the agent's
+    first confirm reply) added: (run, tool set), ready for loop.run. Refused when it waits for nothing."""
+    return _go_on(agent, run_id, audit_dir, Resume.CONFIRM)
+
+
+def reply(agent: Agent, run_id: str, text: str, *, audit_dir: str = "audit") -> tuple[Run, ToolSet]:
+    """The recorded run `run_id` with the user's reply `text` added (never a confirmation): (run, tool set)."""
+    return _go_on(agent, run_id, audit_dir, Resume.REPLY, text)
+
+
+def resume(agent: Agent, run_id: str, *, audit_dir: str = "audit") -> tuple[Run, ToolSet]:
+    """The recorded run `run_id`, cut off (crash, kill, outage, deadline), ready to go on from its last
+    audited turn, adding no message: (run, tool set)."""
+    return _go_on(agent, run_id, audit_dir, Resume.RESUME)
+
+
+def _go_on(agent, run_id, audit_dir, how, text=None):
+    from .toolset import ToolSet
+    r, toolset, warnings = reopen(audit_dir, run_id, lambda snap: ToolSet(run_id, agent=agent),
+                                  lambda snap: accept(how, snap))
+    r.warnings = warnings
+    try:
+        answer(r, how, text)
+    except BaseException:
+        toolset.close()
+        raise
+    return r, toolset
 
 
 def begin(audit_dir, run_id, goal, toolset, model, max_turns=None, budget=None, fsync=True, policy=None):
@@ -118,10 +193,11 @@ class Refused(audit.AuditError):
     """The run is not in a state this way of resuming accepts, or the user's part is not usable."""
 
 
-def accept(how, snap, say=None):
+def accept(how: Resume | str, snap: dict[str, Any], say: Callable[..., str] | None = None) -> None:
     """Raise Refused unless a run in this state (an audit snapshot) may be resumed `how`: "confirm"
     (the user confirms the proposal), "reply" (any other reply; also after a model-service error),
     "resume" (a run cut off: crash, kill, model outage, Ctrl-C, deadline). A done run takes nothing."""
+    how = way(how).value
     say = say or _language_of(snap)
     status, reason = snap["status"], snap.get("reason") or ""
     if how == "resume" and status == "stopped" and reason in RESUMABLE_STOPS:
@@ -136,12 +212,15 @@ def _language_of(snap):
     return texts.of(agent.get("language") if agent.get("language") in texts.LANGUAGES else "zh")
 
 
-def answer(r, how, text=None):
-    """The user's part of a resume: the agent's first confirm reply ("confirm"), another reply
-    ("reply": never one of the confirm replies, never empty), or nothing ("resume")."""
-    if how == "confirm":
-        add_user(r, r.agent.confirm[0])
-    elif how == "reply":
+def answer(r: Run, how: Resume | str, text: str | None = None) -> None:
+    """The user's part of a resume: the agent's first confirm reply (CONFIRM), another reply (REPLY: never one
+    of the confirm replies, never empty), or nothing (RESUME). Any other `how` is a ValueError."""
+    how = way(how)
+    if how is Resume.CONFIRM:
+        if text is not None and not r.agent.confirms(text):
+            raise Refused(r.say("resume.bad_confirm", words=", ".join(r.agent.confirm)))
+        add_user(r, text.strip() if text is not None else r.agent.confirm[0])
+    elif how is Resume.REPLY:
         text = (text or "").strip()
         if not text or r.agent.confirms(text):
             raise Refused(r.say("resume.bad_reply"))

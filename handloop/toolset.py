@@ -13,11 +13,14 @@ error, timeout, dead server) is a ToolError. One MCP server session per tool set
 first needed (a new run needs it at once, for the schemas; a resumed run reuses the schemas it
 recorded and starts the server only for its first MCP call).
 """
+from __future__ import annotations
+
 import hashlib
 import inspect
 import json
 import math
 import re
+from typing import Any
 
 from . import config
 from . import mcp_tools
@@ -91,8 +94,9 @@ class ToolSet:
 
     timeout = config.TOOL_TIMEOUT     # seconds the executor gives a call whose tool declares none
 
-    def __init__(self, run_id, store=None, mode="local", mcp_command=None, schemas=None, tools=None, visible=None,
-                 mcp_url=None, mcp_token=None, agent=None):
+    def __init__(self, run_id: str, store: Any = None, mode: str = "local", mcp_command: list[str] | None = None,
+                 schemas: list[dict] | None = None, tools: list[Tool] | None = None, visible: list[str] | None = None,
+                 mcp_url: str | None = None, mcp_token: str | None = None, agent: Agent | None = None) -> None:
         """`agent`: the agent whose tools these are (default: the Xi'an agent over `store`; given only
         `tools`, an agent of those tools with a plain prompt); `schemas`: the tool list a resumed run
         recorded (MCP mode takes its MCP tools from it instead of asking the server); `mcp_command`:
@@ -103,11 +107,13 @@ class ToolSet:
             agent = local_tools.agent(store) if tools is None else \
                 Agent("custom", texts.of("zh")("agent.plain"), tuple(tools))
         self.agent, self.say = agent, agent.say
-        self.run_id, self.store, self.mode, self._async = run_id, store, mode, {}
+        self.run_id, self.store, self.mode = run_id, store, mode
+        self._async: dict[str, tuple[Any, bool]] = {}
         declared = list(agent.tools)
         if agent.planning and not any(t.name == "set_plan" for t in declared):
             declared = plan.tools(agent.plan_example, agent.say) + declared
-        self.mcp, remote, self.mcp_url = None, {}, mcp_url if mode == "mcp" else None
+        self.mcp: Any = None
+        remote, self.mcp_url = {}, mcp_url if mode == "mcp" else None
         if mode == "mcp" and mcp_url:
             from .mcp import http as mcp_http
             self.mcp = mcp_http.HTTPClient(mcp_url, mcp_token, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS,
@@ -142,23 +148,23 @@ class ToolSet:
         sources = tuple(Source(tuple(a), t, tuple(f), near=n) for a, t, f, n in rule.get("sources", ()))
         return Tool(name, spec["description"], spec["parameters"], fn=None, sources=sources, **hooks)
 
-    def tool(self, name):
+    def tool(self, name: str) -> Tool | None:
         """The declaration of the tool of this name, or None."""
         return self.tools.get(name)
 
-    def kind(self, name):
+    def kind(self, name: str) -> str:
         """'read' (may run concurrently), 'state' (changes the run) or 'write' (changes the world)."""
         tool = self.tools.get(name)
         return tool.kind if tool else "read"
 
-    def timeout_for(self, call):
+    def timeout_for(self, call: Call) -> float:
         return call.tool.timeout if call.tool and call.tool.timeout else self.timeout
 
-    def inline(self, call):
+    def inline(self, call: Call) -> bool:
         """Whether the call runs in the loop's thread: its tool is pure and bounded."""
         return bool(call.tool and call.tool.inline and not self.is_async(call))
 
-    def is_async(self, call):
+    def is_async(self, call: Call) -> bool:
         fn = call.tool.fn if call.tool else None
         if fn is None:
             return False
@@ -167,7 +173,7 @@ class ToolSet:
             known = self._async[call.name] = (fn, inspect.iscoroutinefunction(fn))
         return known[1]
 
-    def prepare(self, raw_calls):
+    def prepare(self, raw_calls: list[dict[str, Any]]) -> list[Call]:
         """Raw tool calls → Calls, each with valid arguments or the problem that stops it."""
         return [self._prepare(raw) for raw in raw_calls]
 
@@ -184,7 +190,7 @@ class ToolSet:
             problem = self.say("schema.sep").join(problems) if problems else None
         return Call(raw.get("id", ""), name, arguments, args=value if problem is None else None, problem=problem, tool=tool)
 
-    def run(self, call, memory):
+    def run(self, call: Call, memory: Any) -> dict[str, Any]:
         """Execute a prepared, allowed call: its result (raises ToolError); for an async tool, the
         coroutine that computes it."""
         if call.name in self.remote:
@@ -199,7 +205,7 @@ class ToolSet:
             context["idempotency_key"] = idempotency_key(self.run_id, call)
         return call.tool.fn(**call.args, **{k: context[k] for k in call.tool.takes})
 
-    def preview(self, call, view):
+    def preview(self, call: Call, view: Any) -> Any:
         """The result a state call will have, for the guards' view of the turn: its tool is pure, so
         its function is simply called on the view (not through `run`, the executor's way in); None
         when it is not inline, so cannot be run ahead."""
@@ -221,13 +227,13 @@ class ToolSet:
             raise ToolError(self.say("tool.mcp_error", tool=call.name, error=exc.message[:300])) from None
         return trim(call.name, payload, self.say)
 
-    def reconcile(self, call):
+    def reconcile(self, call: Call) -> Any:
         """After a write's outcome went unknown: the receipt its idempotency key stored, or None."""
         if call.tool is None or call.tool.reconcile is None:
             return None
         return call.tool.reconcile(idempotency_key(self.run_id, call))
 
-    def close(self):
+    def close(self) -> None:
         """Release what the tool set holds: the MCP server session, if any."""
         if self.mcp is not None:
             self.mcp.close()

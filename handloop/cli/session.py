@@ -128,12 +128,10 @@ def chat(env, offline=False, name=None, on_retry=None, agent=None, stream=True):
     if respond is None:
         from ..demo import offline as offline_model
         respond = offline_model.respond
-    from ..llm.endpoint import Endpoint
-    endpoint = Endpoint(respond)
-    ask = model.connect(endpoint.url, "offline-no-key", config.OFFLINE_MODEL, env["model_timeout"],
-                        env["model_retries"], on_retry=on_retry, loopback=True, **limits)
+    ask = model.offline_model(respond, timeout=env["model_timeout"], retries=env["model_retries"],
+                              on_retry=on_retry, **limits)
     why = "--offline" if offline else say("cli.no_key")
-    return ask, lambda: (ask.close(), endpoint.close()), say("cli.offline", why=why, url=endpoint.url)
+    return ask, ask.close, say("cli.offline", why=why, url=ask.url)
 
 
 def load_policy(path):

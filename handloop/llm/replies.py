@@ -11,10 +11,13 @@ provider's words. How content parts and non-string arguments become text is defi
 for the recorded reply and for what a stream announces alike. No client, no network, no state;
 imports only config.py and calls.py.
 """
+from __future__ import annotations
+
 import dataclasses
 import json
 import re
 import secrets
+from typing import Any
 
 from .. import config
 from .. import texts
@@ -31,11 +34,11 @@ class ModelError(Exception):
     texts.Said, so `text(say)` says it in a run's language (the provider's own words kept as they
     are); str() is the Chinese. `retried`: the attempts made before it was given up."""
 
-    def __init__(self, kind, message="", tokens=0):
+    def __init__(self, kind: str, message: Any = "", tokens: int = 0) -> None:
         super().__init__(message)
         self.kind, self.tokens, self.retried = kind, tokens, 0
 
-    def text(self, say):
+    def text(self, say: Any) -> str:
         said = self.args[0] if self.args else ""
         told = said(say) if isinstance(said, Said) else str(said)    # a plain message is said as it is
         return told + (say("model.retried", n=self.retried) if self.retried else "")

@@ -106,6 +106,7 @@ EN = {
     "resume.finished": "is done",
     "resume.refused": "run {run_id} {hint}",
     "resume.no_dir": "the audit folder {folder} does not exist",
+    "resume.bad_confirm": "that is not a confirmation: to confirm, say {words}",
     "resume.bad_reply": "--reply cannot be empty and cannot confirm; confirm with --confirm",
     "cli.new_run": "New run {run_id}\nGoal: {goal}",
     "cli.keeps_mode": "Note: run {run_id} started in {mode} mode and keeps it (--mcp ignored)",

@@ -107,6 +107,7 @@ ZH = {
     "resume.finished": "已经完成",
     "resume.refused": "运行 {run_id} {hint}",
     "resume.no_dir": "审计目录 {folder} 不存在",
+    "resume.bad_confirm": "这不是确认：确认请说 {words}",
     "resume.bad_reply": "--reply 不能为空，也不能用来确认；确认请用 --confirm",
     "cli.new_run": "新运行 {run_id}\n目标：{goal}",
     "cli.keeps_mode": "注意：运行 {run_id} 以 {mode} 模式开始，续跑沿用该模式（忽略 --mcp）",

@@ -1,0 +1,207 @@
+"""The public API: what `handloop.__all__` names is importable, typed and enough to run an agent of one's own
+(start, run, suspend, confirm in a new process, one write); the ways of resuming are an enum and nothing else;
+the model interface is a Protocol a user's own model implements; the type checker passes on the package."""
+import inspect
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+import handloop
+from handloop import runs
+from conftest import ROOT, text, tool_calls
+
+PUBLIC_FUNCTIONS = ("run", "start", "confirm", "reply", "resume", "connect", "offline_model")
+
+
+def test_every_public_name_is_importable_and_documented():
+    assert sorted(handloop.__all__) == sorted(set(handloop.__all__))
+    for name in handloop.__all__:
+        value = getattr(handloop, name)
+        assert inspect.getdoc(value), name
+    with pytest.raises(AttributeError):
+        handloop.no_such_name  # noqa: B018
+
+
+@pytest.mark.parametrize("name", PUBLIC_FUNCTIONS)
+def test_public_functions_are_typed(name):
+    signature = inspect.signature(getattr(handloop, name))
+    missing = [p.name for p in signature.parameters.values()
+               if p.annotation is inspect.Parameter.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    assert not missing and signature.return_annotation is not inspect.Signature.empty, (name, missing)
+
+
+def test_public_classes_have_typed_methods():
+    for name in ("Agent", "Tool", "Policy", "ToolSet", "FunctionModel", "Model", "ModelError"):
+        cls = getattr(handloop, name)
+        for attr, member in vars(cls).items():
+            if attr.startswith("_") and attr != "__init__" or not inspect.isfunction(member):
+                continue
+            if member.__qualname__.split(".")[0] != cls.__name__:
+                continue
+            hints = {p.name for p in inspect.signature(member).parameters.values()
+                     if p.annotation is inspect.Parameter.empty and p.name not in ("self", "cls")
+                     and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+            assert not hints, (name, attr, hints)
+
+
+def test_the_type_checker_passes_on_the_package():
+    done = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary", "handloop"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+# ---- an agent of one's own, through the public API only ----
+
+def _notes_agent(tmp_path):
+    """An English agent with one read and one confirmed write, planning off, its own SQLite store."""
+    db = str(tmp_path / "notes.db")
+
+    def find_user(email):
+        return {"user_id": "U-7", "email": email}
+
+    def add_note(user_id, body, idempotency_key):
+        with sqlite3.connect(db) as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS notes (key TEXT PRIMARY KEY, user_id TEXT, body TEXT)")
+            conn.execute("INSERT OR IGNORE INTO notes VALUES (?, ?, ?)", (idempotency_key, user_id, body))
+        return {"note_id": "N-1", "user_id": user_id}
+
+    tools = [handloop.Tool("find_user", "Find a user by email.", {"type": "object", "properties": {
+                 "email": {"type": "string"}}, "required": ["email"]}, find_user),
+             handloop.Tool("add_note", "Add a note to a user.", {"type": "object", "properties": {
+                 "user_id": {"type": "string"}, "body": {"type": "string"}}, "required": ["user_id", "body"]},
+                 add_note, kind="write", takes=("idempotency_key",), effect=(("user_id", "id"),),
+                 sources=(handloop.Source(("user_id",), "find_user", ("user_id",)),))]
+    agent = handloop.Agent(name="notes", instructions="You add notes. Ask before writing.", tools=tools,
+                           goal="Add the note 'call back' for ann@example.com.", language="en",
+                           confirm=("yes, add it",), planning=False)
+    return agent, db
+
+
+def _notes(db):
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT user_id, body FROM notes").fetchall()
+
+
+def _replies(request):
+    """A model unlike the offline demo: looks up, calls the write at once (blocked: it becomes the proposal),
+    calls it again after the confirmation, then answers."""
+    said = [m for m in request["messages"] if m["role"] == "user"]
+    results = [m for m in request["messages"] if m["role"] == "tool"]
+    if not results:
+        return tool_calls(("find_user", {"email": "ann@example.com"}))
+    if said[-1]["content"] != "yes, add it" and len(results) == 1:
+        return tool_calls(("add_note", {"user_id": "U-7", "body": "call back"}, "w1"))
+    if said[-1]["content"] != "yes, add it":
+        return text("Shall I add 'call back' to U-7?")
+    if not any("note_id" in m["content"] for m in results):
+        return tool_calls(("add_note", {"user_id": "U-7", "body": "call back"}, "w2"))
+    return text("Done: note N-1 added.")
+
+
+def test_start_run_confirm_through_the_public_api(tmp_path):
+    agent, db = _notes_agent(tmp_path)
+    audit_dir = str(tmp_path / "audit")
+    model = handloop.offline_model(_replies, name="scripted")
+    try:
+        assert isinstance(model, handloop.Model)
+        r, ts = handloop.start(agent, "n1", audit_dir=audit_dir, model=model.name)
+        handloop.run(r, model, ts)
+        ts.close()
+        assert (r.status, r.reason) == ("suspended", "awaiting_confirmation") and not os.path.exists(db)
+        r, ts = handloop.confirm(agent, "n1", audit_dir=audit_dir)      # as a new process would
+        handloop.run(r, model, ts)
+        ts.close()
+    finally:
+        model.close()
+    assert r.status == "done" and _notes(db) == [("U-7", "call back")]
+    with open(os.path.join(audit_dir, "run-n1.json"), encoding="utf-8") as f:
+        recorded = json.load(f)
+    assert recorded["status"] == "done" and recorded["agent"]["name"] == "notes"
+    with pytest.raises(runs.Refused):                                    # a done run takes nothing
+        handloop.confirm(agent, "n1", audit_dir=audit_dir)
+
+
+@pytest.mark.parametrize("how", ["yes, add it", "approve", "", None, 1])
+def test_an_unknown_way_of_resuming_is_an_error_not_a_resume(tmp_path, how):
+    agent, _ = _notes_agent(tmp_path)
+    model = handloop.offline_model(_replies)
+    try:
+        r, ts = handloop.start(agent, "n2", audit_dir=str(tmp_path), model="m")
+        handloop.run(r, model, ts)
+        ts.close()
+    finally:
+        model.close()
+    turn, messages = r.turn, len(r.messages)
+    with pytest.raises(ValueError):
+        runs.answer(r, how)
+    assert (r.status, r.turn, len(r.messages)) == ("suspended", turn, messages)
+
+
+def test_the_ways_of_resuming_are_an_enum():
+    assert [w.value for w in handloop.Resume] == ["confirm", "reply", "resume"]
+    assert runs.way("confirm") is handloop.Resume.CONFIRM and runs.way(handloop.Resume.REPLY) is handloop.Resume.REPLY
+
+
+def test_confirm_with_words_that_do_not_confirm_is_refused(tmp_path):
+    agent, db = _notes_agent(tmp_path)
+    model = handloop.offline_model(_replies)
+    try:
+        r, ts = handloop.start(agent, "n3", audit_dir=str(tmp_path), model="m")
+        handloop.run(r, model, ts)
+        ts.close()
+        with pytest.raises(runs.Refused):
+            runs.answer(r, handloop.Resume.CONFIRM, "sure, go ahead")
+        with pytest.raises(runs.Refused):                                # a reply is never a confirmation
+            handloop.reply(agent, "n3", "yes, add it", audit_dir=str(tmp_path))
+    finally:
+        model.close()
+    assert not os.path.exists(db)
+
+
+class _OwnModel:
+    """A user's own model class implementing the Protocol: it forces when asked, and records how it was asked."""
+
+    name, streams, forces = "own", False, True
+
+    def __init__(self):
+        self.asked = []
+
+    def __call__(self, messages, tools, final=False, on_event=None, force=False):
+        self.asked.append(force)
+        from handloop.model import Reply
+        message = {"role": "assistant", "content": "I need to know more."}
+        return Reply(message, [], 5, True, 0.0, [])
+
+    def close(self):
+        pass
+
+
+def test_a_users_own_model_class_is_a_model_and_is_asked_with_force(tmp_path):
+    agent, _ = _notes_agent(tmp_path)
+    own = _OwnModel()
+    assert isinstance(own, handloop.Model)
+    r, ts = handloop.start(agent, "n4", audit_dir=str(tmp_path), model=own.name)
+    handloop.run(r, own, ts)
+    ts.close()
+    assert own.asked and own.asked[0] is False and r.status in ("suspended", "done")
+    assert True in own.asked                                             # nothing looked up: the loop forced a call
+
+
+def test_a_plain_function_is_wrapped_and_never_told_force(tmp_path):
+    agent, _ = _notes_agent(tmp_path)
+    seen = []
+
+    def ask(messages, tools, final=False):
+        seen.append(final)
+        from handloop.model import Reply
+        return Reply({"role": "assistant", "content": "Which user?"}, [], 3, True, 0.0, [])
+
+    assert not isinstance(ask, handloop.Model) and isinstance(handloop.FunctionModel(ask), handloop.Model)
+    r, ts = handloop.start(agent, "n5", audit_dir=str(tmp_path), model="plain")
+    handloop.run(r, ask, ts)
+    ts.close()
+    assert seen and r.status in ("suspended", "done")
