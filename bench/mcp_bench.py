@@ -68,7 +68,7 @@ def ours_persistent(command, mode, seconds=None, count=None):
 
 
 def ours_http_counted(mode, count):
-    """Our client against `python mcp_tools.py --http 127.0.0.1:0` (stopped with SIGTERM after)."""
+    """Our client against `python -m handloop.mcp_tools --http 127.0.0.1:0` (stopped with SIGTERM after)."""
     from handloop.mcp import http as mcp_http
     proc = subprocess.Popen(OUR_SERVER + ["--http", "127.0.0.1:0"], stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment())

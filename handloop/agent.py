@@ -1,8 +1,8 @@
 """Command line: parse arguments, pick the mode, and run on this machine (a new run, or the user's
 part given to a recorded one). Nothing else.
 
-What a run prints is printout.py's (and, while a reply streams, live.py's); --worker and
---temporal are cli_temporal.py's, imported only for them; exit codes and error lines are exits.py's.
+What a run prints is cli/printout.py's (and, while a reply streams, cli/live.py's); --worker and
+--temporal are cli/temporal.py's, imported only for them; exit codes and error lines are cli/exits.py's.
 """
 import argparse
 import os
@@ -87,7 +87,7 @@ def _named_agent(argv):
         return None
     from .cli import session
     try:
-        return session.load_agent(path)
+        return session.load_file(path)
     except session.Refused:
         return None
 
@@ -135,7 +135,7 @@ def _main(argv):
         if args.agent:                         # the declarations a transcript recording no agent is judged by
             from .cli import session
             try:
-                declared = (named or session.load_agent(args.agent)).declared()
+                declared = (named or session.load_file(args.agent)).declared()
             except session.Refused as exc:
                 print(error_line(exc, named), file=sys.stderr)
                 return 2
@@ -181,7 +181,7 @@ def drive(args, env):
     command = _split(args.mcp_server or env["mcp_server"] or "") or None
     if command is None and env["mcp_server"]:
         raise UsageError(texts.Said("cli.bad_mcp_env"))
-    agent = (args.named or session.load_agent(args.agent)) if args.agent else None    # a bad file: why
+    agent = (args.named or session.load_file(args.agent)) if args.agent else None    # a bad file: why
     url, token = _mcp_http(args, env, how, (agent.say if agent else texts.ZH_TEXTS))
     policy = session.load_policy(args.policy) if args.policy else None
     if how is None and not os.path.isdir(audit_dir):

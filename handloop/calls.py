@@ -6,7 +6,7 @@ made, so that no declaration mistake (a misspelt kind, an effect kind, a context
 prerequisite naming a tool the agent lacks) can make a guard allow more than was meant: each is a
 ValueError naming the tool, the field and the allowed values.
 
-Invariants: imports only texts.py (the catalogue, which imports only leaves), so any layer may import it;
+Invariants: imports only texts/__init__.py (the catalogue, which imports only leaves), so any layer may import it;
 holds no state; each fact here is defined once and nowhere else (the schema validator, how a
 message's characters are counted, how a long text or result is cut). Texts come from the caller's
 catalogue (`say`, default Chinese).

@@ -1,18 +1,18 @@
 """The rules of the offline judge: what a run did, judged from its conversation alone against what its agent
-declared (a Transcript from transcripts.py, which carries the declaration, in; a verdict per check out: pass, fail
+declared (a Transcript from judge/transcripts.py, which carries the declaration, in; a verdict per check out: pass, fail
 or pending, with its reason and, when pending, its cause). Here are the core rules, which checks a declaration
-calls for (applicable, AGENT_CHECKS), judge() and progress(); the rule of confirmation is check_confirm.py's, the
-Xi'an agent's own check check_weather.py's, and what every rule shares in saying its verdict check_verdicts.py's.
+calls for (applicable, AGENT_CHECKS), judge() and progress(); the rule of confirmation is judge/confirm.py's, the
+Xi'an agent's own check judge/weather.py's, and what every rule shares in saying its verdict judge/verdicts.py's.
 
-Invariants: imports no project module (config included) but the judge's own below it (check_confirm.py,
-check_weather.py, check_verdicts.py, declaration.py, readings.py, its catalogue check_texts.py), and shares no rule
+Invariants: imports no project module (config included) but the judge's own below it (judge/confirm.py,
+judge/weather.py, judge/verdicts.py, judge/declaration.py, judge/readings.py, its catalogue judge/texts.py), and shares no rule
 code with the guards, so it can judge a transcript from any system, this one included; reads no file and never
-asks a model. Files, the report and exit codes are check_cli.py's. Reasons, names and progress are Said (a
-catalogue key and its values): check_cli.py says them in the judged agent's language.
+asks a model. Files, the report and exit codes are cli/check.py's. Reasons, names and progress are Said (a
+catalogue key and its values): cli/check.py says them in the judged agent's language.
 
-The conversation is read by transcripts.py (how turns, calls, results, proposals and replies are read) from
-what formats.py made of the file, and the declaration from the audit file's "agent" (else --agent FILE's,
-else the Xi'an agent's: declaration.py). Business calls are calls of the declared tools of kind read or write. The
+The conversation is read by judge/transcripts.py (how turns, calls, results, proposals and replies are read) from
+what judge/formats.py made of the file, and the declaration from the audit file's "agent" (else --agent FILE's,
+else the Xi'an agent's: judge/declaration.py). Business calls are calls of the declared tools of kind read or write. The
 rules:
 - plan_first (only when the agent plans): set_plan took effect before any business call;
 - no_skipped_step: each business call's plan dependencies (when planning) and the tools it declares in
@@ -20,11 +20,11 @@ rules:
 - provenance: each argument a tool declares in `sources` equals (`near`: to within 0.01) the field of a record
   in an earlier successful result of the source tool (a record anywhere in it: other systems shape results
   their own way; a plain-text result must contain the value as a token);
-- write_after_confirmation (when the agent has a write; check_confirm.py): no write took effect before a user
+- write_after_confirmation (when the agent has a write; judge/confirm.py): no write took effect before a user
   confirmation (one of the declared confirm replies, or an approval as classify_reply reads it) that came after it
   was proposed, with the arguments the user was shown (its declared effect arguments);
 - the agent's own checks, by the names it declares (AGENT_CHECKS): the Xi'an agent's room_type_follows_weather
-  (check_weather.py), rain → Suite, otherwise Standard.
+  (judge/weather.py), rain → Suite, otherwise Standard.
 A check the declaration gives nothing to judge (no planning, no requires or plan, no sources, no write) is not
 applicable: judge() leaves it out and not_applicable() says why; a declaration that leaves no check at all gets
 one pending verdict, never an empty pass.

@@ -1,6 +1,6 @@
 """Constants, limits and the environment: the one place a setting is read. No task text: an
 agent's prompt, confirm replies and goal are its declaration's (calls.Agent); what the loop says
-is texts.py's.
+is texts/__init__.py's.
 
 Invariants: imports no project module; holds no logic beyond reading the environment
 (`settings()` reads it at call time, never at import, so tests and many runs stay isolated).
@@ -57,7 +57,7 @@ MCP_RESTARTS = 3                # server restarts allowed in one process before 
 
 class PolicyError(ValueError):
     """What is wrong with a policy, as data: `problem` (not_object, unknown_field, out_of_range,
-    not_names, not_utf8) and its `values`; texts.py says it in a run's language (catalogue key
+    not_names, not_utf8) and its `values`; texts/__init__.py says it in a run's language (catalogue key
     "policy.<problem>"), str() names it plainly."""
 
     def __init__(self, problem, **values):
@@ -140,7 +140,7 @@ def settings(env=None):
         "mcp_server": env.get("AGENT_MCP_SERVER") or None,
         "mcp_url": env.get("AGENT_MCP_URL") or None,          # a Streamable HTTP MCP server instead of a process
         "mcp_token": env.get("AGENT_MCP_TOKEN") or None,      # its bearer token (and our --http server's); never recorded
-        # the MCP server's own settings (read by `python mcp_tools.py`)
+        # the MCP server's own settings (read by `python -m handloop.mcp_tools`)
         "mcp_weather": env.get("AGENT_MCP_WEATHER") or "offline",
         "mcp_geocoding_url": env.get("AGENT_MCP_GEOCODING_URL") or "https://geocoding-api.open-meteo.com/v1/search",
         "mcp_forecast_url": env.get("AGENT_MCP_FORECAST_URL") or "https://api.open-meteo.com/v1/forecast",

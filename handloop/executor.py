@@ -23,28 +23,55 @@ from . import config
 from .calls import ZH, Outcome, ToolError, settled
 
 
-def execute(memory, calls, toolset, timeout=None, limit=None):
-    """Run `calls` (already screened); returns {call id: Outcome}. Each call gets `timeout`
-    seconds, by default its tool's (`toolset.timeout_for`); results are fitted to `limit` chars."""
-    limit, say = limit or config.TOOL_RESULT_MAX_CHARS, memory.say
+def order(memory, calls, inline):
+    """The order a turn's calls run in, defined here once for every driver (this executor, the Temporal
+    workflow): the reads (kind "read") start together, the others run one at a time in request order,
+    each seeing the state calls before it (on a fork of memory when there are several); `inline(call)`: a
+    pure, bounded tool, run where the turn is driven.
+
+    A generator: it yields ("start", call, view) — begin a call elsewhere, sent nothing back —,
+    ("here", call, view) — run it now, sent its Outcome —, ("wait", call) — the Outcome of a started
+    call, sent back —; it returns {call id: Outcome} in request order."""
     reads = [c for c in calls if c.kind == "read"]
     serial = [c for c in calls if c.kind != "read"]
-    waiting = {c.id: _start(toolset, c, memory) for c in reads if not toolset.inline(c)}   # start together
+    started = [c for c in reads if not inline(c)]
+    for call in started:
+        yield "start", call, memory
     outcomes, view = {}, memory.fork() if len(serial) > 1 else memory
     for call in reads:
-        if call.id not in waiting:
-            outcomes[call.id] = _inline(toolset, call, memory, limit, say)
+        if inline(call):
+            outcomes[call.id] = yield "here", call, memory
     for call in serial:
-        outcome = _inline(toolset, call, view, limit, say) if toolset.inline(call) else \
-            _outcome(_start(toolset, call, view), call, toolset, _timeout(toolset, call, timeout), limit, say)
-        outcomes[call.id] = outcome
+        if inline(call):
+            outcomes[call.id] = yield "here", call, view
+        else:
+            yield "start", call, view
+            outcomes[call.id] = yield "wait", call
         if call.kind == "state" and view is not memory:
-            view.absorb(call, outcome.result)
-    for call in reads:
-        if call.id in waiting:
-            outcomes[call.id] = _outcome(waiting[call.id], call, toolset, _timeout(toolset, call, timeout), limit, say,
-                                         concurrent=len(waiting) > 1)
+            view.absorb(call, outcomes[call.id].result)
+    for call in started:
+        outcomes[call.id] = yield "wait", call
+        outcomes[call.id].concurrent = len(started) > 1
     return {c.id: outcomes[c.id] for c in calls}
+
+
+def execute(memory, calls, toolset, timeout=None, limit=None):
+    """Run `calls` (already screened) in this process, in `order`; returns {call id: Outcome}. Each call
+    gets `timeout` seconds, by default its tool's (`toolset.timeout_for`); results are fitted to `limit`."""
+    limit, say = limit or config.TOOL_RESULT_MAX_CHARS, memory.say
+    steps, handles, sent = order(memory, calls, toolset.inline), {}, None
+    try:
+        while True:
+            step = steps.send(sent)
+            sent = None
+            if step[0] == "start":
+                handles[step[1].id] = _start(toolset, step[1], step[2])
+            elif step[0] == "here":
+                sent = _inline(toolset, step[1], step[2], limit, say)
+            else:
+                sent = _outcome(handles[step[1].id], step[1], toolset, _timeout(toolset, step[1], timeout), limit, say)
+    except StopIteration as done:
+        return done.value
 
 
 def _timeout(toolset, call, given):
@@ -62,7 +89,7 @@ def _inline(toolset, call, view, limit, say):
         value, exc = toolset.run(call, view), None
     except Exception as error:      # any failure of a tool is data for the model
         value, exc = None, error
-    outcome = _settle(value, exc, limit, say)
+    outcome = settle(value, exc, limit, say)
     outcome.seconds = time.perf_counter() - started
     config.fault("after_tool")
     return outcome
@@ -185,15 +212,16 @@ def _outcome(job, call, toolset, timeout, limit, say, concurrent=False):
         outcome.result, outcome.content = settled(outcome.result, limit, say)
         outcome.seconds = time.perf_counter() - job.started
     else:
-        outcome = _settle(job.value, job.exc, limit, say)
+        outcome = settle(job.value, job.exc, limit, say)
         outcome.seconds = job.seconds
     outcome.concurrent = concurrent
     config.fault("after_tool")
     return outcome
 
 
-def _settle(value, exc, limit, say):
-    """What a tool returned or raised, as the Outcome the record will hold."""
+def settle(value, exc, limit, say):
+    """What a tool returned or raised, as the Outcome the record will hold (here, and for a call run elsewhere:
+    in a Temporal workflow or activity)."""
     if exc is not None:
         message = str(exc) if isinstance(exc, ToolError) else say("tool.internal", kind=type(exc).__name__, error=exc)
         result, status = {"error": message}, "error"
@@ -203,10 +231,6 @@ def _settle(value, exc, limit, say):
     outcome = Outcome({}, status=status)
     outcome.result, outcome.content = settled(result, limit, say)
     return outcome
-
-
-# the same settling for a call run elsewhere (in a workflow: durable.py; alone in an activity: durable_worker.py)
-settle = _settle
 
 
 def _timed_out(call, toolset, timeout, say):

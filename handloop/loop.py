@@ -9,12 +9,12 @@ every way out of the loop sets status and reason and writes the audit file; turn
 tokens continue across resumes. What the loop itself tells the model (a nudge) is a user
 message named "loop", recorded as such and never taken for the user's reply; the final-answer
 instruction goes into the system message of that one request, never into the record. Everything
-the loop says is in the run's agent's language (texts.py); the system prompt is the agent's own.
+the loop says is in the run's agent's language (texts/__init__.py); the system prompt is the agent's own.
 
 What a turn does to the world (ask the model, run the allowed calls) is not done here: `turns()`
 yields it (Ask, Execute) and is sent what came of it, so one order of a turn serves every way of
 running it. `run()` drives it in this process (Local: today's model client, executor and audit
-file); durable.py drives the same generator from a Temporal workflow, whose activities do the asking
+file); durable/workflow.py drives the same generator from a Temporal workflow, whose activities do the asking
 and the running. The other two touches of the world go through the run itself: `r.clock` (when
 work began, what "updated" says) and `r.writer` (where a snapshot goes): the process's clock and
 audit.Writer here, the workflow's clock and a writer whose snapshots an activity writes there.

@@ -1,5 +1,5 @@
 """MCP over stdio, written by hand: the wire protocol and the client `toolset.py` talks through.
-Run as a script (`python mcp_tools.py`) it starts the weather server of mcp_server.py.
+Run as a script (`python -m handloop.mcp_tools`) it starts the weather server of demo/weather_server.py.
 
 Wire: one JSON-RPC 2.0 message per line, UTF-8. Both protocol eras: the `initialize` handshake
 (2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05) and the stateless 2026-07-28 revision
@@ -12,10 +12,10 @@ close() always ends the process (stdin EOF, wait, SIGTERM, SIGKILL). The client 
 the server said (a JSON object) or raises MCPError; what may reach the model is toolset's call.
 
 The same Client speaks Streamable HTTP in mcp_http.HTTPClient, which gives it another kind of
-connection (`_connect`); `python mcp_tools.py --http [HOST:]PORT` serves over HTTP (mcp_http_server).
+connection (`_connect`); `python -m handloop.mcp_tools --http [HOST:]PORT` serves over HTTP (mcp_http_server).
 
 This module never imports tools.py, nor tools.py it; it needs only the standard library and the
-catalogue texts.py: what it says (its errors) is in the run's agent's language (`say`).
+catalogue texts/__init__.py: what it says (its errors) is in the run's agent's language (`say`).
 """
 import collections
 import json
@@ -318,7 +318,7 @@ class Client:
         self.era = self.version = None
         self.server_info = {}
         self.lock = threading.Lock()
-        self.say = say                                  # the run's agent's language (texts.py)
+        self.say = say                                  # the run's agent's language (texts/__init__.py)
 
     def start(self):
         """Connect now (spawn and handshake) unless connected; returns self."""

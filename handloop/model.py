@@ -15,8 +15,8 @@ the first byte and every silence between bytes; `max_seconds` caps a whole reply
 not. `openai` is imported only when a client is made, so commands that never ask a model start
 fast. No response the SDK can hand back raises anything but ModelError.
 
-Streamed replies (the default) are assembled by streams.py; every body, streamed or not, is read
-into a Reply (or its failure into a ModelError) by replies.py, whose public names are the model's
+Streamed replies (the default) are assembled by llm/streams.py; every body, streamed or not, is read
+into a Reply (or its failure into a ModelError) by llm/replies.py, whose public names are the model's
 own: model.ModelError, model.Reply, model.estimate_tokens, model.written_calls.
 
 The interface the loop calls is `Model` (a typing.Protocol): `connect()` returns one over the official client;

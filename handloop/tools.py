@@ -1,4 +1,4 @@
-"""The Xi'an agent (`agent(store)`): its prompt, confirm reply, goal and tools, each tool declared
+"""The Xi'an agent (`xian_agent(store)`): its prompt, confirm reply, goal and tools, each tool declared
 once (`declarations(store)`): pure functions of their arguments and of the state passed in, plus
 the demo hotel system's booking store. The one place the Xi'an task is written down.
 
@@ -187,7 +187,7 @@ HOOKS = {   # by tool name: the local tools', and the MCP tools' of the same nam
 }
 
 
-def agent(store):
+def xian_agent(store):
     """The Xi'an agent over the booking store `store`: Chinese, planning on, its own room-type check."""
     return Agent(NAME, INSTRUCTIONS, declarations(store), goal=GOAL, confirm=CONFIRM, language="zh", planning=True,
                  checks=("room_type_follows_weather",), plan_example=PLAN_EXAMPLE)

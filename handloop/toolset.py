@@ -104,7 +104,7 @@ class ToolSet:
         tools always), filtered before the schemas are built; `mcp_url`: a Streamable HTTP MCP
         server instead of a process (`mcp_token`: its bearer token)."""
         if agent is None:
-            agent = local_tools.agent(store) if tools is None else \
+            agent = local_tools.xian_agent(store) if tools is None else \
                 Agent("custom", texts.of("zh")("agent.plain"), tuple(tools))
         self.agent, self.say = agent, agent.say
         self.run_id, self.store, self.mode = run_id, store, mode

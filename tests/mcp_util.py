@@ -29,7 +29,7 @@ def fake_command(flags, marker=None):
 
 
 class Peer:
-    """Our side of a raw stdio connection to `python mcp_tools.py`: write lines, read replies.
+    """Our side of a raw stdio connection to `python -m handloop.mcp_tools`: write lines, read replies.
     Every line the server prints on stdout must be one JSON object (checked as read)."""
 
     def __init__(self, command=None, env=None):

@@ -278,8 +278,8 @@ def test_the_second_identical_booking_of_one_batch_rides_on_the_same_confirmatio
 
 def test_the_judge_imports_no_project_module():
     """The judge stands alone: its modules import each other, only downward, and nothing else of ours (its catalogue
-    check_texts.py, not the loop's texts.py) but the leaves words.py, which reads what an answer claims as the run
-    does, and catalogue.py, which says any catalogue; neither imports anything of ours itself."""
+    judge/texts.py, not the loop's texts/__init__.py) but the leaves texts/words.py, which reads what an answer claims as the run
+    does, and texts/catalogue.py, which says any catalogue; neither imports anything of ours itself."""
     for name, allowed in (("cli/check", {"checks", "judge.transcripts", "judge.formats", "judge.texts", "texts.catalogue"}),
                           ("checks", {"judge.confirm", "judge.weather", "judge.verdicts", "judge.declaration",
                                       "judge.readings", "judge.texts"}),

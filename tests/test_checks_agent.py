@@ -20,7 +20,7 @@ CORPUS = os.path.join(ROOT, "tests", "transcripts")
 def rooms_declared():
     """examples/rooms.py's AGENT.declared(), as an audit file of its run records it."""
     from handloop.cli import session
-    return session.load_agent(EXAMPLE).declared()
+    return session.load_file(EXAMPLE).declared()
 
 
 def verdicts(entry):
@@ -194,10 +194,10 @@ def test_a_declaration_with_nothing_to_judge_is_never_a_pass(tmp_path):
 
 
 def test_the_judges_xian_declaration_is_the_xian_agents_with_its_mcp_tools():
-    # declaration.XIAN (the default for files recording no agent) must not drift from tools.agent()'s declaration
+    # declaration.XIAN (the default for files recording no agent) must not drift from tools.xian_agent()'s declaration
     # and config.MCP_TOOLS' source of the MCP get_weather's coordinates
     from handloop import config
-    declared, xian = tools.agent(None).declared(), declaration.XIAN
+    declared, xian = tools.xian_agent(None).declared(), declaration.XIAN
     assert (xian["name"], xian["confirm"], xian["planning"], xian["checks"]) == \
         (declared["name"], declared["confirm"], declared["planning"], declared["checks"])
     for name, spec in declared["tools"].items():

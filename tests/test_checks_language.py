@@ -1,4 +1,4 @@
-"""The judge speaks the judged agent's language, from its own catalogue (check_texts.py: ZH and EN). Each file is
+"""The judge speaks the judged agent's language, from its own catalogue (judge/texts.py: ZH and EN). Each file is
 said in the language of the agent it is judged as (the Xi'an agent and other systems' transcripts: Chinese); an
 unreadable file and errors before any file in the language of --agent FILE, else Chinese; the summary line in
 --agent's language, else the one language of all the files, else Chinese. The machine values of --json (ids,

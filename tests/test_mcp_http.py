@@ -1,4 +1,4 @@
-"""MCP over Streamable HTTP: our client (mcp_http.py) and our server (`python mcp_tools.py --http`),
+"""MCP over Streamable HTTP: our client (mcp/http.py) and our server (`python -m handloop.mcp_tools --http`),
 each against the other, against the official SDK's Streamable HTTP server and client, and against
 scripted peers (expired sessions, SSE with server messages first, no session at all, HTML pages,
 502s, dropped connections, 401/403); `agent.py --mcp --mcp-url` end to end and its resume.
@@ -70,7 +70,7 @@ class Process:
 
 @pytest.fixture
 def ours():
-    """ours(**env) → a running `python mcp_tools.py --http 127.0.0.1:0`; each must stop with exit 0."""
+    """ours(**env) → a running `python -m handloop.mcp_tools --http 127.0.0.1:0`; each must stop with exit 0."""
     started = []
 
     def start(**env):

@@ -154,7 +154,7 @@ def english_room_model(request):
 
 
 def test_an_english_agent_is_nudged_forced_and_its_claim_noted_in_english(tmp_path, fake_model):
-    agent = session.load_agent(EXAMPLE)
+    agent = session.load_file(EXAMPLE)
     ts = toolset.ToolSet("e", agent=agent)
     r = runs.begin(str(tmp_path), "e", "", ts, "scripted", fsync=False)
     server = policies.Server(english_room_model)

@@ -1,4 +1,4 @@
-"""The loop's catalogue (texts.py: texts_zh.py and texts_en.py): what it promises of its tables."""
+"""The loop's catalogue (texts/__init__.py: texts/zh.py and texts/en.py): what it promises of its tables."""
 import string
 
 from handloop import texts

@@ -1,5 +1,5 @@
 """The order of a turn without I/O: loop.turns() driven by a test's own world (no HTTP, no file
-written by the loop), as a process (loop.run) and a Temporal workflow (durable.py) drive it.
+written by the loop), as a process (loop.run) and a Temporal workflow (durable/workflow.py) drive it.
 
 What a world sees is the order itself: every Execute comes after the Ask of its turn, and the
 audit snapshot of a turn is taken after its calls ran and before the next question."""

@@ -3,15 +3,15 @@ judges each (transcripts.load, then checks.judge) as the agent its audit file re
 (`--agent FILE`'s declaration, a plain dict), else the Xi'an agent, and gives the verdicts as JSON or a readable report
 with a summary and the exit code.
 
-Language (check_texts.py, one catalogue per language): each file's texts (its JSON `name`, `reason`, `notes`,
+Language (judge/texts.py, one catalogue per language): each file's texts (its JSON `name`, `reason`, `notes`,
 `progress_text`, `error`, and its block of the report) are said in the language of the agent it is judged as ("zh"
 unless the declaration says "en"; the Xi'an agent and other systems' transcripts: Chinese); a file that cannot be read
 at all and the errors before any file is read are said in the language of the agent given (`--agent FILE`), else
 Chinese; the summary line in the language of the agent given, else the one all the files were said in, else Chinese.
 The JSON's ids, verdicts, causes and progress stay the same machine values.
 
-Invariants: imports no project module but the judge's own (checks.py, transcripts.py, formats.py, check_texts.py) and
-the leaf catalogue.py (said, told); reads files, never writes; never asks a model; a file that cannot be read is reported (exit 2), never a traceback.
+Invariants: imports no project module but the judge's own (checks.py, judge/transcripts.py, judge/formats.py, judge/texts.py) and
+the leaf texts/catalogue.py (said, told); reads files, never writes; never asks a model; a file that cannot be read is reported (exit 2), never a traceback.
 Exit codes: 2 when a file is unreadable or nothing is found to check; 1 when a check failed (`strict`: or is
 pending); else 0.
 """

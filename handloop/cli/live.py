@@ -9,7 +9,7 @@ and nothing else is ever erased: a partial line of the model's text is never ove
 sign of life while a line of text is open). The model's text is shown without its control
 characters (the record keeps it exactly as sent). The ticker is a daemon thread, started with
 the first request and stopped by close(). What it says comes from the agent's catalogue in
-texts.py (keys `live.*`).
+texts/__init__.py (keys `live.*`).
 """
 import re
 import sys

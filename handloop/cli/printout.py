@@ -2,8 +2,8 @@
 and what came of it), the answer, the loop's nudges, the MCP server a run talks to, and the summary
 with what the user can do next. Nothing else: it reads a run, it never changes one.
 
-What happens while a reply streams is shown by live.py; a turn is printed here once it is over,
-under what live.py showed as it came.
+What happens while a reply streams is shown by cli/live.py; a turn is printed here once it is over,
+under what cli/live.py showed as it came.
 """
 import json
 import sys
@@ -20,7 +20,7 @@ def mcp_line(toolset, say):
 
 def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=False, **_):
     """Print one turn, the model's answer, or the loop's nudge, once it is over (under the turn's
-    header, after the text live.py showed as it came: `streamed`)."""
+    header, after the text cli/live.py showed as it came: `streamed`)."""
     say = run.say
     if kind == "nudge":
         print("   " + say("cli.nudge", text=text))

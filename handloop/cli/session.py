@@ -2,7 +2,7 @@
 hotel system's store, or one loaded from a file), its tool set (local or MCP), the model client
 (online, the agent's own offline model, or the built-in one), a new or reopened run.
 
-Invariants: nothing here prints or parses arguments (agent.py and printout.py do); every refusal is a Refused
+Invariants: nothing here prints or parses arguments (agent.py and cli/printout.py do); every refusal is a Refused
 with a message the user can act on; a run is touched only after it was accepted; what is built
 here is released by `close()` of what it returns.
 """
@@ -21,7 +21,7 @@ Refused = runs.Refused
 accept = runs.accept           # which states each way of resuming accepts: the loop's rules
 
 
-def load_agent(path):
+def load_file(path):
     """The agent a Python file declares as AGENT (calls.Agent), its `file` set to the file's absolute
     path; Refused saying what is wrong (no file, an error while importing it, no AGENT, a
     declaration mistake)."""
@@ -59,8 +59,8 @@ def agent_for(audit_dir, given=None, recorded=None):
             raise Refused(f"--agent {given.file}: the run is {recorded.get('name')!r}'s, not {given.name!r}'s")
         return given
     if recorded and recorded.get("file"):
-        return load_agent(recorded["file"])
-    return tools.agent(tools.BookingStore(os.path.join(audit_dir, "bookings.db")))
+        return load_file(recorded["file"])
+    return tools.xian_agent(tools.BookingStore(os.path.join(audit_dir, "bookings.db")))
 
 
 def tool_set(audit_dir, run_id, mode, mcp_command=None, schemas=None, visible=None, mcp_url=None, mcp_token=None,

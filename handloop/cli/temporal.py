@@ -2,7 +2,7 @@
 started as a workflow, or the user's part sent to its workflow, then the usual summary), and whether
 a run that lives on Temporal may be taken by this machine. Nothing else.
 
-Invariant: the Temporal side (durable_client.py, durable_worker.py and the workflow, durable.py: the
+Invariant: the Temporal side (durable/client.py, durable/worker.py and the workflow, durable/workflow.py: the
 only modules that import temporalio) is imported here, lazily, and only when one of these is asked
 for; a missing temporalio is a usage error, never a traceback.
 """

@@ -1,4 +1,4 @@
-"""The MCP weather server (started as `python mcp_tools.py`, or `python mcp_server.py`): it offers
+"""The MCP weather server (started as `python -m handloop.mcp_tools`, or `python demo/weather_server.py`): it offers
 `search_location(city)` and `get_weather(latitude, longitude, date)` over the wire protocol of
 mcp_tools.py.
 

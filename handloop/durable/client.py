@@ -1,7 +1,7 @@
 """Runs on Temporal, the starter's side: where the service and the task queue are, the time limits
 a new workflow records, a connection to the service, and what the command line asks of a run's
 workflow: start it, send it the user's part, tell whether it runs. Imported by the command line only
-for --worker, --temporal and a run recorded on Temporal (cli_temporal.py), and by durable_worker.py
+for --worker, --temporal and a run recorded on Temporal (cli/temporal.py), and by durable/worker.py
 (its connection).
 
 Invariants: a failure of the service is Unreachable, with the service's words; a workflow that

@@ -1,6 +1,6 @@
 """Runs on Temporal, the worker: the activities (what touches the world for a run's workflow:
 `agent.begin`, `agent.ask`, `agent.tool`, `agent.save`) and a worker serving them with
-durable.AgentRun on a task queue. Imported by the command line only for --worker (cli_temporal.py).
+durable.AgentRun on a task queue. Imported by the command line only for --worker (cli/temporal.py).
 
 Invariants: a worker makes its models once, from its environment; an activity's blocking work runs
 on a thread of the worker, heartbeating while it works (a worker that dies stops heartbeating, and
@@ -92,7 +92,7 @@ class Activities:
                 if snap["mode"] != "local":
                     return {"refused": texts.Said("temporal.mcp")(runs._language_of(snap))}
                 return snap
-            given = session.load_agent(start["agent_file"]) if start.get("agent_file") else None
+            given = session.load_file(start["agent_file"]) if start.get("agent_file") else None
             agent = session.agent_for(audit_dir, given)
             say = agent.say                    # refusals from here on in the agent's language
             policy = config.Policy.from_dict(start["policy"]) if start.get("policy") else runs.agent_policy(agent)

@@ -1,8 +1,8 @@
 """Runs on Temporal, the workflow: a run is a workflow (id = run id) on a task queue; asking the
-model, running a turn's tool calls and writing the audit file are activities (durable_worker.py);
-the user's confirmation or reply is an update to the workflow (sent by durable_client.py). These
+model, running a turn's tool calls and writing the audit file are activities (durable/worker.py);
+the user's confirmation or reply is an update to the workflow (sent by durable/client.py). These
 three are the only modules that import temporalio (requirements-temporal.txt); the command line
-imports them only for --worker and --temporal (cli_temporal.py).
+imports them only for --worker and --temporal (cli/temporal.py).
 
 Workflow code is loop.turns(), the same generator a process drives (loop.run): compaction, the
 guards, the memory fold, flattening and the decisions between them are pure, so the order of a turn
@@ -107,26 +107,21 @@ class World:
         return Reply(**got["reply"])
 
     async def execute(self, effect):
-        """The allowed calls as executor.execute runs them on one machine: the reads started together,
-        the others one at a time in request order, each seeing the state calls before it; a pure,
-        bounded (inline) tool runs here, in workflow code; every other call is an activity of its own."""
-        memory, toolset, calls = self.r.memory, self.toolset, effect.calls
-        reads = [c for c in calls if c.kind == "read"]
-        serial = [c for c in calls if c.kind != "read"]
-        waiting = {c.id: asyncio.ensure_future(self._call(c, memory)) for c in reads if not toolset.inline(c)}
-        outcomes, view = {}, memory.fork() if len(serial) > 1 else memory
-        for call in reads:
-            if call.id not in waiting:
-                outcomes[call.id] = self._here(call, memory)
-        for call in serial:
-            outcomes[call.id] = self._here(call, view) if toolset.inline(call) else await self._call(call, view)
-            if call.kind == "state" and view is not memory:
-                view.absorb(call, outcomes[call.id].result)
-        for call in reads:
-            if call.id in waiting:
-                outcomes[call.id] = await waiting[call.id]
-                outcomes[call.id].concurrent = len(waiting) > 1
-        return {c.id: outcomes[c.id] for c in calls}
+        """The allowed calls in executor.order, as on one machine: a pure, bounded (inline) tool runs here,
+        in workflow code; every other call is an activity of its own (the reads started together)."""
+        steps, started, sent = executor.order(self.r.memory, effect.calls, self.toolset.inline), {}, None
+        try:
+            while True:
+                step = steps.send(sent)
+                sent = None
+                if step[0] == "start":
+                    started[step[1].id] = asyncio.ensure_future(self._call(step[1], step[2]))
+                elif step[0] == "here":
+                    sent = self._here(step[1], step[2])
+                else:
+                    sent = await started[step[1].id]
+        except StopIteration as done:
+            return done.value
 
     def _here(self, call, view):
         """A pure, bounded tool's call, run in workflow code (no clock: it takes no time worth a record)."""

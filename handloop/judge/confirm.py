@@ -6,8 +6,8 @@ shown (its declared effect arguments: a blocked proposal's own, or the ids and c
 named); a confirmation is used up by the write that took effect. A write after a decline, a change, a rejection, a
 question or no answer fails; after an unclear answer it is pending.
 
-Invariants: imports no project module but the judge's own below it (check_verdicts.py, readings.py, its catalogue
-check_texts.py); reads a Transcript (transcripts.py), never a file; returns (verdict, reason as a Said, cause) as
+Invariants: imports no project module but the judge's own below it (judge/verdicts.py, judge/readings.py, its catalogue
+judge/texts.py); reads a Transcript (judge/transcripts.py), never a file; returns (verdict, reason as a Said, cause) as
 every rule does.
 """
 from .texts import Joined, Said

@@ -8,9 +8,9 @@ checks. Also what a tool's own name is (tool_name) and the words of the choice v
   "agent"; a file that records none (an older audit file, another system's transcript) is judged by the one
   given, else XIAN. Its writes are the tools of kind "write"; its business calls those of kind read or write.
 
-Invariants: imports no project module but the judge's catalogue check_texts.py (the language a declaration
+Invariants: imports no project module but the judge's catalogue judge/texts.py (the language a declaration
 declares); reads, never writes; a malformed part of a declaration reads as absent, never as a permission; reads
-no conversation (transcripts.py does) and judges nothing (checks.py does).
+no conversation (judge/transcripts.py does) and judges nothing (checks.py does).
 """
 import re
 
@@ -21,7 +21,7 @@ ROOMS = (("Standard", re.compile(r"standard|标准间|标准房|标间", re.I)),
          ("Deluxe", re.compile(r"deluxe|豪华间|豪华房", re.I)), ("Suite", re.compile(r"suite|套房|套间", re.I)))
 
 
-XIAN = {   # the Xi'an agent (tools.agent(), both tool modes: its MCP get_weather's coordinates, config.MCP_TOOLS)
+XIAN = {   # the Xi'an agent (tools.xian_agent(), both tool modes: its MCP get_weather's coordinates, config.MCP_TOOLS)
     "name": "xian-hotel", "confirm": ["确认"], "language": "zh", "planning": True,
     "checks": ["room_type_follows_weather"],
     "tools": {

@@ -1,8 +1,8 @@
 """Transcript files of any system, recognised by their shape and read into one list of normalised messages.
 
-Invariants: imports no project module (config included) but the judge's catalogue check_texts.py (its errors and
+Invariants: imports no project module (config included) but the judge's catalogue judge/texts.py (its errors and
 notes are Said, said in the judged agent's language); reads, never writes; knows the shapes, never what the
-messages mean (that is transcripts.py). Each item's shape is detected on its own; a file that is missing,
+messages mean (that is judge/transcripts.py). Each item's shape is detected on its own; a file that is missing,
 unreadable or not a transcript, an item of no known shape, and a content block type or part kind no format has
 all raise Unreadable with the reason: no shape is read as another.
 
@@ -15,7 +15,7 @@ same fields without `data`, or role dicts whose `tool_calls` are `{name, args, i
 (role dicts whose content holds `tool_use` / `tool_result` blocks, or dumped responses `{"type": "message",
 "stop_reason", ...}`), pydantic-ai messages (`kind` request/response with `parts` by `part_kind`).
 
-The normalised messages, in the file's order (what transcripts.py reads):
+The normalised messages, in the file's order (what judge/transcripts.py reads):
 - a said message `{"role": "user" | "assistant" | "system", "text", "loop", "calls", "merge", "item"}`: `text` its
   text parts joined; `loop` a user message the agent loop or its harness wrote, not the user (`name: "loop"`, a
   LangChain HumanMessage marked `lc_source`, a pydantic-ai retry prompt that answers no call); `calls` an

@@ -3,9 +3,9 @@ JSON, JSON5), a tool's result (JSON, a Python literal, an MCP CallToolResult unw
 failed, the records in a result, a token or a date in a text, and how a user's message answers a proposal
 (classify_reply: confirm, decline, change, question or unclear).
 
-Invariants: imports no project module but formats.py (a message's text), the judge's catalogue check_texts.py and
-declaration.py (the choice words it can read); pure functions of their arguments: reads no file, keeps no state,
-judges nothing (checks.py does) and knows no turn or call (transcripts.py does).
+Invariants: imports no project module but judge/formats.py (a message's text), the judge's catalogue judge/texts.py and
+judge/declaration.py (the choice words it can read); pure functions of their arguments: reads no file, keeps no state,
+judges nothing (checks.py does) and knows no turn or call (judge/transcripts.py does).
 """
 import ast
 import json

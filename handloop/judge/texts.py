@@ -1,10 +1,10 @@
 """What the offline judge says to a person, in each language an agent can have: one catalogue per language, the
 same keys in each. Check names, verdict words, reasons, notes, progress, the report's lines, file errors: every
-text the judge (check_cli.py, checks.py, transcripts.py, formats.py) shows is here. The rules build a reason as a
+text the judge (cli/check.py, checks.py, judge/transcripts.py, judge/formats.py) shows is here. The rules build a reason as a
 Said (a key and its values) and the report says it in the judged agent's language.
 
-Invariants: imports no project module but catalogue.py, the leaf that says any catalogue (the judge stands alone:
-not even texts.py, the loop's catalogue); holds no logic beyond formatting; `ZH` and `EN` have exactly the same
+Invariants: imports no project module but texts/catalogue.py, the leaf that says any catalogue (the judge stands alone:
+not even texts/__init__.py, the loop's catalogue); holds no logic beyond formatting; `ZH` and `EN` have exactly the same
 keys and placeholders (a test checks it), and no value of `EN` holds a CJK character. A language the judge does not
 know is said in Chinese (language_of).
 """

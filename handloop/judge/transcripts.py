@@ -1,11 +1,11 @@
-"""The conversation the rules read: a transcript's normalised messages (formats.py) as turns, tool calls and
+"""The conversation the rules read: a transcript's normalised messages (judge/formats.py) as turns, tool calls and
 their results, proposals and the user's replies to them.
 
-Invariants: imports no project module but the judge's own below it (formats.py, declaration.py, readings.py, its
-catalogue check_texts.py) and words.py (config not included), and shares no code with what the checks judge but
-words.py, on purpose: what an answer claims to have done (words.claims) must read the same in the run's printout
-and in the judge's notes; reads, never writes; knows no file shape (formats.py does), reads values on their own
-with readings.py and judges nothing (checks.py does).
+Invariants: imports no project module but the judge's own below it (judge/formats.py, judge/declaration.py, judge/readings.py, its
+catalogue judge/texts.py) and texts/words.py (config not included), and shares no code with what the checks judge but
+texts/words.py, on purpose: what an answer claims to have done (words.claims) must read the same in the run's printout
+and in the judge's notes; reads, never writes; knows no file shape (judge/formats.py does), reads values on their own
+with judge/readings.py and judges nothing (checks.py does).
 
 How the conversation is read (the rules the verdicts rest on; the README says them in words):
 - Turn N is the N-th model response (an assistant message; in a Responses list, the consecutive
@@ -26,7 +26,7 @@ How the conversation is read (the rules the verdicts rest on; the README says th
 - A user message whose `name` is "loop" was written by an agent loop, not the user: it never
   answers, confirms or declines anything; nor does a LangChain HumanMessage marked `lc_source` (the harness
   wrote it) or a pydantic-ai retry prompt that answers no call.
-- The agent judged is a declaration (declaration.py reads it: Declaration). Its writes are the tools of kind
+- The agent judged is a declaration (judge/declaration.py reads it: Declaration). Its writes are the tools of kind
   "write"; its business calls those of kind read or write.
 - A proposal is a write blocked for want of approval (an error result that asks for
   confirmation; it proposes its own arguments), or an assistant answer without tool calls that is
@@ -64,7 +64,7 @@ DECLINED = re.compile(r"\bnot (been )?approved\b|(tool call|call|execution|tool 
 
 def load(path, agent=None):
     """The conversation in `path`, judged as the agent its audit file records, else `agent` (a declaration as a
-    plain dict), else the Xi'an agent; Unreadable (formats.py) with a clear message otherwise."""
+    plain dict), else the Xi'an agent; Unreadable (judge/formats.py) with a clear message otherwise."""
     messages, meta, fmt, container, notes = read(path)
     if "agent" in meta and not readable(meta["agent"]):
         notes.append(Said("note.agent_unreadable", whose=Said("note.whose_given" if readable(agent) else "note.whose_xian")))

@@ -2,8 +2,8 @@
 (fail on the first fault, pending on the first doubt with its cause, pass, pending when nothing happened) and how a
 reason names tools and arguments (the Xi'an agent's in words, any other agent's by name).
 
-Invariants: imports no project module but the judge's catalogue check_texts.py; judges no call itself (the rules
-in checks.py, check_weather.py and check_confirm.py do); a call whose outcome is unknown only ever raises a doubt,
+Invariants: imports no project module but the judge's catalogue judge/texts.py; judges no call itself (the rules
+in checks.py, judge/weather.py and judge/confirm.py do); a call whose outcome is unknown only ever raises a doubt,
 never a fault; the words are wording only: what is judged is declared.
 """
 from .texts import Joined, Said

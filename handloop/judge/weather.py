@@ -6,8 +6,8 @@ follows the weather of its check-in date, rain → Suite, otherwise Standard.
   for its check-in date before it; with none the check is pending (weather looked up after the booking does not
   count).
 
-Invariants: imports no project module but the judge's own below it (check_verdicts.py, readings.py, its catalogue
-check_texts.py); reads a Transcript (transcripts.py), never a file; returns (verdict, reason as a Said, cause) as
+Invariants: imports no project module but the judge's own below it (judge/verdicts.py, judge/readings.py, its catalogue
+judge/texts.py); reads a Transcript (judge/transcripts.py), never a file; returns (verdict, reason as a Said, cause) as
 every rule does.
 """
 import re

@@ -5,7 +5,7 @@ Invariants: a reply always comes back normalised: text content (content parts jo
 with unique ids and string arguments exactly as sent, the names of tools the model wrote into its
 text instead of calling them, and a token count (the server's usage, or an estimate flagged as
 such). A body is read by attribute, with a default for whatever a provider may leave out, so an
-SDK model and streams.py's body of the same shape read alike. A provider's error object is
+SDK model and llm/streams.py's body of the same shape read alike. A provider's error object is
 classified by one rule wherever it came (a 200 body, an `error` event inside a stream), in the
 provider's words. How content parts and non-string arguments become text is defined here once,
 for the recorded reply and for what a stream announces alike. No client, no network, no state;

@@ -10,7 +10,7 @@ error before the first chunk is handed back as the SDK raised it, so the caller'
 classifies it as it would for an unstreamed request. Listeners (`on_event`) are called in the
 caller's thread, never after `assembled` returned, and an interrupt stops at once. `openai` and
 the request function are handed in by the caller, so importing this module starts nothing;
-imports only replies.py and texts.py.
+imports only llm/replies.py and texts/__init__.py.
 """
 import json
 import queue

@@ -1,5 +1,5 @@
-"""MCP over Streamable HTTP, the server side: `python mcp_tools.py --http [HOST:]PORT` serves the
-weather server of mcp_server.py at `/mcp` (default host 127.0.0.1; port 0 picks a free port; the
+"""MCP over Streamable HTTP, the server side: `python -m handloop.mcp_tools --http [HOST:]PORT` serves the
+weather server of demo/weather_server.py at `/mcp` (default host 127.0.0.1; port 0 picks a free port; the
 first line on stderr names the URL).
 
 HTTP: POST carries one JSON-RPC message; a request is answered with one JSON body, or a

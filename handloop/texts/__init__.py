@@ -1,11 +1,11 @@
 """What the loop and the command line say, in each language an agent can have: one table per language (`ZH` in
-texts_zh.py, `EN` in texts_en.py), the same keys in each, said through this catalogue (`of(language)`). Guard
+texts/zh.py, `EN` in texts/en.py), the same keys in each, said through this catalogue (`of(language)`). Guard
 errors, nudges, the memory block, the planning tools' descriptions and results, validation problems, cut notes,
 the final-answer prompt, the lines the command line prints and its help: every text our side shows a model or a
 person is in those tables. Here are the lookup and what the loop's texts need of their own: its Said (str() in
 Chinese), said_of (an error as a Said) and DECLINE (a user reply that declines a write).
 
-Invariants: imports no project module but catalogue.py (the leaf that says any catalogue) and its two tables (a
+Invariants: imports no project module but texts/catalogue.py (the leaf that says any catalogue) and its two tables (a
 leaf below calls.py); holds no logic beyond formatting; `ZH` and `EN` have exactly the same keys and placeholders,
 and no value of `EN` holds a CJK character. A tool's own texts (its description, its errors) belong to the agent
 that declares it, not here.

@@ -1,6 +1,6 @@
 """How a catalogue of texts is said, whoever owns the tables: one table per language, the same keys in each,
 a Texts per language that says a key with its values, and Said and Joined, texts not said yet that are said in
-any language when they are shown. The loop's catalogue (texts.py) and the offline judge's (check_texts.py) both
+any language when they are shown. The loop's catalogue (texts/__init__.py) and the offline judge's (judge/texts.py) both
 stand on it; each holds only its own tables and what is its own.
 
 Invariants: imports no project module (a leaf: the judge may import it and still import nothing of the loop);

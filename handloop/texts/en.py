@@ -1,6 +1,6 @@
-"""What the loop and the command line say in English: the "en" table of the loop's catalogue (texts.py says it).
+"""What the loop and the command line say in English: the "en" table of the loop's catalogue (texts/__init__.py says it).
 
-Invariants: imports nothing; holds only the table; the same keys and placeholders as texts_zh.py's `ZH`, and no
+Invariants: imports nothing; holds only the table; the same keys and placeholders as texts/zh.py's `ZH`, and no
 value holds a CJK character.
 """
 EN = {
@@ -175,7 +175,7 @@ EN = {
     "cli.no_key": "OPENAI_API_KEY is not set",
     "cli.offline": "Offline: the agent's built-in offline model ({why}), through the openai client at {url}",
     "cli.no_offline": "The agent {name} has no offline model of its own: set OPENAI_API_KEY (and OPENAI_BASE_URL) to use a real model",
-    # ---- MCP over HTTP (mcp_http.py) ----
+    # ---- MCP over HTTP (mcp/http.py) ----
     "mcp.spawn_failed": "Cannot start the MCP server ({command}): {error}",
     "mcp.stdio_timeout": "The MCP server did not answer {method} within {seconds:g} s",
     "mcp.no_detail": "(no message)",
@@ -228,7 +228,7 @@ EN = {
     "mcp.cli_one_server": "use either --mcp-url or --mcp-server, not both",
     "mcp.cli_keeps_server": "Note: run {run_id} started with the MCP server {where}; the resume keeps it (--mcp-url ignored)",
     "mcp.cli_local_process": "a local process",
-    # ---- the live console (live.py) ----
+    # ---- the live console (cli/live.py) ----
     "live.turn": "── Turn {turn}",
     "live.model": "   Model: ",
     "live.call": "   → calling {name} {arguments}",
@@ -253,7 +253,7 @@ EN = {
     "help.max_turns": "model turns over the whole run (default {limit})",
     "help.policy": "run policy (JSON: max_turns, token_budget, deadline, result_max_chars, compact_budget, final_prompt, tools); given on a resume, it replaces the recorded one",
     "help.mcp": "the allow-listed tools (config.MCP_TOOLS) from the MCP server; a resume keeps the mode the run started with",
-    "help.mcp_server": "the command that starts the MCP server (env AGENT_MCP_SERVER; default: this Python running mcp_tools.py)",
+    "help.mcp_server": "the command that starts the MCP server (env AGENT_MCP_SERVER; default: this Python running -m handloop.mcp_tools)",
     "help.agent": "a Python file defining AGENT = calls.Agent(...): your own agent (default: the Xi'an hotel agent); a resume needs no --agent, the audit file knows it",
     "help.mcp_url": "a Streamable HTTP MCP server instead of a process (env AGENT_MCP_URL; token: AGENT_MCP_TOKEN); a resume keeps the URL the run started with",
     "help.no_stream": "do not stream the model's replies: show each once it is whole (env AGENT_STREAM=0)",
@@ -267,7 +267,7 @@ EN = {
     "usage.no_run": "--check/--selftest run no task and do not take {flags}",
     "usage.mcp_server": "--mcp-server cannot be empty",
     "usage.env": "error: an environment variable is not valid: {error}",
-    # ---- the model service's failures (replies.py, streams.py, model.py) ----
+    # ---- the model service's failures (llm/replies.py, llm/streams.py, model.py) ----
     "model.no_message": "The model service's reply has no message",
     "model.no_choices": "The model service answered without choices",
     "model.auth": "The API key is not valid or has no access (HTTP {status}): {detail}",

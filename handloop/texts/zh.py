@@ -1,6 +1,6 @@
-"""What the loop and the command line say in Chinese: the "zh" table of the loop's catalogue (texts.py says it).
+"""What the loop and the command line say in Chinese: the "zh" table of the loop's catalogue (texts/__init__.py says it).
 
-Invariants: imports nothing; holds only the table; the same keys and placeholders as texts_en.py's `EN`.
+Invariants: imports nothing; holds only the table; the same keys and placeholders as texts/en.py's `EN`.
 """
 ZH = {
     # ---- the model reads these ----
@@ -176,7 +176,7 @@ ZH = {
     "cli.no_key": "未设置 OPENAI_API_KEY",
     "cli.offline": "离线模式：使用内置离线模型（{why}），经 openai 客户端访问 {url}",
     "cli.no_offline": "智能体 {name} 没有自带离线模型：请设置 OPENAI_API_KEY（和 OPENAI_BASE_URL）使用真实模型",
-    # ---- MCP over HTTP (mcp_http.py) ----
+    # ---- MCP over HTTP (mcp/http.py) ----
     "mcp.bad_url": "MCP 服务地址 {url!r} 不可用：{why}",
     "mcp.url_scheme": "只支持 http:// 或 https://",
     "mcp.url_host": "缺少主机名",
@@ -229,7 +229,7 @@ ZH = {
     "mcp.cli_one_server": "--mcp-url 与 --mcp-server 只能选一个",
     "mcp.cli_keeps_server": "注意：运行 {run_id} 开始时的 MCP 服务是 {where}，续跑沿用它（忽略 --mcp-url）",
     "mcp.cli_local_process": "本地进程",
-    # ---- the live console (live.py) ----
+    # ---- the live console (cli/live.py) ----
     "live.turn": "── 第 {turn} 轮",
     "live.model": "   模型：",
     "live.call": "   → 调用 {name} {arguments}",
@@ -254,7 +254,7 @@ ZH = {
     "help.max_turns": "整个运行最多的模型轮数（默认 {limit}）",
     "help.policy": "运行策略（JSON：max_turns、token_budget、deadline、result_max_chars、compact_budget、final_prompt、tools）；续跑时给出则替换记录的策略",
     "help.mcp": "白名单上的工具（config.MCP_TOOLS）改由 MCP 服务提供；续跑沿用运行开始时的模式",
-    "help.mcp_server": "MCP 服务的启动命令（环境变量 AGENT_MCP_SERVER；默认用本 Python 运行 mcp_tools.py）",
+    "help.mcp_server": "MCP 服务的启动命令（环境变量 AGENT_MCP_SERVER；默认用本 Python 运行 -m handloop.mcp_tools）",
     "help.agent": "Python 文件，定义 AGENT = calls.Agent(...)：你自己的智能体（默认：西安订酒店）；续跑时不必再给，审计文件记得它",
     "help.mcp_url": "改连 Streamable HTTP 的 MCP 服务，不启动进程（环境变量 AGENT_MCP_URL；令牌：AGENT_MCP_TOKEN）；续跑沿用运行开始时的地址",
     "help.no_stream": "不流式接收模型回复，整段收到后再显示（环境变量 AGENT_STREAM=0）",
@@ -268,7 +268,7 @@ ZH = {
     "usage.no_run": "--check/--selftest 不运行任务，不接受 {flags}",
     "usage.mcp_server": "--mcp-server 不能为空",
     "usage.env": "错误：环境变量不合法：{error}",
-    # ---- the model service's failures (replies.py, streams.py, model.py) ----
+    # ---- the model service's failures (llm/replies.py, llm/streams.py, model.py) ----
     "model.no_message": "模型服务的回复里没有 message",
     "model.no_choices": "模型服务返回了没有 choices 的回复",
     "model.auth": "API key 无效或没有权限（HTTP {status}）：{detail}",
