@@ -24,7 +24,8 @@ accept = runs.accept           # which states each way of resuming accepts: the 
 def load_file(path):
     """The agent a Python file declares as AGENT (calls.Agent), its `file` set to the file's absolute
     path; Refused saying what is wrong (no file, an error while importing it, no AGENT, a
-    declaration mistake)."""
+    declaration mistake). Modules and packages beside the file are importable by their names, as
+    under `python FILE` (see _Beside)."""
     import importlib.util
     import traceback
     from ..calls import Agent
@@ -33,6 +34,7 @@ def load_file(path):
         raise Refused(f"--agent {path}: no such file")
     name = "agent_file_" + "".join(c if c.isalnum() else "_" for c in path)
     try:
+        _Beside.of(os.path.dirname(path))
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
@@ -49,6 +51,37 @@ def load_file(path):
         raise Refused(f"--agent {path}: the file must define AGENT = calls.Agent(...)")
     import dataclasses
     return dataclasses.replace(agent, file=path)
+
+
+class _Beside:
+    """A meta-path finder for the top-level modules and packages in one agent file's folder: what
+    `python FILE` makes importable by putting the folder first on sys.path, done without touching
+    sys.path. It is consulted after every other finder, so a name the standard library or an
+    installed package already owns keeps its module (a file in the user's folder never replaces
+    what the loop itself imports); submodules are found through their package's __path__ as usual.
+    One finder per folder, kept for the process: a tool may import its helpers lazily, at call time."""
+
+    _folders = {}
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    @classmethod
+    def of(cls, folder):
+        import sys
+        if folder not in cls._folders:
+            cls._folders[folder] = cls(folder)
+            sys.meta_path.append(cls._folders[folder])
+        return cls._folders[folder]
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None or "." in name:
+            return None
+        from importlib.machinery import PathFinder
+        return PathFinder.find_spec(name, [self.folder], target)
+
+    def invalidate_caches(self):
+        pass
 
 
 def agent_for(audit_dir, given=None, recorded=None):
