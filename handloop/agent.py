@@ -251,8 +251,8 @@ def _reopen(session, args, audit_dir, run_id, how, command, policy, token=None, 
     if args.mcp_url and args.mcp_url != r.mcp_url:
         print(say("mcp.cli_keeps_server", run_id=run_id, where=r.mcp_url or say("mcp.cli_local_process")),
               file=sys.stderr)
-    for key in warnings:
-        print(say("cli.rebuilt", key=key), file=sys.stderr)
+    for said in warnings:                      # memory rebuilt from the messages; the declaration's changes
+        print(said(say) if isinstance(said, texts.Said) else say("cli.rebuilt", key=said), file=sys.stderr)
     if args.max_turns:
         r.max_turns = args.max_turns
     print(say("cli.resumed", run_id=r.run_id, turn=r.turn, tokens=r.memory.used_tokens))

@@ -6,8 +6,10 @@ Invariants: the audit file is the only resume point: `reopen` rebuilds memory fr
 messages (memory's own fold) and reports where the stored memory disagrees; `accept(how, snap)`
 holds the command line's rules for every state, and refuses with a Refused the user can act on;
 a confirmation is the agent's first confirm reply added as the user's message, never a flag; the
-confirm replies a run recorded are the ones its record is read with. Imports loop.py (the run and
-its save), never the other way round.
+confirm replies a run recorded are the ones its record is read with; a declaration that differs
+from the recorded one is said (`changes`), and `reopen` refuses one that would let a recorded write
+run with less than the run required (no longer a write, fewer requirements or sources, another
+effect). Imports loop.py (the run and its save), never the other way round.
 
 The library's way to a run is here too: `start` a new run of an agent, and `confirm`, `reply` or `resume` a
 recorded one (each reopens it from its audit file, checks its state and adds the user's part); `loop.run`
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import os
 import time
 from typing import TYPE_CHECKING, Any, Callable
@@ -146,18 +149,25 @@ def reopen(audit_dir, run_id, toolset_for, accept):
     if snap["run_id"] != run_id:
         raise audit.AuditError(_language_of(snap)("resume.wrong_id", path=path, recorded=snap["run_id"]))
     accept(snap)
-    return restore(path, snap, toolset_for)
+    r, toolset, warnings = restore(path, snap, toolset_for)
+    weakened = [w for w in warnings if isinstance(w, Changed) and w.weakens]
+    if weakened:
+        toolset.close()
+        raise Refused(r.say("resume.weakened", run_id=run_id, what=r.say.join(r.say("resume.weakens", **w.values) for w in weakened)))
+    return r, toolset, warnings
 
 
 def restore(path, snap, toolset_for):
     """The run a loaded, checked snapshot records (its file at `path`), memory rebuilt from its
     messages; no file is read here (a workflow restores the snapshot an activity loaded).
-    Returns (run, toolset, warnings)."""
+    Returns (run, toolset, warnings): a warning is a memory field (str) that disagreed with the
+    messages, or a Changed: where the agent's declaration differs from the one the run recorded."""
     toolset = toolset_for(snap)
+    changed = changes(snap.get("agent"), toolset.agent.declared(toolset.tools.values()))
     agent = toolset.agent = _recorded_agent(toolset.agent, snap)
     memory = rebuild(snap["messages"], toolset.prepare, toolset.tools.values(), agent)
     memory.used_tokens = sum(t.get("tokens", 0) for t in snap["trace"] if isinstance(t, dict))
-    warnings = _disagreements(snap["memory"], memory)
+    warnings = _disagreements(snap["memory"], memory) + changed
     r = Run(snap["run_id"], path, snap["mode"], snap.get("model", ""), snap["messages"], memory, snap["tools"],
             trace=snap["trace"], status=snap["status"], reason=snap.get("reason", ""), turn=snap["turn"],
             policy=_recorded_policy(snap, agent), created=snap.get("created", ""), answer=snap.get("answer", ""),
@@ -175,6 +185,58 @@ def _recorded_agent(agent, snap):
             and tuple(recorded) != agent.confirm:
         return dataclasses.replace(agent, confirm=tuple(recorded))
     return agent
+
+
+class Changed(texts.Said):
+    """One way the agent's declaration differs from the one its run recorded, to be said before the
+    run goes on; `weakens`: the change would let a recorded write tool run with less than the run
+    required of it (reopen refuses such a run)."""
+
+    def __init__(self, name, /, weakens=False, **values):
+        super().__init__(name, **values)
+        self.weakens = weakens
+
+
+def changes(recorded, now):
+    """How the declaration `now` (calls.Agent.declared) differs from the `recorded` one: Changed,
+    each naming what changed, in the order of the recorded tools. Confirm replies: the recorded ones
+    stay (_recorded_agent). A recorded write tool weakens when it is no longer a write, or drops a
+    requirement or a source, or changes its effect (which defines both what a confirmation
+    authorises and the write's idempotency key); any other change is only said. An audit file that
+    recorded no tools (older ones) is not compared."""
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("tools"), dict):
+        return []
+    said = []
+    if recorded.get("confirm") and list(recorded["confirm"]) != list(now["confirm"]):
+        said.append(Changed("resume.changed_confirm", recorded=_shown(recorded["confirm"]),
+                            now=_shown(now["confirm"])))
+    if "planning" in recorded and recorded["planning"] != now["planning"]:
+        said.append(Changed("resume.changed_planning", recorded=_shown(recorded["planning"]),
+                            now=_shown(now["planning"])))
+    for name, before in recorded["tools"].items():
+        after = now["tools"].get(name)
+        if after is None:
+            said.append(Changed("resume.tool_gone", tool=name))
+            continue
+        said += [Changed("resume.changed", weakens=_weakens(before, after, field), tool=name, field=field,
+                         recorded=_shown(before.get(field)), now=_shown(after.get(field)))
+                 for field in ("kind", "requires", "sources", "effect") if before.get(field) != after.get(field)]
+    said += [Changed("resume.tool_added", tool=name, kind=after["kind"])
+             for name, after in now["tools"].items() if name not in recorded["tools"]]
+    return said
+
+
+def _weakens(before, after, field):
+    """Whether changing `field` of a recorded tool lets its writes run with less than before."""
+    if before.get("kind") != "write":
+        return False
+    if field in ("kind", "effect"):
+        return True
+    return any(item not in (after.get(field) or []) for item in before.get(field) or [])
+
+
+def _shown(value):
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
 # how each way of resuming treats each state: None accepts it, a text key refuses it with that hint

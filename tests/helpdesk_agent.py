@@ -75,14 +75,14 @@ DESK = '''
 import helpdesk
 from handloop import Agent
 
-AGENT = Agent(name="helpdesk", language="en", planning=False, offline=helpdesk.respond,
+AGENT = Agent(name="helpdesk", language={language!r}, planning=False, offline=helpdesk.respond,
               tools=helpdesk.tools({tools}),
               instructions="You are an IT helpdesk. Find the user, propose the reset, wait for the confirmation.",
               goal="Reset the password of ana@example.com.", confirm={confirm!r})
 '''
 
 
-def write(folder, confirm=("confirm",), tools=""):
+def write(folder, confirm=("confirm",), tools="", language="en"):
     """The agent's folder: desk.py (AGENT; `tools`: the arguments of helpdesk.tools()), helpdesk.py
     and helpdesk_words.py beside it. Returns the agent file's path."""
     os.makedirs(folder, exist_ok=True)
@@ -92,7 +92,7 @@ def write(folder, confirm=("confirm",), tools=""):
         f.write('DONE = "reset; the user must choose a new password at the next login"\n')
     path = os.path.join(folder, "desk.py")
     with open(path, "w", encoding="utf-8") as f:
-        f.write(DESK.format(tools=tools, confirm=tuple(confirm)))
+        f.write(DESK.format(tools=tools, confirm=tuple(confirm), language=language))
     return path
 
 

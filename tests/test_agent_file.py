@@ -5,6 +5,9 @@ declaration weaken what the recorded one required. Through the command line, in 
 (forked), in English; assertions read exit codes, audit files and the agent's own store."""
 import os
 
+import pytest
+
+from handloop import runs
 from handloop import texts
 from conftest import read_audit, run_agent
 import helpdesk_agent
@@ -49,3 +52,67 @@ def test_a_missing_module_beside_the_agent_file_is_a_refusal_naming_it(tmp_path)
     os.remove(folder / "helpdesk.py")
     got = run_agent("--agent", path, cwd=str(tmp_path))
     assert got.returncode == 2 and "helpdesk" in got.stderr and "Traceback" not in got.stderr
+
+
+def edit(folder, **declaration):
+    helpdesk_agent.write(str(folder), **declaration)
+
+
+@pytest.mark.parametrize("language, confirm", [("en", "confirm"), ("zh", "确认")])
+def test_changed_confirm_replies_are_said_and_the_recorded_ones_stay(tmp_path, language, confirm):
+    folder, work = suspend(tmp_path, confirm=(confirm,), language=language)
+    edit(folder, confirm=("go ahead",), language=language)
+    done = run_agent("--confirm", cwd=str(work))
+    assert done.returncode == 0, done.stderr
+    assert "go ahead" in done.stderr and confirm in done.stderr
+    snap = read_audit(str(work / "audit"), "d1")
+    assert snap["status"] == "done" and snap["agent"]["confirm"] == [confirm]
+    assert [m["content"] for m in snap["messages"] if m["role"] == "user"][-1] == confirm
+    assert helpdesk_agent.resets(str(work / "audit")) == [("U-7",)]
+    assert bool(texts.CJK.search(done.stderr)) == (language == "zh")
+
+
+def test_a_write_that_now_requires_more_is_said_and_the_run_goes_on_under_it(tmp_path):
+    folder, work = suspend(tmp_path, tools="requires=()")
+    edit(folder, tools="requires=('find_user',)")
+    done = run_agent("--confirm", cwd=str(work))
+    assert done.returncode == 0, done.stderr
+    assert "reset_password" in done.stderr and "requires" in done.stderr
+    snap = read_audit(str(work / "audit"), "d1")
+    assert snap["status"] == "done" and snap["agent"]["tools"]["reset_password"]["requires"] == ["find_user"]
+    assert helpdesk_agent.resets(str(work / "audit")) == [("U-7",)]
+
+
+@pytest.mark.parametrize("weaker, field", [("sources=False", "sources"), ("requires=()", "requires"),
+                                           ("kind='state'", "kind")])
+def test_a_write_declaration_that_would_weaken_the_recorded_one_is_refused(tmp_path, weaker, field):
+    folder, work = suspend(tmp_path)
+    before = read_audit(str(work / "audit"), "d1")
+    edit(folder, tools=weaker)
+    refused = run_agent("--confirm", cwd=str(work))
+    assert refused.returncode == 2, refused.stderr
+    assert "reset_password" in refused.stderr and field in refused.stderr and "Traceback" not in refused.stderr
+    assert not texts.CJK.search(refused.stderr)
+    assert read_audit(str(work / "audit"), "d1") == before            # nothing added, nothing run
+    assert helpdesk_agent.resets(str(work / "audit")) == []
+    edit(folder)                                                       # the declaration the run began with
+    done = run_agent("--confirm", cwd=str(work))
+    assert done.returncode == 0, done.stderr
+    assert "Note" not in done.stderr
+    assert read_audit(str(work / "audit"), "d1")["status"] == "done"
+    assert helpdesk_agent.resets(str(work / "audit")) == [("U-7",)]
+
+
+def test_the_declaration_compared_says_every_kind_of_change_and_weakens_only_writes():
+    tool = {"kind": "read", "requires": [], "effect": [], "sources": []}
+    write = {"kind": "write", "requires": ["look"], "effect": [["id", "id"]], "sources": [{"tool": "look"}]}
+    recorded = {"confirm": ["yes"], "planning": False, "tools": {"look": tool, "book": write, "old": tool}}
+    now = {"confirm": ["ok"], "planning": True, "tools": {
+        "look": dict(tool, kind="write"), "book": dict(write, requires=["look", "other"], effect=[["id", "choice"]]),
+        "new": tool}}
+    said = {(c.name, c.values.get("tool"), c.values.get("field")): c.weakens for c in runs.changes(recorded, now)}
+    assert said == {("resume.changed_confirm", None, None): False, ("resume.changed_planning", None, None): False,
+                    ("resume.changed", "look", "kind"): False, ("resume.changed", "book", "requires"): False,
+                    ("resume.changed", "book", "effect"): True, ("resume.tool_gone", "old", None): False,
+                    ("resume.tool_added", "new", None): False}
+    assert runs.changes(recorded, recorded) == [] and runs.changes({"name": "older file"}, now) == []
