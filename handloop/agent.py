@@ -16,13 +16,16 @@ from .cli.printout import mcp_line, report, summary
 
 
 def parse(argv, agent=None):
-    """The arguments; usage errors and --help in the language of `agent` (the one --agent names)."""
+    """The arguments; usage errors in the language of `agent` (the one --agent names; Chinese
+    without one), --help in its language, or in every language when no agent is named."""
     say = agent.say if agent else texts.ZH_TEXTS
-    h = {k: say("help." + k) for k in ("confirm", "reply", "resume", "check", "selftest", "json", "strict", "run_id",
-                                        "audit_dir", "offline", "model", "goal", "policy", "mcp", "mcp_server",
-                                        "agent", "mcp_url", "no_stream", "temporal", "worker")}
-    p = argparse.ArgumentParser(prog="handloop", allow_abbrev=False,
-                                description=say("help.description", agent=agent.name if agent else "xian-hotel"))
+    helps = agent.say if agent else _every_language
+    h = {k: helps("help." + k) for k in ("confirm", "reply", "resume", "check", "selftest", "json", "strict", "run_id",
+                                         "audit_dir", "offline", "model", "goal", "policy", "mcp", "mcp_server",
+                                         "agent", "mcp_url", "no_stream", "temporal", "worker", "help")}
+    p = argparse.ArgumentParser(prog="handloop", allow_abbrev=False, add_help=False,
+                                description=helps("help.description", agent=agent.name if agent else "xian-hotel"))
+    p.add_argument("-h", "--help", action="help", help=h["help"])
     modes = p.add_mutually_exclusive_group()
     modes.add_argument("--confirm", nargs="?", const="", metavar="RUN_ID", help=h["confirm"])
     modes.add_argument("--reply", nargs="+", metavar="TEXT", help=h["reply"])
@@ -37,7 +40,7 @@ def parse(argv, agent=None):
     p.add_argument("--offline", action="store_true", help=h["offline"])
     p.add_argument("--model", help=h["model"])
     p.add_argument("--goal", help=h["goal"])
-    p.add_argument("--max-turns", type=int, metavar="N", help=say("help.max_turns", limit=config.MAX_TURNS))
+    p.add_argument("--max-turns", type=int, metavar="N", help=helps("help.max_turns", limit=config.MAX_TURNS))
     p.add_argument("--policy", metavar="FILE", help=h["policy"])
     p.add_argument("--mcp", action="store_true", help=h["mcp"])
     p.add_argument("--mcp-server", metavar="CMD", help=h["mcp_server"])
@@ -50,6 +53,11 @@ def parse(argv, agent=None):
     if problem:
         p.error(problem)
     return args
+
+
+def _every_language(name, **values):
+    """A help text said in every language of the catalogue, one after another."""
+    return " / ".join(texts.of(language)(name, **values) for language in texts.LANGUAGES)
 
 
 def _usage(args, say):
@@ -191,7 +199,8 @@ def drive(args, env):
     if args.temporal:                          # the run lives in a workflow: no lock here, its activities take it
         return cli_temporal.on_temporal(args, how, run_id, os.path.abspath(audit_dir), agent, policy)
     back = cli_temporal.not_on_temporal(audit_dir, run_id, agent) if how else False
-    with audit.RunLock(audit_dir, run_id):
+    say = agent.say if agent else session.recorded_say(audit_dir, run_id) if how else texts.ZH_TEXTS
+    with audit.RunLock(audit_dir, run_id, say):
         if how is None:
             r, toolset = session.start(audit_dir, run_id, args.goal or "", "mcp" if args.mcp else "local", command,
                                        runs.start_policy(policy, agent, args.max_turns), mcp_url=url, mcp_token=token,

@@ -269,11 +269,12 @@ def pairing_problem(messages):
 
 
 class RunLock:
-    """An exclusive lock on one run for this process; the OS drops it if the process dies."""
+    """An exclusive lock on one run for this process; the OS drops it if the process dies. Taken
+    already: an AuditError, said in `say`'s language when one is given (the run's agent's)."""
 
-    def __init__(self, audit_dir, run_id):
+    def __init__(self, audit_dir, run_id, say=None):
         self.path = os.path.join(audit_dir, f"run-{check_run_id(run_id)}.lock")
-        self.run_id, self.fd = run_id, None
+        self.run_id, self.fd, self.say = run_id, None, say
 
     def __enter__(self):
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -282,7 +283,8 @@ class RunLock:
         except OSError:
             os.close(self.fd)
             self.fd = None
-            raise AuditError(Said("audit.busy", run_id=self.run_id)) from None
+            busy = Said("audit.busy", run_id=self.run_id)
+            raise AuditError(busy(self.say) if self.say else busy) from None
         return self
 
     def __exit__(self, *exc):

@@ -147,7 +147,7 @@ def reopen(audit_dir, run_id, toolset_for, accept):
     path = audit.path_for(audit_dir, run_id)
     snap = audit.load(path)
     if snap["run_id"] != run_id:
-        raise audit.AuditError(_language_of(snap)("resume.wrong_id", path=path, recorded=snap["run_id"]))
+        raise audit.AuditError(language_of(snap)("resume.wrong_id", path=path, recorded=snap["run_id"]))
     accept(snap)
     r, toolset, warnings = restore(path, snap, toolset_for)
     weakened = [w for w in warnings if isinstance(w, Changed) and w.weakens]
@@ -260,7 +260,7 @@ def accept(how: Resume | str, snap: dict[str, Any], say: Callable[..., str] | No
     (the user confirms the proposal), "reply" (any other reply; also after a model-service error),
     "resume" (a run cut off: crash, kill, model outage, Ctrl-C, deadline). A done run takes nothing."""
     how = way(how).value
-    say = say or _language_of(snap)
+    say = say or language_of(snap)
     status, reason = snap["status"], snap.get("reason") or ""
     if how == "resume" and status == "stopped" and reason in RESUMABLE_STOPS:
         return
@@ -269,7 +269,8 @@ def accept(how: Resume | str, snap: dict[str, Any], say: Callable[..., str] | No
         raise Refused(say("resume.refused", run_id=snap["run_id"], hint=say(hint, reason=reason)))
 
 
-def _language_of(snap):
+def language_of(snap):
+    """The catalogue of the language the run's recorded agent speaks (Chinese when it records none)."""
     agent = snap.get("agent") if isinstance(snap.get("agent"), dict) else {}
     return texts.of(agent.get("language") if agent.get("language") in texts.LANGUAGES else "zh")
 

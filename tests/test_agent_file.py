@@ -116,3 +116,47 @@ def test_the_declaration_compared_says_every_kind_of_change_and_weakens_only_wri
                     ("resume.changed", "book", "effect"): True, ("resume.tool_gone", "old", None): False,
                     ("resume.tool_added", "new", None): False}
     assert runs.changes(recorded, recorded) == [] and runs.changes({"name": "older file"}, now) == []
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_run_in_use_is_refused_in_its_agents_language(tmp_path, language):
+    from handloop import audit
+    folder, work = suspend(tmp_path, confirm=("confirm" if language == "en" else "确认",), language=language)
+    with audit.RunLock(str(work / "audit"), "d1"):                 # another process has the run
+        raced = run_agent("--confirm", "d1", cwd=str(work))
+    assert raced.returncode == 2 and "d1" in raced.stderr
+    assert bool(texts.CJK.search(raced.stderr)) == (language == "zh"), raced.stderr
+    assert helpdesk_agent.resets(str(work / "audit")) == []
+    assert read_audit(str(work / "audit"), "d1")["status"] == "suspended"
+
+
+def test_help_speaks_the_named_agents_language_and_every_language_without_one(tmp_path):
+    path = helpdesk_agent.write(str(tmp_path / "desk"), language="zh", confirm=("确认",))
+    english = helpdesk_agent.write(str(tmp_path / "en"))
+    bare, chinese, plain = (run_agent(*args, "--help", cwd=str(tmp_path))
+                            for args in ((), ("--agent", path), ("--agent", english)))
+    assert bare.returncode == chinese.returncode == plain.returncode == 0
+    flat = " ".join(bare.stdout.split())
+    for key in ("help.confirm", "help.agent", "help.help"):
+        assert " ".join(texts.of("en")(key).split()) in flat and " ".join(texts.of("zh")(key).split()) in flat
+    assert texts.of("zh")("help.help") in chinese.stdout and texts.of("en")("help.help") not in chinese.stdout
+    assert texts.of("en")("help.help") in plain.stdout and not texts.CJK.search(plain.stdout)
+
+
+def test_the_worker_banner_speaks_its_agents_language_and_every_language_without_one(tmp_path, monkeypatch,
+                                                                                     capsys):
+    pytest.importorskip("temporalio")
+    from handloop.cli import session
+    from handloop.cli import temporal as cli_temporal
+    from handloop.durable import worker as durable_worker
+
+    async def serve(address, queue, env, ready):
+        ready()
+    monkeypatch.setattr(durable_worker, "serve", serve)
+    english = session.load_agent(helpdesk_agent.write(str(tmp_path / "desk")))
+    assert cli_temporal.worker({}, english) == 0
+    alone = capsys.readouterr().out
+    assert cli_temporal.worker({}, None) == 0
+    both = capsys.readouterr().out
+    assert "Temporal worker" in alone and not texts.CJK.search(alone)
+    assert both.count("Temporal worker") == 2 and texts.CJK.search(both)

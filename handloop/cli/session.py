@@ -96,6 +96,16 @@ def agent_for(audit_dir, given=None, recorded=None):
     return tools.xian_agent(tools.BookingStore(os.path.join(audit_dir, "bookings.db")))
 
 
+def recorded_say(audit_dir, run_id):
+    """The language of the agent a run's audit file records (Chinese when it cannot be read: reopen
+    says why), for what is said before the run is reopened."""
+    try:
+        snap = audit.load(audit.path_for(audit_dir, run_id))
+    except audit.AuditError:
+        return texts.ZH_TEXTS
+    return runs.language_of(snap)
+
+
 def tool_set(audit_dir, run_id, mode, mcp_command=None, schemas=None, visible=None, mcp_url=None, mcp_token=None,
              agent=None):
     """The run's tool set; in MCP mode it connects now, unless recorded `schemas` spare it that.

@@ -74,9 +74,10 @@ def worker(env, named):
         print(error_line(exc, named), file=sys.stderr)
         return 2
     address, queue = client.where()
+    banner = (say,) if named else tuple(texts.of(language) for language in texts.LANGUAGES)   # it serves any agent
     try:
-        asyncio.run(work.serve(address, queue, env,
-                               ready=lambda: print(say("temporal.worker", queue=queue, address=address), flush=True)))
+        asyncio.run(work.serve(address, queue, env, ready=lambda: print(
+            "\n".join(told("temporal.worker", queue=queue, address=address) for told in banner), flush=True)))
     except client.Unreachable as exc:
         print(error_line(UsageError(say("temporal.unreachable", address=address, error=exc)), named), file=sys.stderr)
         return 3

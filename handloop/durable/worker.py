@@ -90,7 +90,7 @@ class Activities:
             if start.get("open") or attempt > 1 and os.path.exists(path):   # opened, or begun by a lost attempt
                 snap = audit.load(path)
                 if snap["mode"] != "local":
-                    return {"refused": texts.Said("temporal.mcp")(runs._language_of(snap))}
+                    return {"refused": texts.Said("temporal.mcp")(runs.language_of(snap))}
                 return snap
             given = session.load_file(start["agent_file"]) if start.get("agent_file") else None
             agent = session.agent_for(audit_dir, given)
