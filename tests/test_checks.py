@@ -333,7 +333,7 @@ def test_cli_json_output(tmp_path):
     first = report["files"][0]
     assert (first["format"], first["container"]) == ("chat", "array") and verdicts(first)["room_type"] == "fail"
     assert [c["id"] for c in first["checks"]] == IDS
-    # the fields the README documents, and nothing undocumented
+    # the fields docs/judge.md documents, and nothing undocumented
     assert set(first) == {"path", "error", "format", "container", "run_id", "status", "mode", "agent", "finished",
                           "progress", "progress_text", "messages", "turns", "checks", "not_applicable", "notes"}
     assert set(first["checks"][0]) == {"id", "name", "verdict", "reason", "cause"}

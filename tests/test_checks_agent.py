@@ -1,8 +1,8 @@
 """`--check` judges any agent's run from what the agent declared: the audit file's recorded agent, else
 `--agent FILE`'s, else the Xi'an agent's. The English meeting-room example (examples/rooms.py: planning off,
 list_rooms and get_calendar reads, book_room a write with requires and sources, confirm replies "confirm" and
-"yes, book it") is judged by its own declarations. Every expected verdict here is derived from the rules (the
-README's), written by hand, never read off the judge."""
+"yes, book it") is judged by its own declarations. Every expected verdict here is derived from the rules (docs/judge.md's),
+written by hand, never read off the judge."""
 import copy
 import json
 import os

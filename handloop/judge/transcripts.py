@@ -7,7 +7,7 @@ texts/words.py, on purpose: what an answer claims to have done (words.claims) mu
 and in the judge's notes; reads, never writes; knows no file shape (judge/formats.py does), reads values on their own
 with judge/readings.py and judges nothing (checks.py does).
 
-How the conversation is read (the rules the verdicts rest on; the README says them in words):
+How the conversation is read (the rules the verdicts rest on; docs/judge.md says them in words):
 - Turn N is the N-th model response (an assistant message; in a Responses list, the consecutive
   items of one response). A call is named by turn, tool and call id.
 - A call took effect when its result is not an error. An error is any of: an `error` (or
