@@ -160,3 +160,16 @@ def test_the_worker_banner_speaks_its_agents_language_and_every_language_without
     both = capsys.readouterr().out
     assert "Temporal worker" in alone and not texts.CJK.search(alone)
     assert both.count("Temporal worker") == 2 and texts.CJK.search(both)
+
+
+def test_a_weakened_write_is_refused_before_the_users_part_goes_to_temporal(tmp_path):
+    pytest.importorskip("temporalio")
+    folder, work = suspend(tmp_path)
+    before = read_audit(str(work / "audit"), "d1")
+    edit(folder, tools="requires=()")
+    refused = run_agent("--confirm", "d1", "--temporal", cwd=str(work),
+                        env={"AGENT_TEMPORAL_ADDRESS": "127.0.0.1:9"})         # nothing listens: never reached
+    assert refused.returncode == 2, refused.stderr
+    assert "reset_password" in refused.stderr and "requires" in refused.stderr
+    assert read_audit(str(work / "audit"), "d1") == before
+    assert helpdesk_agent.resets(str(work / "audit")) == []

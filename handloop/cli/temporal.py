@@ -52,6 +52,17 @@ def _recorded_say(snap, agent=None):
     return texts.of(recorded["language"]) if recorded.get("language") in texts.LANGUAGES else texts.ZH_TEXTS
 
 
+def _declaration_said(session, audit_dir, run_id, agent):
+    """Where the run's agent now differs from the declaration its audit file records, said before the
+    user's part goes to its workflow; a change that would weaken a recorded write is refused here,
+    as on one machine (session.reopen)."""
+    r, toolset, warnings = session.reopen(audit_dir, run_id, None, agent=agent)
+    toolset.close()
+    for said in warnings:
+        if isinstance(said, texts.Said):
+            print(said(r.say), file=sys.stderr)
+
+
 def _temporal(say, side):
     """`side` (durable_client or durable_worker), imported only now (it imports temporalio);
     UsageError when temporalio is missing."""
@@ -102,6 +113,7 @@ def on_temporal(args, how, run_id, audit_dir, agent, policy):
         snap = audit.load(path)
         say = _recorded_say(snap, agent)
         session.accept(how, snap, say)
+        _declaration_said(session, audit_dir, run_id, agent)
     try:
         if how is None:
             if os.path.exists(path):
