@@ -153,7 +153,7 @@ def test_the_worker_banner_speaks_its_agents_language_and_every_language_without
     async def serve(address, queue, env, ready):
         ready()
     monkeypatch.setattr(durable_worker, "serve", serve)
-    english = session.load_agent(helpdesk_agent.write(str(tmp_path / "desk")))
+    english = session.load_file(helpdesk_agent.write(str(tmp_path / "desk")))
     assert cli_temporal.worker({}, english) == 0
     alone = capsys.readouterr().out
     assert cli_temporal.worker({}, None) == 0

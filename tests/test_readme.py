@@ -6,6 +6,8 @@ import json
 import os
 import re
 import sqlite3
+import subprocess
+import sys
 
 from conftest import ROOT, read_audit, run_agent
 
@@ -16,6 +18,12 @@ def blocks(kind="python"):
     """The README's fenced code blocks of one kind, in order."""
     with open(README, encoding="utf-8") as f:
         return re.findall(rf"^```{kind}\n(.*?)^```$", f.read(), re.S | re.M)
+
+
+def library_block():
+    found = [b for b in blocks() if "from shop import AGENT" in b]
+    assert len(found) == 1, "the README shows one library script"
+    return found[0]
 
 
 def agent_block():
@@ -57,6 +65,27 @@ def test_the_readme_agent_suspends_confirms_and_writes_once_as_written(tmp_path)
     assert judged.returncode == 0, judged.stdout + judged.stderr
     verdicts = {c["id"]: c["verdict"] for c in json.loads(judged.stdout)["files"][0]["checks"]}
     assert verdicts and set(verdicts.values()) == {"pass"}, verdicts
+
+
+def test_the_readme_library_script_runs_as_written_beside_the_agent(tmp_path):
+    (tmp_path / "shop.py").write_text(agent_block(), encoding="utf-8")
+    (tmp_path / "lib.py").write_text(library_block(), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_"))}
+    env["PYTHONPATH"] = ROOT                   # this checkout's handloop, installed or not
+    got = subprocess.run([sys.executable, "lib.py"], cwd=str(tmp_path), env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.splitlines()[0] == "suspended awaiting_confirmation"
+    assert got.stdout.splitlines()[1].startswith("done ")
+    assert read_audit(str(tmp_path / "audit"), "lib-1")["status"] == "done"
+    assert len(_rows(tmp_path)) == 1
+
+
+def test_the_readme_names_every_public_name():
+    import handloop
+    with open(README, encoding="utf-8") as f:
+        text = f.read()
+    assert [name for name in handloop.__all__ if f"`{name}`" not in text] == []
 
 
 def test_the_readme_links_lead_to_files_that_exist():

@@ -48,7 +48,7 @@ def load_file(path):
         raise Refused(f"--agent {path}{line}: {type(exc).__name__}: {exc}") from None
     agent = getattr(module, "AGENT", None)
     if not isinstance(agent, Agent):
-        raise Refused(f"--agent {path}: the file must define AGENT = calls.Agent(...)")
+        raise Refused(f"--agent {path}: the file must define AGENT = handloop.Agent(...)")
     import dataclasses
     return dataclasses.replace(agent, file=path)
 
@@ -61,7 +61,7 @@ class _Beside:
     what the loop itself imports); submodules are found through their package's __path__ as usual.
     One finder per folder, kept for the process: a tool may import its helpers lazily, at call time."""
 
-    _folders = {}
+    _folders: dict[str, "_Beside"] = {}
 
     def __init__(self, folder):
         self.folder = folder
