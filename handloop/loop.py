@@ -35,7 +35,7 @@ from . import context
 from .calls import Agent, chars
 from .executor import execute, tool_messages
 from .guards import screen
-from .memory import LOOP_NAME, Memory
+from .memory import FORCING, LOOP_NAME, Memory, echoed
 from .model import Model, ModelError, Reply, as_model, estimate_tokens
 
 if TYPE_CHECKING:
@@ -167,12 +167,13 @@ def answered(r, reply, sent, report):
     the user), None when the loop nudged the model and goes on."""
     r.messages.append(reply.message)
     r.memory.absorb_answer(reply.text)
+    echo = echoed(reply.text, r.messages)
     reply.notes += [f"the answer claims {kind} work, but no {kind} tool succeeded in this run"
-                    for kind in r.memory.unbacked(reply.text)]
+                    for kind in r.memory.unbacked(reply.text)] + (["the answer gives a tool result back"] if echo else [])
     r.trace.append(_record(r, reply, sent, [], {}))
-    r.answer = reply.text
+    r.answer = "" if echo else reply.text                                 # an echo is no answer for the user
     report("answer", run=r, reply=reply)
-    status, reason = r.memory.verdict(reply.written_calls)
+    status, reason = r.memory.verdict(reply.written_calls, reply.text, echo)
     if status != "nudge":
         return finish(r, status, reason)
     text = nudge(r, reason, reply.written_problems)
@@ -184,26 +185,37 @@ def answered(r, reply, sent, report):
 def nudge(r, kind, problems=()):
     """The loop tells the model, once, what is wrong with its answer: a user message named "loop".
     Its text starts with the nudge of its kind (how memory knows it), then says what exactly was
-    wrong with a call written as text (`problems`) and, for "idle" and "written_call", the tool
-    the task needs next. Returns the text."""
+    wrong with a call written as text (`problems`) and, for a nudge to act (FORCING), the next step
+    and its tool, which the re-ask forces (forcing). Returns the text."""
     parts = [r.say(f"nudge.{kind}"), *(r.say(f"nudge.problem.{p}") for p in problems)]
     step = r.memory.next_step() if kind in FORCING else None
-    text = " ".join(parts + ([r.say("nudge.next", tool=step)] if step else []))
+    text = " ".join(parts + (_next(r, step) if step else []))
     r.messages.append({"role": "user", "name": LOOP_NAME, "content": text})
     r.memory.absorb_nudge(text)
     return text
 
 
-FORCING = ("idle", "written_call")       # nudges whose re-ask forces a tool call
+def _next(r, tool):
+    """What a nudge says of the next step: the plan's step that names `tool` (or the tool), and for a
+    write, that the call is put to the user first (or, confirmed, that it is what the user confirmed)."""
+    step = r.memory.step_of(tool)
+    said = [r.say("nudge.next_step", index=step["index"], title=step["title"], tool=tool) if step else
+            r.say("nudge.next", tool=tool)]
+    if r.memory.kinds.get(tool) == "write":
+        said.append(r.say("nudge.write_confirmed" if r.memory.confirmed else "nudge.write_proposal", tool=tool))
+    return said
 
 
 def forcing(r):
-    """Whether the next request must force a tool call: the record ends with a nudge that the
-    model answered in words instead of acting (small models repeat their sentence to a text
-    nudge; forced, they call the tool)."""
+    """What the next request must force when the record ends with a nudge to act (small models repeat
+    their sentence to a text nudge; forced, they call the tool): the tool of the step it named, or any
+    tool call (True) when it named none; False otherwise."""
     last = r.messages[-1]
-    return bool(r.tools) and last.get("name") == LOOP_NAME and \
-        any(str(last.get("content")).startswith(r.say(f"nudge.{kind}")) for kind in FORCING)
+    if not r.tools or last.get("name") != LOOP_NAME or \
+            not any(str(last.get("content")).startswith(r.say(f"nudge.{kind}")) for kind in FORCING):
+        return False
+    step = r.memory.next_step()
+    return step if step in {t.get("function", {}).get("name") for t in r.tools} else True
 
 
 def empty_again(r, exc, sent, report):
@@ -259,10 +271,11 @@ def last_answer(r, toolset, report):
 @dataclasses.dataclass
 class Ask:
     """Ask the model for the next reply to `outgoing` (`final`: the tool-free last answer; `force`: a
-    tool call is required, see forcing); sent back: a Reply, or a ModelError thrown in."""
+    call of that tool (its name) or any tool call (True) is required, see forcing); sent back: a Reply,
+    or a ModelError thrown in."""
     outgoing: list
     final: bool = False
-    force: bool = False
+    force: bool | str = False
 
 
 @dataclasses.dataclass
@@ -325,11 +338,12 @@ def _ask(r, ask, outgoing, report, final=False, force=False):
     """Ask the model for turn r.turn + 1, telling `report` first ("asking"). An `ask` that streams
     hands each piece of text and each complete tool call to `report` as they arrive ("delta",
     "tool_call"; "discard" when what came of an attempt is void); only the whole reply, returned
-    here, can enter the record. `force`: ask for a tool call, when the `ask` can (`ask.forces`)."""
+    here, can enter the record. `force`: ask for a call of that tool (a name) or any call (True), when the
+    model can (`model.forces`)."""
     report("asking", run=r)
     model = as_model(ask)
     listen = (lambda kind, **data: report(kind, run=r, **data)) if model.streams else None
-    return model(outgoing, r.tools, final=final, on_event=listen, force=force and model.forces)
+    return model(outgoing, r.tools, final=final, on_event=listen, force=force if model.forces else False)
 
 
 def finish(r, status, reason, detail=""):

@@ -14,6 +14,11 @@ write's id and choice effects); any other answer leaves the run waiting for the 
 choices the text named, the dates and counts it or the user stated) and is used up by it. Any
 other user reply withdraws the proposal; a reply that declines ends the task's need to write.
 An agent without a write tool has nothing to confirm: its answer ends the run.
+What the loop does after an answer (`verdict`) follows from this state: an answer that moves nothing
+(no offer, no question to the user, the user did not decline, no write made) is nudged with the task's
+next step forced (`next_step`: the plan's first ready step, or a write's prerequisites and then the write
+itself), each step once per user message (`pushed`), so a run always comes back to the user; an answer
+that only gives a tool result back (`echoed`) is never an offer, and is nudged like a call written as text.
 `render()` projects memory into the system message (context.py lays out what is sent), in the
 agent's language.
 """
@@ -24,7 +29,8 @@ from .texts import words
 from .calls import Agent, cut  # noqa: F401  (cut re-exported: executor and context cut with it)
 
 LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)
-NUDGES = ("written_call", "idle", "empty_reply", "length")
+NUDGES = ("written_call", "echo", "idle", "step", "empty_reply", "length")
+FORCING = ("idle", "written_call", "echo", "step")      # nudges whose re-ask forces a call of the next step
 DEFAULT_AGENT = Agent("default", "default", ())        # Chinese, 「确认」, planning on, no tools
 
 
@@ -55,6 +61,9 @@ class Memory:
         self.recent = []          # signatures of the last calls that ran, newest last
         self.blocked = {}         # call signature -> times blocked since anything new happened
         self.nudged = set()       # kinds of loop nudges sent since the last user message
+        self.pushed = set()       # tools a forcing nudge named since the last user message (one push each)
+        self.needs = {}           # tool -> the tools that must have succeeded before it (requires, sources)
+        self.kinds = {}           # tool -> its declared kind
         self.spins = 0            # calls blocked as spins
         self.used_tokens = 0
 
@@ -64,6 +73,8 @@ class Memory:
         self.writable = any(t.kind == "write" for t in tools) if tools else self.writable
         self.write_tools = tuple(t for t in tools if t.kind == "write") or self.write_tools
         self.tool_names = tuple(t.name for t in tools) or self.tool_names
+        self.kinds.update((t.name, t.kind) for t in tools)
+        self.needs.update((t.name, tuple(dict.fromkeys([*t.requires, *(s.tool for s in t.sources)]))) for t in tools)
         for tool in tools:
             if tool.initial:
                 self.facts.setdefault(tool.namespace, {k: _copy(v) for k, v in tool.initial.items()})
@@ -78,7 +89,7 @@ class Memory:
         other.results, other.hooks, other.names = dict(self.results), dict(self.hooks), dict(self.names)
         other.said, other.writes, other.recent = list(self.said), list(self.writes), list(self.recent)
         other.runs, other.blocked, other.done_tools = dict(self.runs), dict(self.blocked), set(self.done_tools)
-        other.nudged = set(self.nudged)
+        other.nudged, other.pushed = set(self.nudged), set(self.pushed)
         return other
 
     def fact(self, key, default=None):
@@ -188,15 +199,32 @@ class Memory:
         return sorted(words.claims(text) - did)
 
     def next_step(self):
-        """The tool the task needs next: set_plan while a planning agent has no plan, else the tool
-        of the first pending plan step whose dependencies are done; None when the plan names none."""
+        """The tool the task needs next and can call now: set_plan while a planning agent has no plan; else
+        the tool (a read or write) of the first pending plan step whose dependencies are done and whose
+        prerequisites (requires, sources) succeeded; else, as for an agent without planning, the first of a
+        write's prerequisites that has not succeeded and can run, or the write itself once they all did.
+        None when nothing is ready, or the task's write was made."""
         if self.agent.planning and not self.plan and "set_plan" in self.tool_names:
             return "set_plan"
+        if self.writes:
+            return None
         for step in self.plan:
-            if step.get("tool") and self.step_status(step["index"]) == "pending" and \
-                    all(self.step_status(dep) == "done" for dep in step["after"] if dep <= len(self.plan)):
-                return step["tool"]
+            tool = step.get("tool")
+            if self.kinds.get(tool) in ("read", "write") and self.step_status(step["index"]) == "pending" and \
+                    self._ready(tool) and all(self.step_status(d) == "done" for d in step["after"] if d <= len(self.plan)):
+                return tool
+        for write in self.write_tools:
+            for tool in (*self.needs.get(write.name, ()), write.name):
+                if tool not in self.done_tools and self._ready(tool):
+                    return tool
         return None
+
+    def _ready(self, tool):
+        return all(need in self.done_tools for need in self.needs.get(tool, ()))
+
+    def step_of(self, tool):
+        """The first pending plan step that names `tool` (a dict as in `plan`), or None."""
+        return next((s for s in self.plan if s.get("tool") == tool and self.step_status(s["index"]) == "pending"), None)
 
     def _names_other(self, plain):
         """Whether a text names what the blocked write `differs` had in place of the confirmed one."""
@@ -222,6 +250,7 @@ class Memory:
         (and may decline). Either way it is new information, so repeating a call after it is not
         a spin, and the loop may nudge again."""
         self.runs, self.recent, self.blocked, self.nudged, self.differs = {}, [], {}, set(), None
+        self.pushed = set()
         self.said.append(text)
         if not self.goal:
             self.goal = text
@@ -234,22 +263,38 @@ class Memory:
             self.declined = bool(texts.DECLINE.search(text))
 
     def absorb_nudge(self, text):
-        """A message the loop itself sent the model: which nudge it was (never a user reply)."""
-        self.nudged.update(kind for kind in NUDGES if text.startswith(self.say(f"nudge.{kind}")))
+        """A message the loop itself sent the model: which nudge it was (never a user reply); a nudge to
+        act pushes the step it named (the next step, as of this message)."""
+        kinds = {kind for kind in NUDGES if text.startswith(self.say(f"nudge.{kind}"))}
+        self.nudged.update(kinds)
+        step = self.next_step() if kinds & set(FORCING) else None
+        if step:
+            self.pushed.add(step)
 
-    def verdict(self, written_calls=()):
-        """After a model answer: ("done" | "suspended", reason), or ("nudge", kind) when the loop
-        should tell the model once what is wrong and ask again."""
+    def verdict(self, written_calls=(), text="", echo=False):
+        """After a model answer (`text`; `echo`: it only gives a tool result back): ("done" | "suspended",
+        reason), or ("nudge", kind) when the loop should tell the model what is wrong and ask again,
+        forcing the next step. An answer that moves nothing (no offer, no question to the user, no final
+        answer after the write, the user did not decline) is nudged once per ready step and per user
+        message; then the run waits for the user."""
         if self.writes or self.declined:
             return "done", "final_answer"
         if written_calls and "written_call" not in self.nudged:
             return "nudge", "written_call"
+        if echo and "echo" not in self.nudged:
+            return "nudge", "echo"
         if not self.writable:                   # nothing to confirm: the answer is the result
             return ("nudge", "idle") if not self.progress and "idle" not in self.nudged else ("done", "final_answer")
+        step = self.next_step()
+        push = step is not None and step not in self.pushed
         if self.confirmed:
-            return "suspended", "confirmed_no_write"
+            return ("nudge", "step") if push and self.kinds.get(step) == "write" else ("suspended", "confirmed_no_write")
         if self.proposal is not None or self.offer:
             return "suspended", "awaiting_confirmation"
+        if not echo and words.asks(text):       # a question reaches the user
+            return "suspended", "awaiting_reply"
+        if push:
+            return "nudge", "step" if self.progress else "idle"
         if not self.progress and "idle" not in self.nudged:
             return "nudge", "idle"
         return "suspended", "awaiting_reply"
@@ -395,6 +440,25 @@ def _as_object(content):
     except (TypeError, ValueError):
         return {"unparsed": str(content)[:200]}
     return value if isinstance(value, dict) else {"value": value}
+
+
+def echoed(text, messages):
+    """Whether an answer gives a tool result back instead of words for the user: nothing but result
+    blocks (<tool_response>...: a result pasted or made up, it is not an answer either way), or one
+    JSON value (code fences aside) equal to the content of a tool message of `messages`."""
+    tagged, bodies = words.pasted(text)
+    if tagged:
+        return True
+    given = [_canonical(b) for b in bodies]
+    return bool(given) and given[0] is not None and \
+        any(_canonical(m.get("content")) == given[0] for m in messages if m.get("role") == "tool")
+
+
+def _canonical(text):
+    try:
+        return json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return None
 
 
 def rebuild(messages, prepare, declared=(), agent=None):

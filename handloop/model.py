@@ -3,8 +3,9 @@ OpenAI-compatible endpoint (the built-in offline model included): the client, ea
 with its time limits, retries, and asking once more for a reply that cannot be an answer.
 
 Invariants: every request has a timeout and says `tool_choice` whenever it carries tools ("auto";
-"required" when the loop forces a tool call, until the server rejects it: then "auto" for the
-rest of the client's life; "none" for a final answer);
+when the loop forces a call of one tool, that function by name, else "required", each until the
+server rejects it: then the next one down, named → "required" → "auto", for the rest of the
+client's life; "none" for a final answer);
 timeouts, 429 (but not quota or billing), 5xx and unparseable bodies are retried with backoff
 (honouring Retry-After, capped); every other failure, and retries running out, raise
 ModelError with a kind and the provider's own message. A reply cut off by length is asked for
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import threading
 import time
 from typing import Any, Callable, Protocol, runtime_checkable
@@ -48,7 +50,8 @@ class Model(Protocol):
     """What the loop asks: `model(messages, tools, final=False, on_event=None, force=False) -> Reply`.
 
     `name` is recorded as the run's model. `streams`: `on_event` hears the reply as it arrives.
-    `forces`: `force=True` asks for a tool call (the loop forces one after a nudge to act). `final`: a
+    `forces`: `force=True` asks for a tool call, `force="name"` for a call of that tool (the loop forces the
+    next step's call after a nudge to act). `final`: a
     last answer without tools. A failure of the service raises ModelError; nothing else may raise."""
 
     name: str
@@ -56,7 +59,7 @@ class Model(Protocol):
     forces: bool
 
     def __call__(self, messages: list[Message], tools: list[dict[str, Any]], final: bool = False,
-                 on_event: OnEvent | None = None, force: bool = False) -> Reply: ...
+                 on_event: OnEvent | None = None, force: bool | str = False) -> Reply: ...
 
     def close(self) -> None: ...
 
@@ -72,12 +75,12 @@ class FunctionModel:
     forces: bool = False
 
     def __call__(self, messages: list[Message], tools: list[dict[str, Any]], final: bool = False,
-                 on_event: OnEvent | None = None, force: bool = False) -> Reply:
+                 on_event: OnEvent | None = None, force: bool | str = False) -> Reply:
         extra: dict[str, Any] = {}
         if self.streams and on_event is not None:
             extra["on_event"] = on_event
         if self.forces and force:
-            extra["force"] = True
+            extra["force"] = force
         return self.fn(messages, tools, final=True, **extra) if final else self.fn(messages, tools, **extra)
 
     def close(self) -> None:
@@ -101,7 +104,7 @@ class Client:
     url: str | None = None        # where it asks (the loopback endpoint's, for an offline model)
 
     def __call__(self, messages: list[Message], tools: list[dict[str, Any]], final: bool = False,
-                 on_event: OnEvent | None = None, force: bool = False) -> Reply:
+                 on_event: OnEvent | None = None, force: bool | str = False) -> Reply:
         return self.ask(messages, tools, final=final, on_event=on_event, force=force)
 
     def close(self) -> None:
@@ -130,13 +133,12 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
     _warm(openai)
     where = base_url or "https://api.openai.com/v1"
 
-    unforced: list[str] = []        # the server rejected tool_choice "required": asked without it since
+    refused: set[str] = set()       # the forced tool_choice forms the server rejected ("named", "required")
 
     def ask(messages, tools, final=False, on_event=None, force=False):
         request = {"model": model, "messages": messages}
         if tools:
-            request.update(tools=tools, tool_choice="none" if final else "required" if force and not unforced
-                           else "auto")
+            request.update(tools=tools, tool_choice="none" if final else tool_choice(force, refused))
         names = {t.get("function", {}).get("name"): list((t.get("function", {}).get("parameters") or {})
                                                          .get("properties") or ()) for t in tools or ()}
         started, spent, earlier = time.perf_counter(), 0, []
@@ -149,7 +151,7 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
                 response = _within(max_seconds, where, lambda: _create(client, request))
             return replies.normalised(response, messages, time.perf_counter() - started, names)
         for _ in (1, 2):                    # a cut-off reply is asked for once more
-            reply = _forced(send, request, unforced, earlier,
+            reply = _forced(send, request, (force, refused), earlier,
                             lambda: _with_retries(send, openai, retries, on_retry, sleep, where, model))
             spent += reply.tokens
             problem = _unusable(reply)
@@ -163,7 +165,7 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
             earlier += reply.notes + [f"{problem}: asked again"]
         raise ModelError(problem, Said("model." + problem), tokens=spent)
 
-    return Client(ask, model, stream, client.close)   # force=True asks for a tool call (tool_choice "required")
+    return Client(ask, model, stream, client.close)   # force=True | "tool" asks for a tool call (see tool_choice)
 
 
 def offline_model(respond: Callable[[dict[str, Any]], dict[str, Any]], name: str = config.OFFLINE_MODEL,
@@ -183,22 +185,38 @@ def offline_model(respond: Callable[[dict[str, Any]], dict[str, Any]], name: str
     return client
 
 
-def _forced(send, request, unforced, notes, attempt):
+def tool_choice(force: bool | str, refused: Any = ()) -> str | dict[str, Any]:
+    """The tool_choice of a request that is not a final answer: `force` a tool's name → that function
+    by name, True → "required", False → "auto"; a form in `refused` ("named", "required": the server
+    rejected it) gives way to the next one down."""
+    if isinstance(force, str) and force and "named" not in refused:
+        return {"type": "function", "function": {"name": force}}
+    return "required" if force and "required" not in refused else "auto"
+
+
+def _form(choice):
+    return "named" if isinstance(choice, dict) else choice
+
+
+def _forced(send, request, forcing, notes, attempt):
     """attempt(); when the request forced a tool call and the server refused the request (a 400 or
     422: servers word it their own way, "tool_choice", "tool choice", "only auto is supported"...),
-    the same request with tool_choice "auto", and the client's later requests too. A request that
+    the same request with the next tool_choice down (named → "required" → "auto"), and the client's
+    later requests too (`forcing`: the force asked for, the set of refused forms). A request that
     fails with "auto" as well fails as it would have."""
-    try:
-        return attempt()
-    except ModelError as exc:
-        if request.get("tool_choice") != "required" or exc.kind != "bad_request":
-            raise
-        refused = replies.detail_of(exc)
-    unforced.append(True)
-    request["tool_choice"] = "auto"
-    notes.append(f'tool_choice "required" refused by the server ({refused[:200]}): asked with "auto", '
-                 f'and so on for this client')
-    return attempt()
+    force, refused = forcing
+    while True:
+        try:
+            return attempt()
+        except ModelError as exc:
+            choice = request.get("tool_choice")
+            if _form(choice) not in ("named", "required") or exc.kind != "bad_request":
+                raise
+            detail = replies.detail_of(exc)
+        refused.add(_form(choice))
+        request["tool_choice"] = tool_choice(force, refused)
+        notes.append(f"tool_choice {json.dumps(choice)} refused by the server ({detail[:200]}): asked with "
+                     f"{json.dumps(request['tool_choice'])}, and so on for this client")
 
 
 def _unusable(reply):

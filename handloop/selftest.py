@@ -101,7 +101,7 @@ class Box:
         tool turns, seconds counted from the model's reply to the turn's audit."""
         turns, script, first = {}, Script(replies), r.turn + 1
 
-        def report(kind, run, reply=None, calls=(), outcomes=None):
+        def report(kind, run, reply=None, calls=(), outcomes=None, **_):
             if kind == "turn":
                 turns[run.turn] = (list(calls), dict(outcomes), time.perf_counter() - script.answered[run.turn - first])
         loop.run(r, script, ts, report)

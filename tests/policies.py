@@ -217,27 +217,43 @@ SELF_AFTER = [{"title": "查询西安的天气预报", "tool": "get_weather", "a
 ARGS = {"get_weather": WEATHER, "search_hotels": SEARCH}
 REJECT_REQUIRED = {"_http": {"status": 400, "body": {"error": {
     "message": "tool_choice 'required' is not supported", "type": "invalid_request_error", "param": "tool_choice"}}}}
+REJECT_NAMED = {"_http": {"status": 400, "body": {"error": {
+    "message": "Invalid value for tool_choice: only \"auto\", \"none\" and \"required\" are supported",
+    "type": "invalid_request_error", "param": "tool_choice"}}}}
 
 
 def forced(request):
-    return request.get("tool_choice") == "required"
+    """Whether a request forces a tool call (tool_choice "required" or a function named)."""
+    return request.get("tool_choice") == "required" or isinstance(request.get("tool_choice"), dict)
+
+
+def forced_tool(request):
+    """The function a request's tool_choice names, or None."""
+    choice = request.get("tool_choice")
+    return choice.get("function", {}).get("name") if isinstance(choice, dict) else None
 
 
 def named_next(talk):
     """The tool the loop's last message names (what a forced small model then calls), else None."""
     told = talk.last.get("content") or "" if talk.last.get("name") == "loop" else ""
-    return next((name for name in ("set_plan", "get_weather", "search_hotels") if name in told), None)
+    named = [(told.find(name), name) for name in talk.tools if name in told]
+    return min(named)[1] if named else None
 
 
 class Server:
-    """What sits between a policy and the client: a server that accepts tool_choice "required" (it
-    forces a call: OpenAI, vLLM, llama.cpp) or one that rejects it with a 400 naming tool_choice."""
+    """What sits between a policy and the client: a server that accepts every forced tool_choice
+    (`accepts=True`: OpenAI, vLLM), only "required" (`"required"`: a named function is refused with a
+    400, as servers that only constrain to "some call" do), or neither (`False`: a 400 naming
+    tool_choice for any forced request)."""
 
     def __init__(self, policy, accepts=True):
         self.policy, self.accepts, self.rejected, self.requests = policy, accepts, 0, []
 
     def __call__(self, request):
         self.requests.append(request)
+        if forced_tool(request) and self.accepts is not True:
+            self.rejected += 1
+            return REJECT_NAMED
         if forced(request) and not self.accepts:
             self.rejected += 1
             return REJECT_REQUIRED
@@ -255,7 +271,7 @@ def answers_instead(request):
         return say("好的，请先确认预订方案。" if not talk.said else "好的，请等待我确认。")
     if not talk.ok("set_plan"):
         return calls(("set_plan", {"steps": SELF_AFTER}))
-    name = named_next(talk)
+    name = forced_tool(request) or named_next(talk)
     return calls((name, ARGS[name])) if name in ARGS else say("好的，请等待我确认。")
 
 
@@ -274,8 +290,10 @@ def markup_calls(request):
     if talk.final:
         return say("好的。")
     if forced(request):
-        name = named_next(talk) or "set_plan"
-        return calls((name, {"steps": PLAN} if name == "set_plan" else ARGS[name]))
+        name = forced_tool(request) or named_next(talk) or "set_plan"
+        args = {"steps": PLAN} if name == "set_plan" else xian_args(talk, name)
+        if args is not None:
+            return calls((name, args))
     if talk.ok("get_weather"):
         return say("好的，请等待我确认。")
     return say('<tools>\n{"steps":[{"title":"查天气","tool":"get_weather"}]}\n</tools>\n\n'
@@ -318,3 +336,51 @@ def marks_unrun_steps(request):
         return calls(("set_plan", {"steps": PLAN}), ("mark_step", {"index": 3, "status": "done"}),
                      ("get_weather", WEATHER), ("search_hotels", SEARCH))
     return words_question(request)
+
+
+# ---- round 3: the same 1.5 B model behind a server that honours a forced tool_choice ----
+def xian_args(talk, name):
+    """The arguments the small model gives a call it is forced to make on the Xi'an task: the plan with
+    `after` as each step's own number, the lookups of the goal, the booking its results call for."""
+    if name == "set_plan":
+        return {"steps": SELF_AFTER}
+    if name == "book_hotel":
+        return talk.choice()[0] if talk.ok("search_hotels") else None
+    return ARGS.get(name)
+
+
+ROOM_ARGS = {"list_rooms": {"seats": 6}, "get_calendar": {"room_id": "R-202", "day": "2026-12-03"},
+             "book_room": {"room_id": "R-202", "day": "2026-12-03", "hour": "10:00"}}
+
+
+def room_args(talk, name):
+    """The same model on the English meeting-room agent (examples/rooms.py)."""
+    return ROOM_ARGS.get(name)
+
+
+class SmallModel:
+    """The greedy runs of round 3: unforced, whatever it was sent (a tool result, a nudge, the user's
+    「请继续…」 or 「确认」), it answers `sentence`; `echo` ("tags" or "bare"): it gives the newest tool
+    result back instead, in <tool_response> tags or as it came. Forced, it makes exactly the call it is
+    forced to: the function tool_choice names, or, under "required", the tool the loop's message names
+    (set_plan when none is named and it has no plan), with `args(talk, name)`. `follows`: it also makes
+    the call a loop message names when the request forces nothing (a server that accepts no forced
+    tool_choice at all, and a model that reads the nudge)."""
+
+    def __init__(self, args=xian_args, sentence="好的，请先确认预订方案。", echo=None, follows=False):
+        self.args, self.sentence, self.echo, self.follows = args, sentence, echo, follows
+
+    def __call__(self, request):
+        talk = Talk(request)
+        if talk.final:
+            return say(self.sentence)
+        name = forced_tool(request) or (named_next(talk) if forced(request) or self.follows else None)
+        if forced(request) and name is None and "set_plan" in talk.tools and not talk.ok("set_plan"):
+            name = "set_plan"
+        args = self.args(talk, name) if name else None
+        if args is not None:
+            return calls((name, args))
+        if self.echo and talk.results:
+            result = json.dumps(talk.results[-1][2], ensure_ascii=False)
+            return say(f"<tool_response>\n{result}\n</tool_response>" if self.echo == "tags" else result)
+        return say(self.sentence)

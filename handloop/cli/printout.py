@@ -32,7 +32,9 @@ def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=Fal
                         estimated=say("cli.estimated") if reply.estimated else "", total=run.memory.used_tokens,
                         sent=trace["chars_sent"], full=trace["chars_full"]))
     if kind == "answer":
-        if not streamed:
+        if not run.answer:                                  # an echo of a tool result: no answer
+            print("   " + say("cli.echo"))
+        elif not streamed:
             print("   " + say("cli.answer", text=run.answer.replace("\n", "\n   ")))
         for claimed in run.memory.unbacked(run.answer):     # what it says it did, and nothing of the kind ran
             print("   " + say(f"cli.unbacked.{claimed}"))

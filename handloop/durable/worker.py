@@ -119,7 +119,7 @@ class Activities:
         ask = self._model(ref.get("offline"), ref.get("model"), agent)
         try:
             reply = ask(request["outgoing"], request["tools"], final=bool(request["final"]),
-                        force=bool(request.get("force")) and ask.forces)
+                        force=(request.get("force") or False) if ask.forces else False)
         except ModelError as exc:          # errors are data: the workflow records them as one machine does
             return {"error": {"kind": exc.kind, "text": exc.text(agent.say), "tokens": exc.tokens}}
         return {"reply": dataclasses.asdict(reply)}

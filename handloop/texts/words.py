@@ -1,7 +1,7 @@
 """Reading what a model's answer says: which ids (or their names), choices, dates and counts it
 states (is a write the one the user was shown when they confirmed?), which actions it claims to
-have done (`claims`), and whether it carries tool markup or a pasted tool result instead of
-words for the user (`markup`).
+have done (`claims`), whether it carries tool markup or a pasted tool result instead of
+words for the user (`markup`, `pasted`), and whether it asks the user something (`asks`).
 
 Invariants: imports no project module, so the offline judge reads answers with the same code as
 the run (what an answer claims must read the same in both); pure functions of the text;
@@ -111,3 +111,32 @@ def _object(text, start):
     except ValueError:
         return False
     return isinstance(value, dict) and bool(value)
+
+
+RESULT = re.compile(r"<\s*(tool_response|tool_result|tool_output|function_results?|observation)\b[^>]*>(.*?)"
+                    r"(?:<\s*/\s*\1\s*>|\Z)", re.S | re.I)
+FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*(.*?)\s*```$", re.S)
+
+
+def pasted(text):
+    """What a text gives back as a tool result instead of words: (True, the blocks' contents) when it is
+    nothing but result blocks (<tool_response>...</tool_response>, the closing tag may be missing);
+    (False, [its JSON]) when, code fences aside, it is one JSON value; (False, []) when it has words of
+    its own."""
+    text = str(text).strip()
+    blocks = [m.group(2).strip() for m in RESULT.finditer(text)]
+    if blocks and not re.sub(r"[\s.,;:!?。，；：！？]", "", RESULT.sub("", text)):
+        return True, blocks
+    fenced = FENCE.match(text)
+    body = fenced.group(1) if fenced else text
+    return False, [body] if body[:1] in ("{", "[") and body[-1:] in ("}", "]") else []
+
+
+# A question to the user: a question mark, a sentence-final 吗/呢, an interrogative word.
+QUESTION = re.compile(r"\?|[吗呢嘛](?:\s*[。.!！~～]|\s*$)|哪(?:家|个|间|天|一|种|些|位|里)|是否|要不要|能否|可否|几(?:晚|天|位|个|间|点)"
+                      r"|\b(?:would\s+you\s+like|do\s+you\s+want|shall\s+i|should\s+i)\b")
+
+
+def asks(text):
+    """Whether a text asks the user something (a question, not a request to wait or to confirm nothing)."""
+    return bool(QUESTION.search(plain(text)))
