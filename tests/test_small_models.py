@@ -424,3 +424,62 @@ def test_the_forced_tool_choice_steps_down_named_required_auto_and_is_remembered
         for _ in range(2):
             assert ask([{"role": "user", "content": "u"}], tools, force="f").text == "好的"
         assert [q["tool_choice"] for q in endpoint.requests] == seen
+
+
+def xian_memory(tmp_path):
+    from handloop import tools
+    ts = toolset.ToolSet("m", tools.BookingStore(tmp_path / "b.db"))
+    memory = loop.Memory(agent=ts.agent).declare(ts.tools.values())
+    return ts, memory
+
+
+def ran(ts, memory, name, args):
+    call = ts.prepare([{"id": name, "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}])[0]
+    memory.absorb(call, ts.run(call, memory))
+
+
+def test_the_next_step_is_the_plans_then_what_the_write_requires_then_the_write(tmp_path):
+    ts, memory = xian_memory(tmp_path)
+    assert memory.next_step() == "set_plan"
+    ran(ts, memory, "set_plan", {"steps": [{"title": "订", "tool": "book_hotel"}, {"title": "天气", "tool": "get_weather"}]})
+    assert memory.next_step() == "get_weather"              # the booking step is not ready: what it requires is not done
+    ran(ts, memory, "get_weather", policies.WEATHER)
+    assert memory.next_step() == "search_hotels"            # the plan forgot it; the write requires it
+    ran(ts, memory, "search_hotels", policies.SEARCH)
+    assert memory.next_step() == "book_hotel"
+
+
+def test_an_agent_without_planning_steps_through_its_writes_requires(tmp_path):
+    agent = session.load_agent(EXAMPLE)
+    ts = toolset.ToolSet("e", agent=agent)
+    memory = loop.Memory(agent=agent).declare(ts.tools.values())
+    seen = []
+    for _ in range(3):
+        seen.append(memory.next_step())
+        if seen[-1] != "book_room":
+            ran(ts, memory, seen[-1], policies.ROOM_ARGS[seen[-1]])
+    assert seen == ["list_rooms", "get_calendar", "book_room"]
+
+
+def test_an_echo_is_a_result_given_back_and_words_are_not(tmp_path):
+    from handloop.memory import echoed
+    weather = '{"city":"西安","date":"2026-10-01","condition":"rain","high":19,"low":14}'
+    messages = [{"role": "tool", "tool_call_id": "c", "content": weather}]
+    assert echoed(f"<tool_response>\n{weather}\n</tool_response>", messages)
+    assert echoed('<tool_response>\n{"weather":"西安 2026-10-01 气温：19-14 度，天气为雨"}\n</tool_response>', messages)
+    assert echoed('{"condition": "rain", "city": "西安", "date": "2026-10-01", "low": 14, "high": 19}', messages)
+    assert echoed(f"```json\n{weather}\n```", messages)
+    assert not echoed('{"name": "get_weather", "arguments": {"city": "西安"}}', messages)     # a written call
+    assert not echoed(f"西安那天有雨：{weather}，建议订 Suite。", messages)                   # words of its own
+    assert not echoed("好的，请先确认预订方案。", messages)
+
+
+@pytest.mark.parametrize("text, question", [
+    ("XA-001 和 XA-003 都有 Suite，你想订哪一家？", True), ("你想住几晚", True), ("需要我继续吗", True),
+    ("Which room would you like?", True), ("Shall I book it", True),
+    ("好的，请先确认预订方案。", False), ("好的，请确认。", False), ("好的，请继续。", False), ("好的，请等待我确认。", False),
+    ("Sure, please confirm the plan first.", False), ("好的，我已经预订了西安的星海酒店。订单号为 789012。", False),
+])
+def test_what_is_a_question_to_the_user(text, question):
+    from handloop.texts import words
+    assert words.asks(text) is question
