@@ -188,7 +188,8 @@ def test_a_users_own_model_class_is_a_model_and_is_asked_with_force(tmp_path):
     handloop.run(r, own, ts)
     ts.close()
     assert own.asked and own.asked[0] is False and r.status in ("suspended", "done")
-    assert True in own.asked                                             # nothing looked up: the loop forced a call
+    forced = [f for f in own.asked if f]                                 # nothing looked up: the loop forced a call,
+    assert forced and all(f is True or f in {t.name for t in agent.tools} for f in forced)   # of the next step's tool
 
 
 def test_a_plain_function_is_wrapped_and_never_told_force(tmp_path):

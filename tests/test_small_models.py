@@ -450,7 +450,7 @@ def test_the_next_step_is_the_plans_then_what_the_write_requires_then_the_write(
 
 
 def test_an_agent_without_planning_steps_through_its_writes_requires(tmp_path):
-    agent = session.load_agent(EXAMPLE)
+    agent = session.load_file(EXAMPLE)
     ts = toolset.ToolSet("e", agent=agent)
     memory = loop.Memory(agent=agent).declare(ts.tools.values())
     seen = []
