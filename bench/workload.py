@@ -170,11 +170,12 @@ def concurrent_reply(results_since_user):
 
 
 def results_since_user(messages, role_of=lambda m: m["role"]):
-    """Tool results after the last user message: the scripted model's only input."""
+    """Tool results after the last user message (a loop's nudge, a user message named "loop", is not
+    one): the scripted model's only input."""
     n = 0
     for message in reversed(messages):
         role = role_of(message)
-        if role == "user":
+        if role == "user" and not (isinstance(message, dict) and message.get("name") == "loop"):
             break
         if role == "tool":
             n += 1

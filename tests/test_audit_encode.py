@@ -36,7 +36,7 @@ def test_the_file_of_a_long_run_is_the_whole_snapshot(new_run):
         args = json.dumps({"city": "西安", "check_in": f"2026-10-0{day}"})
         replies.append({"role": "assistant", "content": None, "tool_calls": [
             {"id": f"s{day}", "type": "function", "function": {"name": "search_hotels", "arguments": args}}]})
-    replies.append({"role": "assistant", "content": "好的。"})
+    replies.append({"role": "assistant", "content": "要订哪一家？"})      # a question: the run waits for the user
     script = iter(replies)
 
     def ask(messages, tools, final=False):
