@@ -125,16 +125,22 @@ def test_start_run_confirm_through_the_public_api(tmp_path):
         handloop.confirm(agent, "n1", audit_dir=audit_dir)
 
 
-@pytest.mark.parametrize("how", ["yes, add it", "approve", "", None, 1])
-def test_an_unknown_way_of_resuming_is_an_error_not_a_resume(tmp_path, how):
-    agent, _ = _notes_agent(tmp_path)
+def _suspended(agent, run_id, tmp_path):
+    """A new run of `agent` driven by the scripted model until it waits for the user."""
     model = handloop.offline_model(_replies)
     try:
-        r, ts = handloop.start(agent, "n2", audit_dir=str(tmp_path), model="m")
+        r, ts = handloop.start(agent, run_id, audit_dir=str(tmp_path), model="m")
         handloop.run(r, model, ts)
         ts.close()
     finally:
         model.close()
+    return r
+
+
+@pytest.mark.parametrize("how", ["yes, add it", "approve", "", None, 1])
+def test_an_unknown_way_of_resuming_is_an_error_not_a_resume(tmp_path, how):
+    agent, _ = _notes_agent(tmp_path)
+    r = _suspended(agent, "n2", tmp_path)
     turn, messages = r.turn, len(r.messages)
     with pytest.raises(ValueError):
         runs.answer(r, how)
@@ -148,17 +154,11 @@ def test_the_ways_of_resuming_are_an_enum():
 
 def test_confirm_with_words_that_do_not_confirm_is_refused(tmp_path):
     agent, db = _notes_agent(tmp_path)
-    model = handloop.offline_model(_replies)
-    try:
-        r, ts = handloop.start(agent, "n3", audit_dir=str(tmp_path), model="m")
-        handloop.run(r, model, ts)
-        ts.close()
-        with pytest.raises(runs.Refused):
-            runs.answer(r, handloop.Resume.CONFIRM, "sure, go ahead")
-        with pytest.raises(runs.Refused):                                # a reply is never a confirmation
-            handloop.reply(agent, "n3", "yes, add it", audit_dir=str(tmp_path))
-    finally:
-        model.close()
+    r = _suspended(agent, "n3", tmp_path)
+    with pytest.raises(runs.Refused):
+        runs.answer(r, handloop.Resume.CONFIRM, "sure, go ahead")
+    with pytest.raises(runs.Refused):                                    # a reply is never a confirmation
+        handloop.reply(agent, "n3", "yes, add it", audit_dir=str(tmp_path))
     assert not os.path.exists(db)
 
 
