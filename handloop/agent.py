@@ -11,6 +11,7 @@ import time
 
 from . import config
 from . import texts
+from .calls import Interrupted
 from .cli.exits import EXIT, UsageError, error_line
 from .cli.printout import mcp_line, report, summary
 
@@ -112,9 +113,14 @@ def _split(command):
 def main(argv=None):
     import signal
     import threading
+    for stream in (sys.stdout, sys.stderr):                     # what is printed never raises for its characters
+        _tolerant(stream)
     if threading.current_thread() is not threading.main_thread():
         return _main(argv)
-    previous = signal.signal(signal.SIGTERM, _terminated)       # SIGTERM stops a run as Ctrl-C does
+    previous = signal.signal(signal.SIGTERM, _interrupted)      # SIGTERM stops a run as Ctrl-C does
+    ctrl_c = signal.getsignal(signal.SIGINT)
+    if ctrl_c is signal.default_int_handler:                    # the user's, told apart from a tool's own
+        signal.signal(signal.SIGINT, _interrupted)
     try:
         return _main(argv)
     except KeyboardInterrupt:                                   # before or after a run's loop
@@ -122,10 +128,20 @@ def main(argv=None):
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if ctrl_c is signal.default_int_handler:
+            signal.signal(signal.SIGINT, ctrl_c)
 
 
-def _terminated(signum, frame):
-    raise KeyboardInterrupt
+def _interrupted(signum, frame):
+    raise Interrupted
+
+
+def _tolerant(stream):
+    """A text stream that writes what its encoding cannot carry as replacement characters."""
+    try:
+        stream.reconfigure(errors="replace")
+    except (AttributeError, ValueError, OSError):
+        pass
 
 
 def _main(argv):

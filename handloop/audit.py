@@ -2,6 +2,7 @@
 
 Invariants: a snapshot is written atomically (a spare file, fsync, a link renamed over the file,
 fsync of the folder), so the file on disk is always a whole snapshot, never half of one, even under kill -9.
+A snapshot is strict JSON: NaN and infinities are refused (ValueError), as --check reads it.
 Loading checks version, structure and tool-call pairing and refuses a bad file with a clear
 message (AuditError). A run is used by one process at a time (RunLock, released by the OS when
 its holder dies). Run ids are checked before they touch a path.
@@ -15,8 +16,8 @@ from . import config
 from .texts import Said
 
 STATUSES = ("running", "suspended", "done", "stopped", "error")
-_encode = json.JSONEncoder(ensure_ascii=False).encode     # no indent: keeps the C encoder
-_ascii = json.JSONEncoder().encode
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode     # no indent: keeps the C encoder
+_ascii = json.JSONEncoder(allow_nan=False).encode                        # strict JSON: NaN is refused (ValueError)
 
 
 def _utf8(value):

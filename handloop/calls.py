@@ -17,6 +17,8 @@ import inspect
 import json
 import math
 import re
+import signal
+import threading
 import unicodedata
 from typing import Any, Callable, Iterable
 
@@ -31,6 +33,26 @@ CONTEXT = ("run_id", "idempotency_key", "plan", "tool_names", "done_tools")    #
 
 class ToolError(Exception):
     """A failure the model can act on (bad value, unknown city, sold out...)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """The user stopping a run (Ctrl-C, SIGTERM), as the command line's signal handlers raise it."""
+
+
+def by_user(exc):
+    """Whether `exc`, caught around a tool, is the user stopping the run rather than the tool's own
+    failure: an Interrupted, or a KeyboardInterrupt in the main thread while Python's own Ctrl-C
+    handler is in place (nobody told the two apart there). Anything else a tool raises, SystemExit
+    and a KeyboardInterrupt of its own included, is that tool's failure."""
+    if isinstance(exc, Interrupted):
+        return True
+    return isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+class Unencodable(ValueError):
+    """A result JSON cannot hold (keys that are not strings, a cycle, NaN or an infinity, an int
+    too long to write, nesting too deep)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +128,10 @@ def _tool_problems(tool):
     props = tool.parameters.get("properties", {}) if isinstance(tool.parameters, dict) else None
     problems = [] if isinstance(props, dict) and tool.parameters.get("type") == "object" else \
         ["parameters must be a JSON Schema of type object with properties"]
+    why = None if problems else _unencodable(tool.parameters)
+    if why:
+        return [f"parameters cannot be sent as JSON ({why}): a JSON Schema is plain JSON, without cycles, "
+                "NaN or objects of other types"]
     props = props if isinstance(props, dict) else {}
     if tool.kind not in KINDS:
         problems.append(f"kind={tool.kind!r} is not one of {', '.join(KINDS)}")
@@ -363,12 +389,56 @@ COMPACT = (",", ":")     # a tool message's JSON: no spaces, which the model wou
 
 
 def settled(result, limit, say=ZH):
-    """A result as the record holds it: fitted to `limit` and encoded once (compact). Returns (object, text),
-    the object being exactly what the text decodes to (memory absorbs it, the tool message says it)."""
-    text = json.dumps(result, ensure_ascii=False, default=str, separators=COMPACT)
+    """A result as the record holds it: fitted to `limit` and encoded once (compact), strict JSON
+    (no NaN) of valid Unicode (lone surrogates replaced). Returns (object, text), the object being
+    exactly what the text decodes to (memory absorbs it, the tool message says it). Objects of
+    other types are written as their text; Unencodable when JSON cannot hold the result at all."""
+    try:
+        text = json.dumps(result, ensure_ascii=False, default=str, separators=COMPACT, allow_nan=False)
+    except Exception as exc:            # TypeError, ValueError, RecursionError, or a str() that raised
+        raise Unencodable(_why(exc)) from None
+    text = valid_text(text)
     if len(text) > limit:
         text = json.dumps(fit(json.loads(text), limit, say), ensure_ascii=False, separators=COMPACT)
     return json.loads(text), text
+
+
+def _unencodable(value):
+    """Why JSON cannot encode `value` as it is (no conversions), or None."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except Exception as exc:
+        return _why(exc)
+    return None
+
+
+def _why(exc):
+    """An exception as one short line, even when its own str() fails."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(value):
+    """`value` (a string, or lists and objects of them) as valid Unicode: lone surrogates, which no
+    UTF-8 can carry, become U+FFFD (a surrogate pair written as two halves becomes its character).
+    The same object when there is nothing to replace."""
+    if isinstance(value, str):
+        if not SURROGATE.search(value):
+            return value
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        fixed = [valid_text(v) for v in value]
+        return fixed if any(a is not b for a, b in zip(fixed, value)) else value
+    if isinstance(value, dict):
+        fixed = {valid_text(k): valid_text(v) for k, v in value.items()}
+        return fixed if list(fixed) != list(value) or any(fixed[k] is not v for k, v in value.items()) else value
+    return value
 
 
 def _fitted(value, size, items, say):

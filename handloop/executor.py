@@ -9,9 +9,15 @@ are reused (a new one starts only when none is idle, so a hung tool keeps its ow
 never delays another call). An `async def` tool runs on the executor's own event loop (one
 daemon thread), concurrently with the other async reads; at its timeout it is cancelled. A
 write whose outcome is unknown at its timeout is reconciled through its idempotency key, never
-retried blind. Every outcome is settled once (fitted to the result limit, encoded): what
-memory absorbs is what the tool message says. Flattening yields exactly one tool message per
-call, in request order.
+retried blind. Every outcome is settled once (fitted to the result limit, encoded as strict
+JSON): what memory absorbs is what the tool message says. Flattening yields exactly one tool
+message per call, in request order.
+
+A tool is untrusted code: whatever it raises (SystemExit and a KeyboardInterrupt of its own too,
+inline, in a thread or on the event loop, which survives it) or returns (a value JSON cannot
+hold, NaN) is a tool error, and so is a `reconcile` that fails; a write whose result cannot be
+read is reconciled like one that timed out (calls.Unencodable). Only the user's own interrupt
+(calls.by_user) goes through, to stop the run.
 """
 import asyncio
 import os
@@ -20,7 +26,7 @@ import threading
 import time
 
 from . import config
-from .calls import ZH, Outcome, ToolError, settled
+from .calls import ZH, Outcome, ToolError, Unencodable, by_user, settled
 
 
 def order(memory, calls, inline):
@@ -87,9 +93,11 @@ def _inline(toolset, call, view, limit, say):
     started = time.perf_counter()
     try:
         value, exc = toolset.run(call, view), None
-    except Exception as error:      # any failure of a tool is data for the model
+    except BaseException as error:  # any failure of a tool is data for the model; the user's Ctrl-C is not
+        if by_user(error):
+            raise
         value, exc = None, error
-    outcome = settle(value, exc, limit, say)
+    outcome = settle(value, exc, limit, say, _doubt(call, toolset, say))
     outcome.seconds = time.perf_counter() - started
     config.fault("after_tool")
     return outcome
@@ -125,7 +133,7 @@ class _Async:
     def __init__(self, toolset, call, view):
         self.call, self.started = call, time.perf_counter()
         self.value, self.exc, self.seconds = None, None, 0.0
-        self.future = asyncio.run_coroutine_threadsafe(toolset.run(call, view), _loop())
+        self.future = asyncio.run_coroutine_threadsafe(_shielded(toolset.run(call, view)), _loop())
         self.future.add_done_callback(self._finished)
 
     def _finished(self, future):
@@ -133,7 +141,8 @@ class _Async:
         if future.cancelled():
             self.exc = TimeoutError("cancelled")
         elif future.exception() is not None:
-            self.exc = future.exception()
+            exc = future.exception()
+            self.exc = exc.error if isinstance(exc, _Raised) else exc
         else:
             self.value = future.result()
 
@@ -147,6 +156,25 @@ class _Async:
             return False
         self._finished(self.future)
         return True
+
+
+class _Raised(Exception):
+    """What an async tool raised that asyncio would not keep inside its task (KeyboardInterrupt,
+    SystemExit: they stop the event loop), carried out as an ordinary failure."""
+
+    def __init__(self, error):
+        super().__init__(error)
+        self.error = error
+
+
+async def _shielded(coro):
+    """The tool's coroutine; whatever it raises is handed back as its failure, a cancellation stays one."""
+    try:
+        return await coro
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        raise _Raised(exc) from None
 
 
 _LOOP: dict[int, object] = {}
@@ -212,38 +240,74 @@ def _outcome(job, call, toolset, timeout, limit, say, concurrent=False):
         outcome.result, outcome.content = settled(outcome.result, limit, say)
         outcome.seconds = time.perf_counter() - job.started
     else:
-        outcome = settle(job.value, job.exc, limit, say)
+        outcome = settle(job.value, job.exc, limit, say, _doubt(call, toolset, say))
         outcome.seconds = job.seconds
     outcome.concurrent = concurrent
     config.fault("after_tool")
     return outcome
 
 
-def settle(value, exc, limit, say):
+def settle(value, exc, limit, say, doubt=None):
     """What a tool returned or raised, as the Outcome the record will hold (here, and for a call run elsewhere:
-    in a Temporal workflow or activity)."""
+    in a Temporal workflow or activity). A result JSON cannot hold is a tool error, or for a write
+    (`doubt(why)`) an outcome to reconcile."""
     if exc is not None:
-        message = str(exc) if isinstance(exc, ToolError) else say("tool.internal", kind=type(exc).__name__, error=exc)
+        message = _told(exc) if isinstance(exc, ToolError) else say("tool.internal", kind=type(exc).__name__,
+                                                                   error=_told(exc))
         result, status = {"error": message}, "error"
     else:
         result = value if isinstance(value, dict) else {"value": value}
         status = "error" if "error" in result else "ok"
     outcome = Outcome({}, status=status)
-    outcome.result, outcome.content = settled(result, limit, say)
+    try:
+        outcome.result, outcome.content = settled(result, limit, say)
+    except Unencodable as why:
+        if doubt is not None:
+            outcome = doubt(str(why))
+            outcome.result, outcome.content = settled(outcome.result, limit, say)
+            return outcome
+        outcome.status = "error"
+        outcome.result, outcome.content = settled({"error": say("tool.unencodable", why=why)}, limit, say)
     return outcome
+
+
+def _told(exc):
+    """What an exception says, even when its own str() raises."""
+    try:
+        return str(exc)
+    except Exception:
+        return type(exc).__name__
+
+
+def _doubt(call, toolset, say):
+    """For a write, how an unreadable result is settled: reconciled, else an unknown outcome."""
+    if call.kind != "write":
+        return None
+    return lambda why: _unsure(call, toolset, say, "tool.unreadable", why=why)
 
 
 def _timed_out(call, toolset, timeout, say):
     if call.kind != "write":
         return Outcome({"error": say("tool.timeout", tool=call.name, seconds=timeout)}, status="timeout")
+    return _unsure(call, toolset, say, "tool.unknown", seconds=timeout)
+
+
+def _unsure(call, toolset, say, key, **values):
+    """A write whose outcome is unknown: the receipt its idempotency key stored (reconciled), else
+    the unknown outcome, said with `key` (the model may retry: the key makes that safe). A
+    reconcile that fails, or returns what is not a JSON object, has found nothing."""
     try:
         receipt = toolset.reconcile(call)
-    except ToolError:
+    except BaseException as exc:        # the store is locked, the tool's own code is wrong...
+        if by_user(exc):
+            raise
         receipt = None
-    if receipt is not None:
-        return Outcome(dict(receipt, reconciled=True), status="ok")
-    return Outcome({"error": say("tool.unknown", tool=call.name, seconds=timeout), "outcome": "unknown"},
-                   status="unknown")
+    if isinstance(receipt, dict):
+        try:
+            return Outcome(settled(dict(receipt, reconciled=True), config.TOOL_RESULT_MAX_CHARS, say)[0], status="ok")
+        except Unencodable:
+            pass
+    return Outcome({"error": say(key, tool=call.name, **values), "outcome": "unknown"}, status="unknown")
 
 
 def tool_messages(pending, outcomes, limit=None, say=ZH):

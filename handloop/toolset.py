@@ -27,7 +27,7 @@ from . import mcp_tools
 from . import plan
 from . import tools as local_tools
 from . import texts
-from .calls import Agent, Call, Source, Tool, ToolError, normalise, settled, validate
+from .calls import Agent, Call, Source, Tool, ToolError, by_user, normalise, settled, validate, valid_text
 
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 
@@ -36,7 +36,8 @@ MAX_DEPTH = 32       # arguments nested deeper than this are refused (no schema 
 
 
 def parse_arguments(text, say=texts.ZH_TEXTS):
-    """The ladder: strip Markdown fences → json → json5 → give up with the problem stated.
+    """The ladder: strip Markdown fences → json → json5 → give up with the problem stated. The
+    value's strings are valid Unicode (calls.valid_text).
 
     Returns (value, None) or (None, problem).
     """
@@ -49,7 +50,7 @@ def parse_arguments(text, say=texts.ZH_TEXTS):
         problem = say("call.too_deep", depth=MAX_DEPTH)
     if problem is not None:
         return None, say("call.not_json", problem=problem, text=text[:200])
-    return value, None
+    return valid_text(value), None        # a \ud800 escape decodes to a lone surrogate: replaced
 
 
 def _decoded(body, say):
@@ -215,6 +216,10 @@ class ToolSet:
             return settled(self._invoke(call, view), config.TOOL_RESULT_MAX_CHARS, self.say)[0]
         except ToolError as exc:
             return {"error": str(exc)}
+        except BaseException as exc:        # the executor will say what; the guards need only know it failed
+            if by_user(exc):
+                raise
+            return {"error": self.say("tool.internal", kind=type(exc).__name__, error="")}
 
     def _remote(self, call):
         try:

@@ -92,6 +92,8 @@ EN = {
     "tool.internal": "internal error of the tool: {kind}: {error}",
     "tool.timeout": "{tool} did not return within {seconds:g} s and was given up; retry later or try another way",
     "tool.unknown": "{tool} did not return within {seconds:g} s; its outcome is unknown and its idempotency key finds no such write. Retrying with exactly the same arguments is safe: it can never run twice",
+    "tool.unencodable": "the tool's result cannot be written as JSON ({why}) and was dropped; try another way or other arguments",
+    "tool.unreadable": "{tool} returned, but its result cannot be written as JSON ({why}); its outcome is unknown and its idempotency key finds no such write. Retrying with exactly the same arguments is safe: it can never run twice",
     "tool.mcp_failed": "{tool} failed: {error}",
     "tool.mcp_error": "MCP call {tool} failed: {error}; retry later",
     "stop.max_turns": "reached the maximum of {limit} turns",
