@@ -5,7 +5,10 @@ with its time limits, retries, and asking once more for a reply that cannot be a
 Invariants: every request has a timeout and says `tool_choice` whenever it carries tools ("auto";
 when the loop forces a call of one tool, that function by name, else "required", each until the
 server rejects it: then the next one down, named → "required" → "auto", for the rest of the
-client's life; "none" for a final answer);
+client's life; "none" for a final answer); a server that refuses `stream` (400/422) is
+asked the same request unstreamed, and so for the rest of the client's life; the messages sent are
+valid Unicode (lone surrogates replaced), and a request we cannot encode is ours ("unsendable"),
+never reported as the model's fault;
 timeouts, 429 (but not quota or billing), 5xx and unparseable bodies are retried with backoff
 (honouring Retry-After, capped); every other failure, and retries running out, raise
 ModelError with a kind and the provider's own message. A reply cut off by length is asked for
@@ -28,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 import threading
 import time
 from typing import Any, Callable, Protocol, runtime_checkable
@@ -35,6 +39,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 from . import config
 from .llm import replies
 from .llm import streams
+from .calls import valid_text
 from .llm.replies import ModelError, Reply, estimate_tokens, written_calls  # noqa: F401  (re-exported, as before)
 from .texts import Said
 
@@ -134,9 +139,10 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
     where = base_url or "https://api.openai.com/v1"
 
     refused: set[str] = set()       # the forced tool_choice forms the server rejected ("named", "required")
+    streaming = [stream]            # False once the server refused `stream`: asked unstreamed since
 
     def ask(messages, tools, final=False, on_event=None, force=False):
-        request = {"model": model, "messages": messages}
+        request = {"model": model, "messages": valid_text(messages)}      # a record with lone surrogates resumes
         if tools:
             request.update(tools=tools, tool_choice="none" if final else tool_choice(force, refused))
         names = {t.get("function", {}).get("name"): list((t.get("function", {}).get("parameters") or {})
@@ -144,21 +150,21 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
         started, spent, earlier = time.perf_counter(), 0, []
 
         def send():
-            if stream:
+            if streaming[0]:
                 response = streams.assembled(openai, functools.partial(_create, client), request,
                                         (timeout, max_seconds, where), on_event)
             else:
                 response = _within(max_seconds, where, lambda: _create(client, request))
             return replies.normalised(response, messages, time.perf_counter() - started, names)
         for _ in (1, 2):                    # a cut-off reply is asked for once more
-            reply = _forced(send, request, (force, refused), earlier,
-                            lambda: _with_retries(send, openai, retries, on_retry, sleep, where, model))
+            reply = _forced(send, request, (force, refused), earlier, lambda: _streamless(
+                lambda: _with_retries(send, openai, retries, on_retry, sleep, where, model), streaming, earlier))
             spent += reply.tokens
             problem = _unusable(reply)
             if problem is None:
                 reply.tokens, reply.notes = spent, earlier + reply.notes
                 return reply
-            if stream and on_event:
+            if streaming[0] and on_event:
                 on_event("discard", why=ModelError(problem, Said("model." + problem)))
             if problem == "empty_reply":    # the loop re-asks with a nudge, not the same request
                 break
@@ -217,6 +223,25 @@ def _forced(send, request, forcing, notes, attempt):
         request["tool_choice"] = tool_choice(force, refused)
         notes.append(f"tool_choice {json.dumps(choice)} refused by the server ({detail[:200]}): asked with "
                      f"{json.dumps(request['tool_choice'])}, and so on for this client")
+
+
+STREAM_WORDS = re.compile(r"\bstream(ing|_options)?\b", re.I)
+
+
+def _streamless(attempt, streaming, notes):
+    """attempt(); when it streamed and the server refused streaming (a 400 or 422 naming `stream` or
+    `stream_options`: llama.cpp-based servers say "stream not supported"), the same request
+    unstreamed, and the client's later requests too, noted once. A request that fails unstreamed
+    as well fails as it would have."""
+    try:
+        return attempt()
+    except ModelError as exc:
+        refused = replies.detail_of(exc)
+        if not streaming[0] or replies.status_of(exc) not in (400, 422) or not STREAM_WORDS.search(refused):
+            raise
+    streaming[0] = False
+    notes.append(f"streaming refused by the server ({refused[:200]}): asked unstreamed, and so on for this client")
+    return attempt()
 
 
 def _unusable(reply):
@@ -295,6 +320,8 @@ def _create(client, request):
     and so is a failure of the SDK's own parsing (RuntimeError: pydantic's errors about its models)."""
     try:
         return client.chat.completions.create(**request)
+    except UnicodeEncodeError as exc:       # our own request, not the model's answer: not the model's fault
+        raise ModelError("unsendable", Said("model.unsendable", error=str(exc)[:200])) from None
     except replies.UNPARSEABLE as exc:
         raise replies.unparseable(exc) from None
 

@@ -9,8 +9,10 @@ import pytest
 
 from handloop import audit
 from handloop import loop
+from handloop import model
 from handloop import runs
-from conftest import BOOK, PLAN, text, tool_calls
+from handloop.llm.endpoint import Endpoint
+from conftest import BOOK, PLAN, Script, text, tool_calls
 from test_loop import HOTELS, OPENING, WEATHER, tool_results
 from test_model import http
 
@@ -192,3 +194,128 @@ def test_tool_arguments_nested_ten_thousand_deep_go_back_as_a_tool_error(fake_mo
     assert first["blocked_by"] == "arguments" and "嵌套" in first["error"] and r.turn >= 2
     again, _, _ = runs.reopen(r.path.rsplit("/", 1)[0], "t1", lambda snap: ts, lambda snap: None)
     assert again.memory.plan                                  # the record rebuilds: a resume does not crash
+
+
+# ---- a server that refuses to stream ----
+REFUSALS = [(400, "stream not supported"), (422, "'stream_options' is not permitted"),
+            (400, "Streaming is not supported for this model")]
+
+
+def _refusing(status, words, respond):
+    def answer(request):
+        if request.get("stream"):
+            return {"_http": {"status": status, "body": {"error": {"message": words, "type": "invalid_request_error"}}}}
+        return respond(request)
+    respond = respond if callable(respond) else Script(respond)
+    return answer
+
+
+@pytest.mark.parametrize("status, words", REFUSALS)
+def test_a_server_refusing_stream_is_asked_unstreamed_from_then_on(fake_model, new_run, status, words):
+    r, ts, store = new_run()
+    ask, endpoint = fake_model(_refusing(status, words, [tool_calls(("set_plan", {"steps": PLAN})), text("好")]))
+    loop.run(r, ask, ts)
+    check(r, store, "suspended", 0)
+    assert [bool(q.get("stream")) for q in endpoint.requests][:2] == [True, False]
+    assert not any(q.get("stream") for q in endpoint.requests[1:]) and len(endpoint.requests) >= 3
+    assert len([n for t in r.trace for n in t["notes"] if "stream" in n]) == 1      # noted once
+
+
+@pytest.mark.parametrize("status, words", [(400, "upstream provider error"), (404, "stream not supported"),
+                                           (400, "messages: field required")])
+def test_other_refusals_are_not_taken_for_a_streaming_refusal(fake_model, new_run, status, words):
+    r, ts, store = new_run()
+    ask, endpoint = fake_model(_refusing(status, words, [text("好")]))
+    loop.run(r, ask, ts)
+    check(r, store, "error", 0)
+    assert len(endpoint.requests) == 1
+
+
+def _online(endpoint):
+    return {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": endpoint.url, "AGENT_MODEL": "m", "NO_PROXY": "127.0.0.1",
+            "no_proxy": "127.0.0.1"}
+
+
+@pytest.mark.parametrize("agent", [None, "rooms"])
+def test_the_command_line_runs_against_a_server_that_cannot_stream(tmp_path, agent):
+    from handloop.demo import offline
+    from conftest import ROOT, read_audit, run_agent
+    import os
+    import importlib
+    if agent:
+        example = importlib.import_module("examples.rooms")
+        respond, flags = example.respond, ["--agent", os.path.join(ROOT, "examples", "rooms.py")]
+    else:
+        respond, flags = offline.respond, []
+    endpoint = Endpoint(_refusing(400, "stream not supported", respond))
+    try:
+        out = run_agent(*flags, "--run-id", "n", cwd=tmp_path, env=_online(endpoint))
+    finally:
+        endpoint.close()
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert read_audit(tmp_path / "audit", "n")["status"] == "suspended"
+    assert sum(1 for q in endpoint.requests if q.get("stream")) == 1
+
+
+# ---- lone surrogates from a model ----
+@pytest.mark.parametrize("stream", [True, False])
+def test_lone_surrogates_from_a_model_are_replaced_when_the_reply_is_read(fake_model, new_run, stream):
+    r, ts, store = new_run()
+    ask, endpoint = fake_model([tool_calls(("set_plan", {"steps": PLAN})),
+                                tool_calls(("get_weather", '{"city": "西安\ud800", "date": "2026-10-01"}'),
+                                           ("search_hotels", '{"city": "西安", "check_in": "2026-10-01\\udfff"}')),
+                                text("下雨\ud83d天\udc00，请确认")])
+    if not stream:
+        ask.close()
+        ask = model.connect(endpoint.url, "k", "scripted", timeout=5, retries=0, sleep=lambda s: None,
+                            loopback=True, stream=False)
+    loop.run(r, ask, ts)
+    data = audit.load(r.path)
+    assert data["status"] == "suspended" and len(endpoint.requests) >= 3       # every request could be sent
+    text_of = json.dumps(data["messages"], ensure_ascii=False)
+    text_of.encode("utf-8")                                                      # no lone surrogate left
+    assert "\ufffd" in text_of and "下雨" in text_of
+    if not stream:
+        ask.close()
+
+
+def test_an_audit_file_already_holding_lone_surrogates_resumes(fake_model, new_run):
+    r, ts, store = new_run()
+    ask, endpoint = fake_model([tool_calls(("set_plan", {"steps": PLAN})), text("好")])
+    r.messages.append({"role": "assistant", "content": "半句\ud800"})            # recorded before this fix
+    r.messages.append({"role": "user", "content": "继续\udfff"})
+    loop.run(r, ask, ts)
+    check(r, store, "suspended", 0)
+    assert len(endpoint.requests) >= 2 and "\ufffd" in json.dumps(endpoint.requests[0], ensure_ascii=False)
+
+
+def test_a_resume_from_an_audit_file_holding_lone_surrogates_continues(tmp_path):
+    from conftest import read_audit, run_agent
+    endpoint = Endpoint(lambda request: text("Which day would you like?"))
+    try:
+        assert run_agent("--run-id", "s", cwd=tmp_path, env=_online(endpoint)).returncode == 0
+        path = tmp_path / "audit" / "run-s.json"
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["messages"][-1]["content"] += "\ud800"                  # as an older version recorded it
+        data["status"], data["reason"] = "running", ""
+        path.write_text(json.dumps(data), encoding="utf-8")          # JSON escapes: loads back the same
+        out = run_agent("--resume", "s", cwd=tmp_path, env=_online(endpoint))
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+        assert read_audit(tmp_path / "audit", "s")["status"] == "suspended"
+        assert "\ufffd" in json.dumps(endpoint.requests[-1]["messages"], ensure_ascii=False)
+    finally:
+        endpoint.close()
+
+
+@pytest.mark.parametrize("flag", [[], ["--no-stream"]])
+def test_the_command_line_prints_a_reply_with_lone_surrogates(tmp_path, flag):
+    from conftest import read_audit, run_agent
+    endpoint = Endpoint(lambda request: text("A room is free\ud800 at 10:00. Shall I book it\udfff?"))
+    try:
+        out = run_agent("--run-id", "u", *flag, cwd=tmp_path, env=_online(endpoint))
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+        assert "\ufffd" in out.stdout and read_audit(tmp_path / "audit", "u")["status"] == "suspended"
+        resumed = run_agent("--reply", "go on", "u", cwd=tmp_path, env=_online(endpoint))
+        assert resumed.returncode == 0 and "Traceback" not in resumed.stderr, resumed.stderr
+    finally:
+        endpoint.close()

@@ -182,7 +182,7 @@ def _handler(endpoint):
             self.close_connection = True
 
         def _send(self, status, headers, body):
-            data = body if isinstance(body, bytes) else json.dumps(body, ensure_ascii=False).encode()
+            data = body if isinstance(body, bytes) else _json(body)
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -278,8 +278,16 @@ def events(body, options, include_usage):
     return pieces
 
 
+def _json(value):
+    """UTF-8 JSON; a lone surrogate (which a hostile model's server sends as a \\udXXX escape) escaped so."""
+    try:
+        return json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return json.dumps(value).encode()
+
+
 def _event(data, name=None):
-    line = b"data: " + json.dumps(data, ensure_ascii=False).encode() + b"\n\n"
+    line = b"data: " + _json(data) + b"\n\n"
     return (b"event: " + name.encode() + b"\n" + line) if name else line
 
 

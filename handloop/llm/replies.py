@@ -2,7 +2,8 @@
 a Reply, or a failure classified as a ModelError with a kind and the provider's own words.
 
 Invariants: a reply always comes back normalised: text content (content parts joined), tool calls
-with unique ids and string arguments exactly as sent, the names of tools the model wrote into its
+with unique ids and string arguments exactly as sent (save that every text is valid Unicode: a lone
+surrogate, which no request could carry, is replaced by U+FFFD), the names of tools the model wrote into its
 text instead of calling them, and a token count (the server's usage, or an estimate flagged as
 such). A body is read by attribute, with a default for whatever a provider may leave out, so an
 SDK model and llm/streams.py's body of the same shape read alike. A provider's error object is
@@ -21,7 +22,7 @@ from typing import Any
 
 from .. import config
 from .. import texts
-from ..calls import chars
+from ..calls import chars, valid_text
 from ..texts import Said
 
 ZH = texts.ZH_TEXTS
@@ -29,7 +30,8 @@ ZH = texts.ZH_TEXTS
 
 class ModelError(Exception):
     """The model service failed; `kind` says how (auth, quota, not_found, bad_request,
-    rate_limited, server, timeout, unreachable, bad_response, length, empty_reply). `tokens`:
+    rate_limited, server, timeout, unreachable, bad_response, length, empty_reply; unsendable: our
+    own request could not be encoded). `tokens`:
     what the failed attempts cost, when the server said. Errors are data: the message is a
     texts.Said, so `text(say)` says it in a run's language (the provider's own words kept as they
     are); str() is the Chinese. `retried`: the attempts made before it was given up."""
@@ -95,6 +97,7 @@ def normalised(response, messages, seconds, names=()):
                       "function": {"name": name if isinstance(name, str) else "",
                                    "arguments": arguments_text(getattr(function, "arguments", ""))}})
     content = _joined(getattr(raw, "content", None), notes)
+    calls, content = _valid(calls, content, notes)
     message = {"role": "assistant", "content": content or None}
     if calls:
         message["tool_calls"] = calls
@@ -108,6 +111,14 @@ def normalised(response, messages, seconds, names=()):
     reply.written_calls = [] if calls else written_calls(content or "", names)
     reply.written_problems = written_problems(content or "", names) if reply.written_calls else []
     return reply
+
+
+def _valid(calls, content, notes):
+    """The calls and the content as valid Unicode (calls.valid_text), noted when something was replaced."""
+    fixed = valid_text([calls, content])
+    if fixed[0] is not calls or fixed[1] is not content:
+        notes.append("lone surrogates in the reply replaced by U+FFFD")
+    return fixed[0], fixed[1]
 
 
 def _joined(content, notes):
@@ -175,6 +186,12 @@ def status_error(exc, model):
         "quota" if status == 402 or _code(exc) in QUOTA_CODES else "rate_limited" if status == 429 else \
         "server" if status >= 500 else "bad_request"
     return ModelError(kind, Said("model." + kind, status=status, detail=detail, model=model))
+
+
+def status_of(error):
+    """The HTTP status in a ModelError made by status_error (None when there is none)."""
+    said = error.args[0] if error.args else None
+    return getattr(said, "values", {}).get("status")
 
 
 def detail_of(error):

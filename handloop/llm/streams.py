@@ -8,9 +8,10 @@ wait for the first byte and every silence between bytes, `max_seconds` the whole
 cut or stalled mid-way is a transient ModelError, while a timeout, a lost connection or an HTTP
 error before the first chunk is handed back as the SDK raised it, so the caller's retry loop
 classifies it as it would for an unstreamed request. Listeners (`on_event`) are called in the
-caller's thread, never after `assembled` returned, and an interrupt stops at once. `openai` and
+caller's thread, never after `assembled` returned, and an interrupt stops at once; what they hear
+is valid Unicode (lone surrogates replaced, as in the body). `openai` and
 the request function are handed in by the caller, so importing this module starts nothing;
-imports only llm/replies.py and texts/__init__.py.
+imports only llm/replies.py, calls.py and texts/__init__.py.
 """
 import json
 import queue
@@ -18,6 +19,7 @@ import threading
 import time
 import types
 
+from ..calls import valid_text
 from .replies import UNPARSEABLE, ModelError, arguments_text, overdue, parts_text, provider_error, unparseable
 from ..texts import Said
 
@@ -201,7 +203,7 @@ class _Assembly:
     def _tell(self, kind, **data):
         self.heard = True
         if self.on_event:
-            self.on_event(kind, **data)
+            self.on_event(kind, **valid_text(data))       # a lone surrogate is never printed
 
     def body(self):
         self._complete(ended=True)

@@ -306,6 +306,7 @@ EN = {
     "model.unusable": "The model service's reply cannot be used: {error}",
     "model.length": "The model's reply was cut off by the length limit (finish_reason=length) and cannot be an answer",
     "model.empty_reply": "The model replied with nothing (no text and no tool call)",
+    "model.unsendable": "The request to the model service could not be encoded (ours, not the model's): {error}",
     "model.retried": " (after {n} retries)",
     # ---- the audit file (audit.py) ----
     "audit.bad_id": "not a valid run id: {run_id!r} (letters, digits, _ . - only, at most 64 characters)",

@@ -307,6 +307,7 @@ ZH = {
     "model.unusable": "模型服务的回复无法使用：{error}",
     "model.length": "模型的回复因长度限制被截断（finish_reason=length），不能当作答复",
     "model.empty_reply": "模型返回了空回复（没有内容也没有工具调用）",
+    "model.unsendable": "发给模型服务的请求无法编码（是本程序的问题，不是模型的）：{error}",
     "model.retried": "（已重试 {n} 次）",
     # ---- the audit file (audit.py) ----
     "audit.bad_id": "运行 id 不合法：{run_id!r}（只能用字母、数字、_ . -，最多 64 个字符）",
