@@ -6,8 +6,9 @@ Wire: one JSON-RPC 2.0 message per line, UTF-8. Both protocol eras: the `initial
 (`server/discover`, the per-request `_meta` envelope, `resultType`, `ttlMs`, `cacheScope`).
 
 Client invariants: one server process at a time per Client, started on first need, restarted
-(a bounded number of times) after it dies; every request has a timeout and fails at once when
-the server dies; stdout garbage and unsolicited messages are skipped; stderr is always drained;
+(a bounded number of times) after it dies; every request has a deadline (its timeout, a new
+session's handshake included: the MCP error comes before the tool's own timeout) and fails at
+once when the server dies; stdout garbage and unsolicited messages are skipped; stderr is always drained;
 close() always ends the process (stdin EOF, wait, SIGTERM, SIGKILL). The client returns what
 the server said (a JSON object) or raises MCPError; what may reach the model is toolset's call.
 
@@ -24,6 +25,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 from . import texts
 
@@ -325,8 +327,9 @@ class Client:
         self._live()
         return self
 
-    def _live(self):
-        """The live connection, (re)started as needed."""
+    def _live(self, deadline=None):
+        """The live connection, (re)started as needed; a handshake it needs is over by `deadline`
+        (time.monotonic(); None: each of its requests has its own timeout)."""
         with self.lock:
             if self.conn is not None and not self.conn.closed:
                 return self.conn
@@ -339,7 +342,7 @@ class Client:
             self.starts += 1
             conn = self._connect()
             try:
-                self._handshake(conn)
+                self._handshake(conn, deadline)
             except MCPError:
                 conn.close(grace=min(0.5, self.close_grace))
                 raise
@@ -355,11 +358,11 @@ class Client:
         """The server, as the user named it (its command line)."""
         return " ".join(self.command)
 
-    def _handshake(self, conn):
+    def _handshake(self, conn, deadline=None):
         if self.mode != "legacy":
             try:
-                result = conn.request("server/discover", {"_meta": self._envelope()},
-                                      self.probe_timeout if self.mode == "auto" else self.timeout)
+                result = conn.request("server/discover", {"_meta": self._envelope()}, self._left(
+                    self.probe_timeout if self.mode == "auto" else self.timeout, deadline, "server/discover"))
                 versions = result.get("supportedVersions")
                 if isinstance(versions, list) and MODERN_VERSION in versions:
                     self.era, self.version = "modern", MODERN_VERSION
@@ -372,11 +375,11 @@ class Client:
                 problem = str(exc)
             if self.mode == "modern":
                 raise MCPError(self.say("mcp.no_modern", version=MODERN_VERSION, problem=problem))
-        self._initialize(conn)
+        self._initialize(conn, deadline)
 
-    def _initialize(self, conn):
+    def _initialize(self, conn, deadline=None):
         result = conn.request("initialize", {"protocolVersion": LEGACY_VERSIONS[0], "capabilities": {},
-                                             "clientInfo": CLIENT_INFO}, self.timeout)
+                                             "clientInfo": CLIENT_INFO}, self._left(self.timeout, deadline, "initialize"))
         version = result.get("protocolVersion")
         if version not in LEGACY_VERSIONS:
             raise MCPError(self.say("mcp.bad_version", version=version, supported=", ".join(LEGACY_VERSIONS)))
@@ -387,12 +390,30 @@ class Client:
     def _envelope(self):
         return {META_VERSION: MODERN_VERSION, META_CAPABILITIES: {}, META_CLIENT_INFO: CLIENT_INFO}
 
-    def request(self, method, params=None):
-        """One request on the live session; its result object, or MCPError."""
-        conn = self._live()
+    def _left(self, seconds, deadline, method):
+        """`seconds`, or less when `deadline` comes first; MCPTimeout when it has passed."""
+        if deadline is None:
+            return seconds
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise self._overdue(method)
+        return min(seconds, left)
+
+    def _overdue(self, method):
+        return MCPTimeout(self.say("mcp.stdio_timeout", seconds=self.timeout, method=method))
+
+    def request(self, method, params=None, deadline=None):
+        """One request on the live session; its result object, or MCPError. `deadline`
+        (time.monotonic()): when all of it, a new session's handshake included, is over (default:
+        the timeout from now)."""
+        deadline = time.monotonic() + self.timeout if deadline is None else deadline
+        conn = self._live(deadline)
         if self.era == "modern":
             params = dict(params or {}, _meta={**((params or {}).get("_meta") or {}), **self._envelope()})
-        result = conn.request(method, params, self.timeout, cancel=self.era == "legacy")
+        try:
+            result = conn.request(method, params, self._left(self.timeout, deadline, method), cancel=self.era == "legacy")
+        except MCPTimeout:
+            raise self._overdue(method) from None        # said with the whole timeout, not what was left of it
         kind = result.get("resultType", "complete")
         if kind != "complete":
             raise MCPError(self.say("mcp.result_type", kind=kind))

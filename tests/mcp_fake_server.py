@@ -21,6 +21,8 @@ huge           a line longer than the client's limit before every reply
 chatty         1 MiB on stderr before every reply (blocks unless the client drains stderr)
 endless        tools/list always says there is a next page
 no-result      tools/call is answered with neither result nor error
+dribble        every reply is written one byte every 0.3 s
+dribble-call   the replies to tools/call are written one byte every 0.3 s
 """
 import json
 import os
@@ -48,9 +50,13 @@ EXTRA_TOOLS = [
 PLACE = {"name": "西安", "latitude": 34.2583, "longitude": 108.9286, "timezone": "Asia/Shanghai"}
 
 
-def send(message):
-    OUT.write(json.dumps(message, ensure_ascii=False) + "\n")
-    OUT.flush()
+def send(message, slow=False):
+    data = json.dumps(message, ensure_ascii=False) + "\n"
+    for piece in data if slow else [data]:
+        OUT.write(piece)
+        OUT.flush()
+        if slow:
+            time.sleep(0.3)
 
 
 def noise():
@@ -170,7 +176,11 @@ def main():
         reply = answer(message)
         if reply is not None:
             noise()
-            send({"jsonrpc": "2.0", "id": message["id"], **reply})
+            slow = "dribble" in FLAGS or "dribble-call" in FLAGS and message.get("method") == "tools/call"
+            try:
+                send({"jsonrpc": "2.0", "id": message["id"], **reply}, slow)
+            except BrokenPipeError:
+                return
     if "ignore-term" in FLAGS:
         time.sleep(3600)
 

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -119,7 +120,7 @@ def sdk_servers():
 
 class Fake:
     """A scripted Streamable HTTP peer over our protocol engine: `script(message, headers, engine)`
-    returns (status, headers, body) to send, None to drop the connection, or "engine" for the
+    returns (status, headers, body[, dribble: seconds between its bytes]) to send, None to drop the connection, or "engine" for the
     engine's own JSON answer (with session id "s1" on initialize)."""
 
     def __init__(self, script, session_id="s1"):
@@ -156,13 +157,20 @@ class Fake:
                 fake.seen.append(("DELETE", dict(self.headers), None))
                 self.reply(200, {}, b"")
 
-            def reply(self, status, headers, body):
+            def reply(self, status, headers, body, dribble=None):
+                """Send the answer; `dribble`: seconds between single bytes of the body."""
                 self.send_response(status)
                 for key, value in headers.items():
                     self.send_header(key, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                try:
+                    for piece in [body[i:i + 1] for i in range(len(body))] if dribble else [body]:
+                        self.wfile.write(piece)
+                        self.wfile.flush()
+                        time.sleep(dribble or 0)
+                except OSError:                     # the client gave up
+                    self.close_connection = True
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

@@ -1,6 +1,7 @@
 """What the command line prints about a run: each turn (its figures, the model's words, every call
 and what came of it), the answer, the loop's nudges, the MCP server a run talks to, and the summary
-with what the user can do next. Nothing else: it reads a run, it never changes one.
+with what the user can do next. Nothing else: it reads a run, it never changes one, and nothing it
+prints makes it raise (a tool's own `gist` that fails is replaced by the start of the JSON).
 
 What happens while a reply streams is shown by cli/live.py; a turn is printed here once it is over,
 under what cli/live.py showed as it came.
@@ -55,8 +56,17 @@ def _gist(call, result, say):
     """One line of a result: what its tool's declaration says, or the start of its JSON."""
     if "error" in result:
         return say("cli.error", error=str(result["error"])[:120])
-    gist = call.tool.gist if call.tool else None
-    return gist(result) if gist else json.dumps(result, ensure_ascii=False)[:120]
+    return _told(call.tool.gist if call.tool else None, result, 120)
+
+
+def _told(gist, values, limit=None):
+    """`gist(values)`, a tool's own line (its code may fail: then the start of the JSON instead)."""
+    if gist is not None:
+        try:
+            return str(gist(values))
+        except Exception:
+            pass
+    return json.dumps(values, ensure_ascii=False)[:limit]
 
 
 def _proposal_lines(r, toolset):
@@ -74,7 +84,7 @@ def _proposal_lines(r, toolset):
 def _shown(toolset, name, values):
     tool = toolset.tool(name) if name else None
     shown = {k: v for k, v in values.items() if k not in ("tool", "why")}
-    return tool.gist(shown) if tool and tool.gist else json.dumps(shown, ensure_ascii=False)
+    return _told(tool.gist if tool else None, shown)
 
 
 def summary(r, seconds, toolset, more=""):

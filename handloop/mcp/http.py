@@ -21,6 +21,7 @@ import base64
 import http.client
 import json
 import re
+import socket
 import threading
 import time
 import urllib.parse
@@ -124,9 +125,11 @@ class _Session:
             was_closed, self.closed = self.closed, True
         if not was_closed and self.session_id and not self.expired and self.refused is None:
             try:
-                conn, response = self._send("DELETE", None, self._headers(None), time.monotonic() + grace)
-                response.read(64 << 10)
-                conn.close()
+                with _Watch(time.monotonic() + grace) as watch:
+                    conn, response = self._send("DELETE", None, self._headers(None), time.monotonic() + grace,
+                                                watch=watch)
+                    response.read(64 << 10)
+                    conn.close()
             except (MCPError, OSError, http.client.HTTPException):
                 pass
         with self.lock:
@@ -160,13 +163,20 @@ class _Session:
         except ValueError as exc:
             raise MCPError(self.say("mcp.unencodable", why=exc)) from None
         method, rid = message.get("method", "?"), message.get("id")
-        conn, response = self._send("POST", body, self._headers(message), deadline, method, timeout)
-        keep = False
-        try:
-            answer, keep = self._answer(response, conn, method, rid, deadline, timeout)
-            return answer
-        finally:
-            self._release(conn, keep and not response.will_close)
+        with _Watch(deadline) as watch:
+            try:
+                conn, response = self._send("POST", body, self._headers(message), deadline, method, timeout, watch)
+                keep = False
+                try:
+                    answer, keep = self._answer(response, conn, method, rid, deadline, timeout)
+                    return answer
+                finally:
+                    self._release(conn, keep and not response.will_close and not watch.fired)
+            except MCPError:
+                if watch.fired:                     # cut at the deadline: whatever the read made of it
+                    raise MCPTimeout(self.say("mcp.timeout", url=self.target.url, seconds=timeout or 0,
+                                              method=method)) from None
+                raise
 
     def _answer(self, response, conn, method, rid, deadline, timeout):
         status = response.status
@@ -266,16 +276,23 @@ class _Session:
         return reply["result"]
 
     # ---- HTTP under it
-    def _send(self, verb, body, headers, deadline, method="DELETE", timeout=None):
+    def _send(self, verb, body, headers, deadline, method="DELETE", timeout=None, watch=None):
         """(connection, response) once the status line is in; a kept-alive connection the server had
-        closed is retried once on a new one."""
+        closed is retried once on a new one. `watch` (a _Watch) is told of each connection and response."""
         for attempt in (0, 1):
             conn, reused = self._take()
             try:
+                if watch is not None:
+                    watch.watch(conn)
                 self._arm(conn, deadline, timeout, method)
                 conn.request(verb, self.target.path, body=body, headers=headers)
+                if watch is not None:
+                    watch.watch(conn)               # connected now: its socket
                 self._arm(conn, deadline, timeout, method)
-                return conn, conn.getresponse()
+                response = conn.getresponse()
+                if watch is not None:
+                    watch.watch(response)
+                return conn, response
             except MCPError:
                 conn.close()
                 raise
@@ -317,8 +334,7 @@ class _Session:
         left = deadline - time.monotonic()
         if left <= 0:
             raise MCPTimeout(self.say("mcp.timeout", url=self.target.url, seconds=timeout or 0, method=method))
-        # a connection's socket, or (once http.client let go of it) the one its response reads from
-        sock = getattr(conn, "sock", None) or getattr(getattr(getattr(conn, "fp", None), "raw", None), "_sock", None)
+        sock = _socket_of(conn)
         if isinstance(conn, http.client.HTTPConnection):
             conn.timeout = left
         if sock is not None:
@@ -336,6 +352,52 @@ class _Session:
                 self.idle.append(conn)
                 return
         conn.close()
+
+
+def _socket_of(thing):
+    """A connection's socket, or (once http.client let go of it) the one its response reads from."""
+    return getattr(thing, "sock", None) or getattr(getattr(getattr(thing, "fp", None), "raw", None), "_sock", None)
+
+
+class _Watch:
+    """A deadline on a whole exchange, however its bytes dribble in (a socket timeout bounds one
+    read only): when it passes, every connection and response it watches is shut, so a blocked
+    read or write returns at once; `fired` says it did."""
+
+    def __init__(self, deadline):
+        self.watched, self.fired, self.lock = [], False, threading.Lock()
+        self.timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire)
+        self.timer.daemon = True
+
+    def __enter__(self):
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.timer.cancel()
+
+    def watch(self, thing):
+        with self.lock:
+            self.watched.append(thing)
+            fired = self.fired
+        if fired:
+            _shut(thing)
+
+    def _fire(self):
+        with self.lock:
+            self.fired, watched = True, list(self.watched)
+        for thing in watched:
+            _shut(thing)
+
+
+def _shut(thing):
+    """Shut a connection's socket (TLS too: its plain socket) so that a read blocked on it returns."""
+    sock = _socket_of(thing)
+    if sock is not None:
+        try:
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        except (OSError, TypeError, ValueError):
+            pass
 
 
 def _json(data):
@@ -368,21 +430,25 @@ class HTTPClient(mcp_tools.Client):
     def where(self):
         return self.url
 
-    def _live(self):
+    def _live(self, deadline=None):
         if self.refused is not None:                    # the server said no: it is not asked again
             raise self.refused
         try:
-            return super()._live()
+            return super()._live(deadline)
         except MCPAuthError as exc:
             self.refused = exc
             raise
 
-    def request(self, method, params=None):
+    def _overdue(self, method):
+        return MCPTimeout(self.say("mcp.timeout", url=self.url, seconds=self.timeout, method=method))
+
+    def request(self, method, params=None, deadline=None):
+        deadline = time.monotonic() + self.timeout if deadline is None else deadline
         try:
             try:
-                return super().request(method, params)
+                return super().request(method, params, deadline)
             except SessionExpired:
-                return super().request(method, params)  # _live opens a new session (a counted restart)
+                return super().request(method, params, deadline)  # _live opens a new session (a counted restart)
         except MCPAuthError as exc:
             self.refused = exc
             raise
