@@ -552,3 +552,105 @@ def test_cli_xian_run_over_http_suspends_confirms_books_once_and_resumes_over_ht
     assert store.count() == 1
     check = run_cli("--check", "h1", cwd=tmp_path)
     assert check.returncode == 0, check.stdout
+
+
+# ---------------------------------------------------------------- hostile requests to our server
+def raw(url, data, timeout=5):
+    """Send `data` as it is over a new connection; (status or None when none came, the whole answer)."""
+    parts = urllib.parse.urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as sock:
+        sock.sendall(data)
+        got = b""
+        try:
+            while True:
+                piece = sock.recv(65536)
+                if not piece:
+                    break
+                got += piece
+                if b"\r\n\r\n" in got and b"Content-Length: " in got:
+                    head, _, body = got.partition(b"\r\n\r\n")
+                    size = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+                    if len(body) >= size:
+                        break
+        except (socket.timeout, ConnectionResetError):
+            pass
+    status = got.split(b" ", 2)[1] if got.startswith(b"HTTP/1.") else None
+    return (int(status) if status else None), got
+
+
+def _post_bytes(lengths, body=None, host="127.0.0.1", extra=b""):
+    body = json.dumps(INIT).encode() if body is None else body
+    head = b"POST /mcp HTTP/1.1\r\nHost: " + host.encode() + b"\r\nContent-Type: application/json\r\n" + \
+        b"Accept: application/json, text/event-stream\r\n" + extra
+    for value in lengths:                                   # the server reads header bytes as Latin-1
+        try:
+            data = value.encode("latin-1")
+        except UnicodeEncodeError:
+            data = value.encode("utf-8")
+        head += b"Content-Length: " + data + b"\r\n"
+    return head + b"\r\n" + body
+
+
+@pytest.mark.parametrize("lengths", [["²"], ["¹²"], ["١٢"], ["+12"], ["-1"], ["1_0"], [" "], ["12", "13"],
+                                     ["12, 13"]])
+def test_a_bad_or_conflicting_content_length_is_a_400(inproc, lengths):
+    server = inproc()
+    status, answer = raw(server.url, _post_bytes(lengths))
+    assert status == 400, answer
+    assert json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["code"] == -32600
+    assert post(server.url, INIT)[0] == 200                      # and it keeps serving
+
+
+def test_the_same_content_length_twice_is_read_as_one(inproc):
+    server = inproc()
+    body = json.dumps(INIT).encode()
+    assert raw(server.url, _post_bytes([str(len(body))] * 2, body))[0] == 200
+
+
+@pytest.mark.parametrize("host, status", [("evil.example", 421), ("evil.example:80", 421), ("127.0.0.1.evil.example", 421),
+                                          ("localhost", 200), ("127.0.0.1:9", 200), ("[::1]:9", 200),
+                                          ("app.localhost", 200)])
+def test_bound_to_this_machine_only_local_host_names_are_served(inproc, host, status):
+    server = inproc()
+    body = json.dumps(INIT).encode()
+    assert raw(server.url, _post_bytes([str(len(body))], body, host=host))[0] == status
+
+
+def test_bound_to_all_addresses_any_host_name_is_served(monkeypatch):
+    server = mcp_http_server.MCPHTTPServer(("0.0.0.0", 0), mcp_server.OfflineWeather())
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        body = json.dumps(INIT).encode()
+        assert raw(url, _post_bytes([str(len(body))], body, host="mcp.example.org"))[0] == 200
+        assert raw(url, _post_bytes([str(len(body))], body, host="x", extra=b"Origin: http://evil.example\r\n"))[0] == 403
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_connections_over_the_limit_get_a_whole_503_not_a_reset(inproc):
+    server = inproc()
+    held = [socket.create_connection(server.server_address[:2]) for _ in range(mcp_http_server.MAX_CONNECTIONS)]
+    try:
+        time.sleep(0.3)                                              # every slot taken by a silent connection
+        results = []
+
+        def one():
+            try:
+                results.append(post(server.url, INIT)[0])
+            except OSError as exc:
+                results.append(type(exc).__name__)
+        workers = [threading.Thread(target=one) for _ in range(60)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(20)
+        assert results == [503] * 60, results
+    finally:
+        for sock in held:
+            sock.close()
+    time.sleep(0.3)
+    assert post(server.url, INIT)[0] == 200                          # served again once there is room

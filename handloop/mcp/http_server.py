@@ -10,9 +10,11 @@ session is unknown or ended); DELETE ends it. Requests of the stateless 2026-07-
 no session. GET is 405: the server never speaks first.
 
 Invariants: a request whose `Origin` is not a local origin is refused with 403 (the
-specification's DNS-rebinding rule); when AGENT_MCP_TOKEN is set every request must carry it as
-a bearer token (401, compared in constant time); bodies over MAX_BODY get 413, too many sessions
-503, too many connections at once 503; every malformed request gets its HTTP status or JSON-RPC
+specification's DNS-rebinding rule), and, when the server is bound to a local address, one whose
+`Host` is not a local name with 421 (as the official SDK does); when AGENT_MCP_TOKEN is set every request must carry it as
+a bearer token (401, compared in constant time); bodies over MAX_BODY get 413, a bad or
+conflicting Content-Length 400, too many sessions 503, too many connections at once 503 (sent
+whole, the request read and dropped, so the client reads it rather than a reset); every malformed request gets its HTTP status or JSON-RPC
 error and the server keeps serving; the token never appears in a reply or a log line. SIGTERM or
 SIGINT stops it cleanly (exit 0). Standard library only, beside mcp_server and mcp_tools.
 """
@@ -38,9 +40,12 @@ DISCARD_MAX = 8 * MAX_BODY              # a refused body up to this size is read
 MAX_SESSIONS = 64                       # open sessions at once; idle ones past SESSION_IDLE make room
 SESSION_IDLE = 1800.0                   # seconds a session may sit unused before it may be dropped
 MAX_CONNECTIONS = 32                    # connections served at once
+MAX_REFUSING = 64                       # connections being refused (503) at once; beyond, closed at once
+REFUSE_SECONDS = 2.0                    # how long a refused connection's request may take to be read and dropped
 IDLE_TIMEOUT = 30.0                     # seconds a kept-alive connection may sit silent
 VERSIONS = (MODERN_VERSION, *LEGACY_VERSIONS)
 LOCAL = re.compile(r"localhost|(.+\.)?localhost|127(\.\d{1,3}){3}|::1", re.I)
+DIGITS = re.compile(r"[0-9]+")          # ASCII digits only: str.isdigit takes '²', int() does not
 
 
 class Sessions:
@@ -145,9 +150,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # ---- the gate every request passes
     def _admitted(self):
-        """Path, Origin, token, in that order; False when a refusal was sent."""
+        """Path, Host, Origin, token, in that order; False when a refusal was sent."""
         if urllib.parse.urlsplit(self.path).path != PATH:
             self._fail(404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {PATH}")
+            return False
+        host = self.headers.get("Host")
+        if self.server.local and host is not None and not _local_host(host):
+            self._fail(421, INVALID_REQUEST, "Misdirected Request: Host is not a local name")
             return False
         origin = self.headers.get("Origin")
         if origin is not None and not _local_origin(origin):
@@ -170,10 +179,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             self._fail(411, INVALID_REQUEST, "Length Required: send a Content-Length, not a chunked body")
             return None
-        raw = self.headers.get("Content-Length")
-        if raw is None or not raw.strip().isdigit():
+        given = self.headers.get_all("Content-Length") or []
+        if not given:
             self.close_connection = True
-            self._fail(411 if raw is None else 400, INVALID_REQUEST, "Length Required: a valid Content-Length")
+            self._fail(411, INVALID_REQUEST, "Length Required: a valid Content-Length")
+            return None
+        values = {part.strip() for raw in given for part in raw.split(",")}    # RFC 9112 6.3: one value, or 400
+        raw = values.pop() if len(values) == 1 else ""
+        if not DIGITS.fullmatch(raw):
+            self.close_connection = True
+            self._fail(400, INVALID_REQUEST, "Bad Request: a bad or conflicting Content-Length")
             return None
         if int(raw) > MAX_BODY:
             self.close_connection = True
@@ -255,12 +270,18 @@ def _local_origin(origin):
     return bool(host) and LOCAL.fullmatch(host) is not None
 
 
+def _local_host(host):
+    """Whether a Host header (name or address, with or without a port) names this machine."""
+    return _local_origin("//" + host.strip()) if host.strip() else False
+
+
 class MCPHTTPServer(http.server.ThreadingHTTPServer):
     """The listening server: a thread per connection (at most MAX_CONNECTIONS), its sessions, the
     shared engine of stateless requests, the token (or None)."""
 
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128                # connections waiting to be accepted (socketserver's default: 5)
 
     def __init__(self, address, source, token=None, page_size=50, prefer_sse=False, max_sessions=MAX_SESSIONS):
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
@@ -269,6 +290,8 @@ class MCPHTTPServer(http.server.ThreadingHTTPServer):
         self.sessions = Sessions(lambda: mcp_server.Server(source, page_size), max_sessions)
         self.stateless = mcp_server.Server(source, page_size)
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.refusing = threading.BoundedSemaphore(MAX_REFUSING)
+        self.local = LOCAL.fullmatch(address[0]) is not None      # bound to this machine only: Host is checked
 
     @property
     def url(self):
@@ -277,13 +300,29 @@ class MCPHTTPServer(http.server.ThreadingHTTPServer):
 
     def process_request(self, request, client_address):
         if not self.slots.acquire(blocking=False):
-            try:
-                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            except OSError:
-                pass
-            self.shutdown_request(request)
+            if self.refusing.acquire(blocking=False):
+                threading.Thread(target=self._refuse, args=(request,), daemon=True, name="mcp-refuse").start()
+            else:                           # flooded beyond that: closed as it is
+                self.shutdown_request(request)
             return
         super().process_request(request, client_address)
+
+    def _refuse(self, request):
+        """503 for a connection over the limit: sent, then the request read and dropped until the client
+        closes (or REFUSE_SECONDS pass), so that closing does not reset the connection before the
+        client has read the answer."""
+        try:
+            request.settimeout(REFUSE_SECONDS)
+            request.sendall(BUSY)
+            request.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + REFUSE_SECONDS
+            while time.monotonic() < deadline and request.recv(65536):
+                pass
+        except OSError:
+            pass
+        finally:
+            request.close()
+            self.refusing.release()
 
     def process_request_thread(self, request, client_address):
         try:
@@ -293,6 +332,12 @@ class MCPHTTPServer(http.server.ThreadingHTTPServer):
 
     def handle_error(self, request, client_address):   # a dropped client: nothing to tell anyone
         pass
+
+
+BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+        b"Connection: close\r\nContent-Length: %d\r\n\r\n%s")
+_BUSY_BODY = encode(error_reply(None, INVALID_REQUEST, "Service Unavailable: too many connections")).rstrip(b"\n")
+BUSY = BUSY % (len(_BUSY_BODY), _BUSY_BODY)
 
 
 def parse_address(text):
