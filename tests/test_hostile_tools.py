@@ -227,3 +227,15 @@ def test_the_users_ctrl_c_during_an_inline_tool_still_stops_the_run_resumably(tm
     assert proc.returncode == 130 and b"Traceback" not in err, err.decode()
     snap = audit.load(str(tmp_path / "audit" / "run-c.json"))
     assert (snap["status"], snap["reason"]) == ("stopped", "interrupted")
+
+
+def test_a_state_tool_and_a_gist_that_raise_are_tool_errors_and_the_printout_goes_on(tmp_path):
+    body = ("def odd():\n    sys.exit(0)\n\ndef fine():\n    return {'ok': 1}\n\n"
+            "def gist(result):\n    raise KeyError('no line for you')\n\n"
+            "TOOLS = [Tool('odd', 'd', OBJ, odd, kind='state', inline=True),\n"
+            "         Tool('fine', 'd', OBJ, fine, gist=gist)]\n")
+    out = run_agent("--agent", agent_file(tmp_path, body), "--run-id", "g", cwd=tmp_path)
+    _clean(out)
+    assert out.returncode == 0, out.stderr
+    odd, fine = tool_contents(strict(tmp_path / "audit" / "run-g.json"))
+    assert "SystemExit" in odd["error"] and fine == {"ok": 1} and '{"ok": 1}' in out.stdout
