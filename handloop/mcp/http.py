@@ -10,7 +10,8 @@ follows the negotiated version. The 2026-07-28 revision is stateless: no session
 also names its method (`Mcp-Method`) and tool (`Mcp-Name`) in headers.
 
 Invariants: every HTTP exchange has a deadline (the request's timeout covers connect, send and
-the whole reply, SSE included); nothing here raises anything but MCPError (its subclasses
+the whole reply, SSE included: at the deadline one watchdog thread shuts the connection, however
+slowly its bytes come); nothing here raises anything but MCPError (its subclasses
 MCPTimeout, MCPAuthError, SessionExpired); a 401/403 is an MCPAuthError naming the server and is
 remembered, so the server is never asked again with the same credentials; a 404 on a live session
 (expired) ends it and the request is tried once on a new session; a dropped kept-alive connection
@@ -18,8 +19,11 @@ is retried once on a fresh connection, nothing else is retried. The token is onl
 Authorization header, never put in a message, the URL we show, or any file. Standard library only.
 """
 import base64
+import heapq
 import http.client
+import itertools
 import json
+import os
 import re
 import socket
 import threading
@@ -362,19 +366,19 @@ def _socket_of(thing):
 class _Watch:
     """A deadline on a whole exchange, however its bytes dribble in (a socket timeout bounds one
     read only): when it passes, every connection and response it watches is shut, so a blocked
-    read or write returns at once; `fired` says it did."""
+    read or write returns at once; `fired` says it did. Watched by the one _Watchdog thread."""
 
     def __init__(self, deadline):
-        self.watched, self.fired, self.lock = [], False, threading.Lock()
-        self.timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire)
-        self.timer.daemon = True
+        self.deadline, self.watched, self.fired, self.over = deadline, [], False, False
+        self.lock = threading.Lock()
 
     def __enter__(self):
-        self.timer.start()
+        _WATCHDOG.add(self)
         return self
 
     def __exit__(self, *exc):
-        self.timer.cancel()
+        with self.lock:
+            self.over, self.watched = True, []
 
     def watch(self, thing):
         with self.lock:
@@ -383,11 +387,49 @@ class _Watch:
         if fired:
             _shut(thing)
 
-    def _fire(self):
+    def fire(self):
         with self.lock:
+            if self.over:
+                return
             self.fired, watched = True, list(self.watched)
         for thing in watched:
             _shut(thing)
+
+
+class _Watchdog:
+    """One daemon thread that fires each watch whose deadline has passed (no thread per exchange:
+    starting one costs more than a local MCP call); started on first use, again after a fork."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.cond, self.heap, self.thread, self.count = threading.Condition(), [], None, itertools.count()
+
+    def add(self, watch):
+        with self.cond:
+            heapq.heappush(self.heap, (watch.deadline, next(self.count), watch))
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._run, daemon=True, name="mcp-deadlines")
+                self.thread.start()
+            self.cond.notify()
+
+    def _run(self):
+        while True:
+            with self.cond:
+                while self.heap and self.heap[0][2].over:        # finished in time: forgotten
+                    heapq.heappop(self.heap)
+                left = self.heap[0][0] - time.monotonic() if self.heap else None
+                if left is None or left > 0:
+                    self.cond.wait(left)
+                    continue
+                watch = heapq.heappop(self.heap)[2]
+            watch.fire()
+
+
+_WATCHDOG = _Watchdog()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WATCHDOG.reset)
 
 
 def _shut(thing):
