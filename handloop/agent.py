@@ -14,6 +14,7 @@ from . import texts
 from .calls import Interrupted
 from .cli.exits import EXIT, UsageError, error_line
 from .cli.printout import mcp_line, report, summary
+from .trace.send import Stretch
 
 
 def parse(argv, agent=None):
@@ -23,7 +24,8 @@ def parse(argv, agent=None):
     helps = agent.say if agent else _every_language
     h = {k: helps("help." + k) for k in ("confirm", "reply", "resume", "check", "selftest", "json", "strict", "run_id",
                                          "audit_dir", "offline", "model", "goal", "policy", "mcp", "mcp_server",
-                                         "agent", "mcp_url", "no_stream", "temporal", "worker", "help")}
+                                         "agent", "mcp_url", "no_stream", "temporal", "worker", "trace",
+                                         "help")}
     p = argparse.ArgumentParser(prog="handloop", allow_abbrev=False, add_help=False,
                                 description=helps("help.description", agent=agent.name if agent else "xian-hotel"))
     p.add_argument("-h", "--help", action="help", help=h["help"])
@@ -34,6 +36,7 @@ def parse(argv, agent=None):
     modes.add_argument("--check", nargs="*", metavar="RUN_ID_OR_PATH", help=h["check"])
     modes.add_argument("--selftest", action="store_true", help=h["selftest"])
     modes.add_argument("--worker", action="store_true", help=h["worker"])
+    modes.add_argument("--trace", nargs="?", const="", metavar="RUN_ID", help=h["trace"])
     p.add_argument("--json", action="store_true", help=h["json"])
     p.add_argument("--strict", action="store_true", help=h["strict"])
     p.add_argument("--run-id", help=h["run_id"])
@@ -74,11 +77,12 @@ def _usage(args, say):
         (args.goal is not None and not args.goal.strip(), lambda: say("usage.goal")),
         (args.json and args.check is None, lambda: say("usage.check_only", flag="--json")),
         (args.strict and args.check is None, lambda: say("usage.check_only", flag="--strict")),
-        ((args.check is not None or args.selftest) and run_only, lambda: say("usage.no_run", flags=" ".join(run_only))),
+        ((args.check is not None or args.selftest or args.trace is not None) and run_only,
+         lambda: say("usage.no_run", flags=" ".join(run_only))),
         (args.mcp_server is not None and not _split(args.mcp_server), lambda: say("usage.mcp_server")),
         (args.worker and run_only, lambda: say("usage.no_run", flags=" ".join(run_only))),
-        (args.temporal and (args.check is not None or args.selftest or args.worker),
-         lambda: say("temporal.usage", flag="--temporal", other="--check / --selftest / --worker")),
+        (args.temporal and (args.check is not None or args.selftest or args.worker or args.trace is not None),
+         lambda: say("temporal.usage", flag="--temporal", other="--check / --selftest / --worker / --trace")),
         (args.temporal and (args.mcp or args.mcp_url or args.mcp_server),
          lambda: say("temporal.mcp")),
     ]
@@ -168,6 +172,9 @@ def _main(argv):
     if args.selftest:
         from . import selftest
         return selftest.main(mcp=args.mcp)
+    if args.trace is not None:
+        from .cli import view as view_cli
+        return view_cli.run(args.trace, args.audit_dir or env["audit_dir"], named)
     if args.worker:
         from .cli import temporal as cli_temporal
         return cli_temporal.worker(env, named)
@@ -311,19 +318,35 @@ def _go(session, r, toolset, args, env):
     print(what)
     r.model = ask.name
     started = time.perf_counter()
+    stretch = Stretch(r.path, r.turn, _opened(args))
     try:
         loop.run(r, ask, toolset, shown)
     except KeyboardInterrupt:
         console.close()
         loop.finish(r, "stopped", "interrupted", say("stop.interrupted", signal="Ctrl-C / SIGTERM"))
         print("\n" + say("cli.interrupted", run_id=r.run_id), file=sys.stderr)
+        traced(stretch, say)
         return 130
     finally:
         console.close()
         closer()
         toolset.close()
     summary(r, time.perf_counter() - started, toolset)
+    traced(stretch, say)
     return EXIT[r.status]
+
+
+def _opened(args):
+    """How this stretch of work began: "" (a new run), "confirm", "reply" or "resume"."""
+    return "confirm" if args.confirm is not None else "reply" if args.reply is not None else \
+        "resume" if args.resume is not None else ""
+
+
+def traced(stretch, say):
+    """Export the stretch's spans when the environment asks for it; a problem is one line, on stderr."""
+    problem = stretch.finish(say)
+    if problem:
+        print(problem, file=sys.stderr)
 
 
 def command(argv=None):

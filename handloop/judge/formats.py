@@ -31,7 +31,7 @@ import json
 
 from .texts import Said
 
-FORMATS = ("chat", "responses", "langchain", "anthropic", "pydantic_ai")   # their names: check_texts "format.*"
+FORMATS = ("chat", "responses", "langchain", "anthropic", "pydantic_ai", "otlp")   # their names: check_texts "format.*"
 CHAT_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "tool": "tool",
               "function": "tool", "system": "system", "developer": "system"}
 RESPONSES_CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
@@ -66,6 +66,9 @@ def read(path):
     """The transcript in `path` as (normalised messages, what the file says of itself, format, container,
     notes); Unreadable with a clear message otherwise."""
     data, container = _read_file(path)
+    if _otlp_requests(data):
+        messages, meta = _from_otlp(_otlp_requests(data), path)
+        return messages, meta, "otlp", "otlp", []
     meta = {}
     if isinstance(data, list):
         items = data
@@ -344,3 +347,139 @@ def content_text(content):
     if isinstance(content, list):       # content parts of any framework: keep the text ones
         return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
     return content if isinstance(content, str) else ""
+
+
+# ---- OpenTelemetry trace files: the GenAI messages their spans carry ----
+SEMCONV_SKIPPED = {"reasoning", "thinking", "blob", "file", "uri", "server_tool_call", "server_tool_call_response"}
+EVENT_ROLES = {"gen_ai.system.message": "system", "gen_ai.user.message": "user", "gen_ai.assistant.message":
+               "assistant", "gen_ai.tool.message": "tool", "gen_ai.choice": "assistant"}
+
+
+def _otlp_requests(data):
+    """The OTLP export requests of a file (one, or a JSONL list of them); [] when it is not a trace file."""
+    found = [data] if isinstance(data, dict) else data if isinstance(data, list) else []
+    if found and all(isinstance(r, dict) and isinstance(r.get("resourceSpans"), list) for r in found):
+        return found
+    return []
+
+
+def _from_otlp(requests, path):
+    """(normalised messages, meta) of the longest conversation a span of these export requests holds."""
+    best, meta = [], {}
+    for span in _otlp_spans(requests):
+        attributes = _otlp_attributes(span.get("attributes"))
+        for conversation in (_span_messages(attributes), _event_messages(span.get("events"))):
+            if len(conversation) > len(best):
+                best = conversation
+                conversation_id = attributes.get("gen_ai.conversation.id")
+                meta = {"run_id": conversation_id} if isinstance(conversation_id, str) else {}
+    if not best:
+        raise Unreadable(Said("file.otlp_no_messages", path=path))
+    try:
+        messages = [m for index, item in enumerate(best) for m in _from_semconv(item, index)]
+    except (AttributeError, TypeError, KeyError):
+        raise Unreadable(Said("file.otlp_bad_messages", path=path)) from None
+    if not any(m["role"] in ("user", "assistant") for m in messages):
+        raise Unreadable(Said("file.no_said", path=path))
+    return messages, meta
+
+
+def _otlp_spans(requests):
+    for request in requests:
+        for resource in request["resourceSpans"] if isinstance(request, dict) else ():
+            for scope in (resource.get("scopeSpans") or ()) if isinstance(resource, dict) else ():
+                for span in (scope.get("spans") or ()) if isinstance(scope, dict) else ():
+                    if isinstance(span, dict):
+                        yield span
+
+
+def _otlp_attributes(raw):
+    """OTLP key/value attributes as a dict of plain values."""
+    return {a["key"]: _otlp_value(a.get("value")) for a in raw or ()
+            if isinstance(a, dict) and isinstance(a.get("key"), str)}
+
+
+def _otlp_value(value):
+    if not isinstance(value, dict):
+        return None
+    if "arrayValue" in value:
+        inner = value["arrayValue"].get("values") if isinstance(value["arrayValue"], dict) else None
+        return [_otlp_value(v) for v in inner or ()]
+    if "kvlistValue" in value:
+        inner = value["kvlistValue"].get("values") if isinstance(value["kvlistValue"], dict) else None
+        return _otlp_attributes(inner)
+    return next(iter(value.values()), None)
+
+
+def _json_list(value):
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return []
+    return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
+
+
+def _span_messages(attributes):
+    """The conversation a span's attributes hold: system instructions, input, output; or pydantic-ai's."""
+    said = _json_list(attributes.get("gen_ai.input.messages")) + _json_list(attributes.get("gen_ai.output.messages"))
+    if said:
+        system = _json_list(attributes.get("gen_ai.system_instructions"))
+        return ([{"role": "system", "parts": system}] if system else []) + said
+    return _json_list(attributes.get("pydantic_ai.all_messages"))
+
+
+def _event_messages(events):
+    """The older form: one span event per message (gen_ai.user.message, gen_ai.choice, ...), as role and parts."""
+    said = []
+    for event in events or ():
+        role = EVENT_ROLES.get(event.get("name")) if isinstance(event, dict) else None
+        if role is None:
+            continue
+        a = _otlp_attributes(event.get("attributes"))
+        body = _json_object(a.get("message")) if event["name"] == "gen_ai.choice" else a
+        content = body.get("content")
+        if role == "tool":
+            parts = [{"type": "tool_call_response", "id": body.get("id"), "response": content}]
+        else:
+            parts = [{"type": "text", "content": content}] if isinstance(content, str) and content else []
+        for raw in _json_list(body.get("tool_calls")):
+            function = _json_object(raw.get("function"))
+            parts.append({"type": "tool_call", "id": raw.get("id"), "name": function.get("name"),
+                          "arguments": function.get("arguments")})
+        said.append({"role": role, "parts": parts})
+    return said
+
+
+def _json_object(value):
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _from_semconv(item, index):
+    """A GenAI semantic-conventions message (role, parts) as normalised messages: its tool results first, then
+    what it says (an assistant's text with its tool calls)."""
+    role = CHAT_ROLES.get(item.get("role") if isinstance(item.get("role"), str) else "")
+    parts = [p for p in item.get("parts") or () if isinstance(p, dict)]
+    texts, calls, results = [], [], []
+    for part in parts:
+        kind = part.get("type")
+        if kind == "text":
+            texts.append(part.get("content") if isinstance(part.get("content"), str) else "")
+        elif kind == "tool_call":
+            calls.append((part.get("id"), part.get("name"), part.get("arguments")))
+        elif kind == "tool_call_response":
+            results.append(_tool(part.get("id"), part.get("response", part.get("result"))))
+        elif kind not in SEMCONV_SKIPPED:
+            raise Unreadable(Said("item.block", index=index + 1, kind=str(kind)))
+    if role is None:
+        raise Unreadable(Said("item.unknown", index=index + 1, what=Said("item.what_no_role")))
+    out = results + ([_message(role, "\n".join(texts), item.get("name"), calls=calls if role == "assistant" else ())]
+                     if role != "tool" and (texts or calls or not results) else [])
+    for message in out:
+        message["item"] = index + 1
+    return out

@@ -119,6 +119,11 @@ ZH = {
     "format.langchain": "LangChain 消息",
     "format.anthropic": "Anthropic Messages",
     "format.pydantic_ai": "pydantic-ai 消息",
+    "format.otlp": "OpenTelemetry 追踪（OTLP JSON，GenAI 消息）",
+    "file.otlp_no_messages": "{path} 是 OpenTelemetry 追踪文件，但它的 span 不带 GenAI 消息（gen_ai.input.messages / "
+                             "gen_ai.output.messages）：无从检查；导出时请打开消息内容（"
+                             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true，或框架自己的开关）",
+    "file.otlp_bad_messages": "{path} 是 OpenTelemetry 追踪文件，但它的 GenAI 消息形状不对，无法检查",
     "file.shapes": "应为本项目的审计快照（含 messages 的 JSON 对象）、OpenAI Chat Completions 消息数组、"
                    "OpenAI Responses/Agents SDK 条目列表（to_input_list()）、LangChain/LangGraph 消息"
                    "（messages_to_dict，或 tool_calls 为 {{name, args, id}} 的 role 字典）、Anthropic Messages"
@@ -294,6 +299,12 @@ EN = {
     "format.langchain": "LangChain messages",
     "format.anthropic": "Anthropic Messages",
     "format.pydantic_ai": "pydantic-ai messages",
+    "format.otlp": "OpenTelemetry trace (OTLP JSON, GenAI messages)",
+    "file.otlp_no_messages": "{path} is an OpenTelemetry trace file, but its spans carry no GenAI messages "
+                             "(gen_ai.input.messages / gen_ai.output.messages): nothing to check; export with message "
+                             "content on (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, or the framework's "
+                             "own switch)",
+    "file.otlp_bad_messages": "{path} is an OpenTelemetry trace file, but its GenAI messages are malformed",
     "file.shapes": "expected this project's audit snapshot (a JSON object with messages), an OpenAI Chat Completions "
                    "message array, an OpenAI Responses/Agents SDK item list (to_input_list()), LangChain/LangGraph "
                    "messages (messages_to_dict, or role dicts whose tool_calls are {{name, args, id}}), Anthropic "

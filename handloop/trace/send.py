@@ -1,0 +1,66 @@
+"""Whether a stretch of work is exported as OpenTelemetry spans, and doing it once the stretch is over.
+
+Invariants: nothing is sent unless the environment names an OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT or
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) and OpenTelemetry is not switched off (OTEL_SDK_DISABLED,
+OTEL_TRACES_EXPORTER=none); opentelemetry is imported (through otlp.py) only then. The spans are made from the
+audit file the stretch left, never from the live run; a missing SDK, a dead collector or anything else that goes
+wrong is one line the caller prints (`finish` returns it), never an exception, never a changed outcome.
+"""
+import os
+import time
+
+CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+CAPTURE_ON = ("1", "true", "yes", "on", "span_only", "span_and_event")
+
+
+def wanted(environ=None):
+    """Whether the environment asks for traces to be exported."""
+    env = os.environ if environ is None else environ
+    if str(env.get("OTEL_SDK_DISABLED", "")).strip().lower() == "true":
+        return False
+    if "none" in [e.strip().lower() for e in str(env.get("OTEL_TRACES_EXPORTER", "")).split(",")]:
+        return False
+    return bool(str(env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "")
+                .strip())
+
+
+def capture(environ=None):
+    """Whether message contents go into the spans (the GenAI conventions' opt-in)."""
+    env = os.environ if environ is None else environ
+    return str(env.get(CAPTURE, "")).strip().lower() in CAPTURE_ON
+
+
+class Stretch:
+    """A stretch of work of the run whose audit file is `path`, from now on: `turn` is the run's turn before
+    it, `opened` how it began ("" for a new run, "confirm", "reply", "resume")."""
+
+    def __init__(self, path, turn, opened=""):
+        self.path, self.turn, self.opened = path, turn, opened
+        self.on = wanted()
+        self.started = time.time_ns()
+
+    def finish(self, say):
+        """Export the stretch when asked for; None when all went well or nothing was asked, else the line
+        that says why no trace was exported."""
+        if not self.on:
+            return None
+        ended = time.time_ns()
+        try:
+            from . import otlp
+        except ImportError as exc:
+            return say("trace.no_sdk", error=exc.name or exc)
+        try:
+            from .. import audit
+            from . import timeline
+            snap = audit.load(self.path)
+            finished = otlp.spans(snap, timeline.build(snap), self.turn, self.started, ended, self.opened,
+                                  capture())
+            if finished and not otlp.send(finished):
+                return say("trace.not_sent", endpoint=_endpoint())
+        except Exception as exc:               # an exporter's or a collector's fault never changes the run
+            return say("trace.failed", error=f"{type(exc).__name__}: {exc}"[:300])
+        return None
+
+
+def _endpoint():
+    return os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")

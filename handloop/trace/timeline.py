@@ -1,0 +1,247 @@
+"""A run's timeline, rebuilt from its audit snapshot: its stretches of work (the first, then one per user
+reply), their turns (one per trace record: model seconds, tokens, the assistant message) and each turn's calls
+(status, the guard that blocked, seconds, concurrency, result), laid out in work time.
+
+Invariants: reads a snapshot dict, never a file, and imports no project module (the view and the exporter
+share it; a damaged record gives a plainer timeline, never an exception). Times are the run's work time in
+seconds from its first turn (a suspension takes none): a turn's model time first, then its calls, the
+concurrent reads side by side and the others one after another; a call's `lane` is where it is drawn, so
+that calls that overlap get lanes of their own.
+"""
+import dataclasses
+import json
+
+EMPTY_NOTE = "empty_reply"      # how the loop's record of an empty reply starts its note
+
+
+@dataclasses.dataclass
+class Call:
+    id: str
+    name: str
+    arguments: str = ""
+    status: str = "ok"            # ok, error, blocked, timeout ... as the trace records it
+    guard: str | None = None      # the guard that blocked it
+    error: str | None = None      # the error its tool message carries
+    result: str = ""              # its tool message, as sent to the model
+    proposal: bool = False        # a blocked write shown to the user as a proposal
+    concurrent: bool = False
+    start: float = 0.0
+    seconds: float = 0.0
+    lane: int = 0
+
+    @property
+    def end(self):
+        return self.start + self.seconds
+
+
+@dataclasses.dataclass
+class Turn:
+    number: int
+    start: float = 0.0
+    model_seconds: float = 0.0
+    tokens: int = 0
+    estimated: bool = False
+    used_tokens: int = 0
+    chars_sent: int = 0
+    chars_full: int = 0
+    text: str = ""                # the assistant's words
+    message: dict | None = None   # the assistant message (None: an empty reply)
+    calls: list = dataclasses.field(default_factory=list)
+    notes: list = dataclasses.field(default_factory=list)
+    nudges: list = dataclasses.field(default_factory=list)   # what the loop told the model after it
+
+    @property
+    def finish(self):
+        """The finish reason the record implies."""
+        if self.message is None:
+            return "empty"
+        return "tool_calls" if self.message.get("tool_calls") else "stop"
+
+    @property
+    def end(self):
+        return max([self.start + self.model_seconds, *(c.end for c in self.calls)])
+
+
+@dataclasses.dataclass
+class Stretch:
+    number: int
+    opened: str                   # "start", "confirm" (a confirm reply), "reply"
+    user: str                     # the goal, or the user's reply that opened it
+    turns: list = dataclasses.field(default_factory=list)
+    outcome: str = ""             # how it ended: "suspended" (the run waited for the user) or the run's status
+    reason: str = ""
+
+    @property
+    def start(self):
+        return self.turns[0].start if self.turns else 0.0
+
+    @property
+    def end(self):
+        return self.turns[-1].end if self.turns else self.start
+
+
+@dataclasses.dataclass
+class Timeline:
+    run_id: str
+    agent: str
+    language: str
+    model: str
+    mode: str
+    status: str
+    reason: str
+    detail: str
+    created: str
+    updated: str
+    stretches: list
+    tools: list                   # the names of the tools the model was shown
+
+    @property
+    def turns(self):
+        return [t for s in self.stretches for t in s.turns]
+
+    @property
+    def tokens(self):
+        return sum(t.tokens for t in self.turns)
+
+
+def build(snap):
+    """The timeline of an audit snapshot (a dict as audit.load returns it)."""
+    agent = snap.get("agent") if isinstance(snap.get("agent"), dict) else {}
+    confirm = [" ".join(str(c).split()).casefold() for c in agent.get("confirm") or ()]
+    messages = [m for m in snap.get("messages") or () if isinstance(m, dict)]
+    records = [t for t in snap.get("trace") or () if isinstance(t, dict)]
+    goal = next((_text(m) for m in messages if m.get("role") == "user"), "")
+    stretches = _stretches(messages, records, confirm, goal)
+    _lay_out([t for s in stretches for t in s.turns])
+    for s in stretches[:-1]:
+        s.outcome, s.reason = "suspended", ""
+    if stretches:
+        stretches[-1].outcome, stretches[-1].reason = str(snap.get("status", "")), str(snap.get("reason", ""))
+    names = [t.get("function", {}).get("name", "") for t in snap.get("tools") or () if isinstance(t, dict)]
+    return Timeline(str(snap.get("run_id", "")), str(agent.get("name", "")), str(agent.get("language") or "zh"),
+                    str(snap.get("model", "")), str(snap.get("mode", "")), str(snap.get("status", "")),
+                    str(snap.get("reason", "")), str(snap.get("detail", "")), str(snap.get("created", "")),
+                    str(snap.get("updated", "")), stretches, [n for n in names if n])
+
+
+def _stretches(messages, records, confirm, goal):
+    """Walk the messages after the goal, taking one trace record per turn in order."""
+    stretches, pending = [Stretch(1, "start", goal)], list(records)
+    seen_goal = False
+    results = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
+    for m in messages:
+        role = m.get("role")
+        if role == "user" and not seen_goal:
+            seen_goal = True
+            continue
+        if not seen_goal or role in ("system", "tool"):
+            continue
+        _empty_turns(stretches[-1], pending)
+        if role == "assistant":
+            stretches[-1].turns.append(_turn(m, _record_for(m, pending), results))
+        elif m.get("name") == "loop":
+            if stretches[-1].turns:
+                stretches[-1].turns[-1].nudges.append(_text(m))
+        elif role == "user":
+            said = _text(m)
+            how = "confirm" if " ".join(said.split()).casefold() in confirm else "reply"
+            stretches.append(Stretch(len(stretches) + 1, how, said))
+    while pending:
+        _empty_turns(stretches[-1], pending)
+        if pending:
+            stretches[-1].turns.append(_turn(None, pending.pop(0), results))
+    return stretches
+
+
+def _empty_turns(stretch, pending):
+    """The records of empty replies waiting at the head of `pending`: turns without a message."""
+    while pending and not pending[0].get("tools") and any(str(n).startswith(EMPTY_NOTE)
+                                                          for n in pending[0].get("notes") or ()):
+        stretch.turns.append(_turn(None, pending.pop(0), {}))
+
+
+def _record_for(message, pending):
+    """The trace record of an assistant message: the next one (its calls' ids, when it has calls)."""
+    ids = [c.get("id") for c in message.get("tool_calls") or () if isinstance(c, dict)]
+    for index, record in enumerate(pending):
+        recorded = [t.get("id") for t in record.get("tools") or () if isinstance(t, dict)]
+        if recorded == ids or (not ids and not recorded):
+            del pending[:index + 1]
+            return record
+    return {}
+
+
+def _turn(message, record, results):
+    """One turn: its record's numbers, its message's words and calls, each call's tool message."""
+    turn = Turn(_int(record.get("turn")), model_seconds=_num(record.get("model_seconds")),
+                tokens=_int(record.get("tokens")), estimated=bool(record.get("tokens_estimated")),
+                used_tokens=_int(record.get("used_tokens")), chars_sent=_int(record.get("chars_sent")),
+                chars_full=_int(record.get("chars_full")), message=message,
+                text=_text(message) if message else "", notes=[str(n) for n in record.get("notes") or ()])
+    traced = {t.get("id"): t for t in record.get("tools") or () if isinstance(t, dict)}
+    for raw in (message or {}).get("tool_calls") or ():
+        if isinstance(raw, dict):
+            turn.calls.append(_call(raw, traced.get(raw.get("id"), {}), results.get(raw.get("id"))))
+    return turn
+
+
+def _call(raw, traced, answer):
+    function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+    call = Call(str(raw.get("id", "")), str(function.get("name", "")), str(function.get("arguments", "")),
+                status=str(traced.get("status", "ok")), guard=traced.get("guard"),
+                concurrent=bool(traced.get("concurrent")), seconds=_num(traced.get("seconds")))
+    content = _text(answer) if answer else ""
+    call.result = content
+    try:
+        parsed = json.loads(content)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and "error" in parsed:
+        call.error = str(parsed["error"])
+        call.proposal = "proposal" in parsed
+        if call.status == "ok":
+            call.status = "error"
+    return call
+
+
+def _lay_out(turns):
+    """Start times in work time: each turn after the one before; in a turn, the calls after the model."""
+    clock = 0.0
+    for turn in turns:
+        turn.start = clock
+        after = clock + turn.model_seconds
+        serial = after
+        for call in turn.calls:
+            if call.concurrent:
+                call.start = after
+            else:
+                call.start, serial = serial, serial + call.seconds
+        _lanes(turn.calls)
+        clock = turn.end
+
+
+def _lanes(calls):
+    """Lanes for the calls of a turn: a call takes the first lane free at its start (a call that took no
+    time still holds its lane for an instant, so two of them never share one)."""
+    ends = []
+    for call in sorted(calls, key=lambda c: c.start):
+        lane = next((i for i, end in enumerate(ends) if end <= call.start), len(ends))
+        if lane == len(ends):
+            ends.append(0.0)
+        ends[lane] = call.start + max(call.seconds, 1e-6)
+        call.lane = lane
+
+
+def _text(message):
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return content if isinstance(content, str) else ""
+
+
+def _num(value):
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _int(value):
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0

@@ -1,0 +1,160 @@
+"""OpenTelemetry export (issue 30): with an OTLP endpoint set, each stretch of a run's work leaves as GenAI spans
+(invoke_agent, chat, execute_tool) at a real HTTP collector (tests/otlp_collector.py decodes the protobuf with
+the official opentelemetry-proto); a --confirm in another process continues the same trace and conversation;
+contents only on request; nothing without an endpoint; a dead or refusing collector, or no SDK, never changes
+a run's outcome."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")
+
+from conftest import ROOT, read_audit, run_agent  # noqa: E402
+from otlp_collector import Collector  # noqa: E402
+from handloop.trace import send  # noqa: E402
+
+DESKS = os.path.join(ROOT, "tests", "trace_agent.py")
+
+
+@pytest.fixture
+def collector():
+    made = Collector()
+    yield made
+    made.close()
+
+
+def otel(collector, **more):
+    return dict({"OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint}, **more)
+
+
+def by_name(spans, prefix):
+    return [s for s in spans if s["name"].startswith(prefix)]
+
+
+def test_the_xian_run_leaves_as_genai_spans_and_a_confirm_elsewhere_continues_its_trace(tmp_path, collector):
+    first = run_agent("--offline", "--run-id", "x1", "--audit-dir", str(tmp_path), cwd=tmp_path, env=otel(collector))
+    assert first.returncode == 0 and "Trace not exported" not in first.stderr and "未导出" not in first.stderr
+    after_first = len(collector.spans())
+    second = run_agent("--confirm", "x1", "--audit-dir", str(tmp_path), cwd=tmp_path, env=otel(collector))
+    assert second.returncode == 0 and len(collector.requests) == 2
+    spans, snap = collector.spans(), read_audit(tmp_path, "x1")
+    agents = by_name(spans, "invoke_agent ")
+    assert [a["attributes"]["gen_ai.conversation.id"] for a in agents] == ["x1", "x1"]
+    assert {s["traceId"] for s in spans} == {spans[0]["traceId"]}          # one trace over two processes
+    assert [a["attributes"]["gen_ai.agent.name"] for a in agents] == ["xian-hotel"] * 2
+    assert agents[0]["attributes"]["handloop.status"] == "suspended"
+    assert [e["name"] for e in agents[0].get("events", [])] == ["handloop.suspended"]
+    assert [e["name"] for e in agents[1].get("events", [])] == ["handloop.resumed"]
+    assert agents[1]["attributes"]["handloop.opened"] == "confirm"
+    roots = {a["spanId"] for a in agents}
+    assert all(s.get("parentSpanId") in roots for s in spans if s not in agents)     # children of the run's span
+    chats, tools = by_name(spans, "chat "), by_name(spans, "execute_tool ")
+    assert len(chats) == len(snap["trace"]) and after_first < len(spans)
+    for chat, record in zip(chats, snap["trace"]):
+        a = chat["attributes"]
+        assert a["gen_ai.operation.name"] == "chat" and a["gen_ai.request.model"] == snap["model"]
+        assert a["gen_ai.usage.input_tokens"] + a["gen_ai.usage.output_tokens"] == record["tokens"]
+        assert a["gen_ai.response.finish_reasons"] == (["tool_calls"] if record["tools"] else ["stop"])
+    recorded = [(t["id"], t["name"]) for r in snap["trace"] for t in r["tools"]]
+    assert [(s["attributes"]["gen_ai.tool.call.id"], s["attributes"]["gen_ai.tool.name"]) for s in tools] == recorded
+    assert "book_hotel" in {s["attributes"]["gen_ai.tool.name"] for s in tools}
+    assert not [k for s in spans for k in s["attributes"] if k in ("gen_ai.input.messages", "gen_ai.output.messages",
+                                                                     "gen_ai.tool.call.arguments")]
+
+
+def test_an_english_agents_blocked_write_names_its_guard_and_its_reads_overlap(tmp_path, collector):
+    env = otel(collector, AGENT_AUDIT_DIR=str(tmp_path))
+    done = run_agent("--agent", DESKS, "--offline", "--run-id", "d1", cwd=tmp_path, env=env)
+    assert done.returncode == 0 and read_audit(tmp_path, "d1")["status"] == "suspended"
+    spans = collector.spans()
+    tools = {s["attributes"]["gen_ai.tool.call.id"]: s for s in by_name(spans, "execute_tool ")}
+    blocked = tools["w1"]
+    assert blocked["attributes"]["handloop.guard"] == "unconfirmed_write"
+    assert blocked["attributes"]["error.type"] == "blocked" and blocked["status"]["code"] == "STATUS_CODE_ERROR"
+    assert "confirmation" in blocked["attributes"]["handloop.guard.reason"]
+    assert "handloop.guard" not in tools["r1"]["attributes"]
+    assert tools["r1"]["startTimeUnixNano"] == tools["r2"]["startTimeUnixNano"]        # concurrent reads, side by side
+    agent = by_name(spans, "invoke_agent ")[0]
+    events = [e["name"] for e in agent.get("events", [])]
+    assert "handloop.nudge" in events and "handloop.proposal" in events and events[-1] == "handloop.suspended"
+    assert agent["resource"]["service.name"] == "desk-finder"
+
+
+def test_contents_only_when_asked_and_the_judge_reads_what_was_sent(tmp_path, collector):
+    env = otel(collector, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="true")
+    run_agent("--offline", "--run-id", "x2", "--audit-dir", str(tmp_path), cwd=tmp_path, env=env)
+    run_agent("--confirm", "x2", "--audit-dir", str(tmp_path), cwd=tmp_path, env=env)
+    spans = collector.spans()
+    last = by_name(spans, "chat ")[-1]["attributes"]
+    said = json.loads(last["gen_ai.input.messages"]) + json.loads(last["gen_ai.output.messages"])
+    assert said[0]["role"] == "user" and said[-1]["role"] == "assistant" and said[-1]["finish_reason"] == "stop"
+    assert any(p["type"] == "tool_call" and p["name"] == "book_hotel" for m in said for p in m["parts"])
+    book = [s for s in by_name(spans, "execute_tool book_hotel")][0]["attributes"]
+    assert json.loads(book["gen_ai.tool.call.result"])["booking_id"]
+    assert "hotel_id" in book["gen_ai.tool.call.arguments"]
+    from handloop.cli import check as check_cli
+    target = tmp_path / "otlp.json"
+    target.write_text(json.dumps({"resourceSpans": [r for q in collector.requests for r in q["resourceSpans"]]}))
+    entry = check_cli.check_file(str(target))
+    assert entry["error"] is None and entry["format"] == "otlp"
+    assert {v["id"]: v["verdict"] for v in entry["checks"]} == {
+        "plan_first": "pass", "no_skipped_step": "pass", "provenance": "pass", "room_type": "pass",
+        "write_after_confirmation": "pass"}
+
+
+def test_nothing_is_sent_without_an_endpoint_and_opentelemetry_is_not_even_imported(tmp_path, collector):
+    done = run_agent("--offline", "--run-id", "x3", "--audit-dir", str(tmp_path), cwd=tmp_path,
+                     env={"OTEL_SERVICE_NAME": "x"})
+    assert done.returncode == 0 and collector.requests == []
+    code = ("import sys; from handloop import agent; rc = agent.main(['--offline', '--audit-dir', sys.argv[1]]); "
+            "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith('opentelemetry')}), rc)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_", "OTEL_"))}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "fresh")], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip().splitlines()[-1] == "[] 0"
+    assert not send.wanted({}) and send.wanted({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://h:4318/v1/traces"})
+    assert not send.wanted({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h", "OTEL_SDK_DISABLED": "true"})
+    assert not send.wanted({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h", "OTEL_TRACES_EXPORTER": "none"})
+    assert not send.capture({}) and send.capture({send.CAPTURE: "SPAN_ONLY"}) and not send.capture({send.CAPTURE: "0"})
+
+
+@pytest.mark.parametrize("trouble", ["dead", "refusing", "no_sdk"])
+def test_a_dead_or_refusing_collector_or_no_sdk_never_changes_the_outcome(tmp_path, trouble):
+    import socket
+    refusing = Collector(status=503 if trouble == "refusing" else 200)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"                 # nothing listens there once closed
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": refusing.endpoint if trouble != "dead" else dead,
+           "OTEL_EXPORTER_OTLP_TIMEOUT": "1", "AGENT_AUDIT_DIR": str(tmp_path)}
+    setup = _no_sdk if trouble == "no_sdk" else None
+    try:
+        done = run_agent("--agent", DESKS, "--offline", "--run-id", "d2", cwd=tmp_path, env=env, setup=setup)
+    finally:
+        refusing.close()
+    assert done.returncode == 0 and read_audit(tmp_path, "d2")["status"] == "suspended"
+    assert "Traceback" not in done.stderr and refusing.requests == []
+    lines = [line for line in done.stderr.splitlines() if line.startswith("Trace not exported")]
+    assert len(lines) == 1, done.stderr
+    assert ("handloop[otel]" in lines[0]) == (trouble == "no_sdk")
+
+
+def _no_sdk():
+    for name in [m for m in sys.modules if m.startswith("opentelemetry")]:
+        del sys.modules[name]
+    sys.modules["opentelemetry"] = None                                    # import opentelemetry: ImportError
+
+
+def test_only_the_exporter_imports_opentelemetry():
+    import re
+    importers = set()
+    for folder, _, files in os.walk(os.path.join(ROOT, "handloop")):
+        for name in files:
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    if re.search(r"^\s*(from|import) opentelemetry", f.read(), re.M):
+                        importers.add(os.path.relpath(os.path.join(folder, name), ROOT))
+    assert importers == {os.path.join("handloop", "trace", "otlp.py")}
