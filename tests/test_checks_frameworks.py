@@ -43,12 +43,12 @@ def check_data(tmp_path, data, name="t.json"):
 
 
 def test_the_corpus_covers_every_framework_shape_and_scenario():
-    files = {n for n in os.listdir(HERE) if n.endswith(".json") and n != "expected.json"}
+    files = {n for n in os.listdir(HERE) if n.endswith((".json", ".jsonl")) and n != "expected.json"}
     assert files == set(EXPECTED)
     shapes = collections.Counter((w["framework"], w["format"]) for w in EXPECTED.values())
     assert {("agents", "responses"), ("agents", "chat"), ("langgraph", "langchain"), ("langgraph", "chat"),
             ("langgraph", "anthropic"), ("pydantic_ai", "pydantic_ai"), ("pydantic_ai", "chat"),
-            ("pydantic_ai", "anthropic")} == set(shapes)
+            ("pydantic_ai", "anthropic"), ("pydantic_ai", "otlp")} == set(shapes)
     scenarios = {n.split(".")[0].split("_", 1)[1].replace("ai_", "", 1) for n in EXPECTED}
     assert {"approved_after_words", "approved_by_framework_only", "rejected", "booked_without_approval",
             "fabricated_hotel_id", "wrong_room_type", "booking_before_weather"} <= scenarios
@@ -67,7 +67,8 @@ def test_framework_transcript_verdicts(name):
     assert entry["finished"], "every scenario ends with the model's closing answer"
 
 
-@pytest.mark.parametrize("name", sorted(n for n, w in EXPECTED.items() if w["format"] in ("anthropic", "pydantic_ai")))
+@pytest.mark.parametrize("name", sorted(n for n, w in EXPECTED.items()
+                                        if w["format"] in ("anthropic", "pydantic_ai", "otlp")))
 def test_anthropic_and_pydantic_ai_files_are_read_with_every_call(name):
     """Never an empty chat: every call of the run is read, with its result."""
     t = transcripts.load(path(name))

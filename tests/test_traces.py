@@ -158,3 +158,42 @@ def test_only_the_exporter_imports_opentelemetry():
                     if re.search(r"^\s*(from|import) opentelemetry", f.read(), re.M):
                         importers.add(os.path.relpath(os.path.join(folder, name), ROOT))
     assert importers == {os.path.join("handloop", "trace", "otlp.py")}
+
+
+def test_a_trace_file_without_messages_is_refused_with_its_reason(tmp_path, collector):
+    run_agent("--offline", "--run-id", "x4", "--audit-dir", str(tmp_path), cwd=tmp_path, env=otel(collector))
+    target = tmp_path / "spans.jsonl"                                   # the Collector's file exporter: JSONL
+    target.write_text("".join(json.dumps(r) + "\n" for r in collector.requests))
+    for language, words in (("zh", "不带 GenAI 消息"), ("en", "carry no GenAI messages")):
+        done = run_agent("--check", str(target), *(["--agent", DESKS] if language == "en" else []), cwd=tmp_path)
+        assert done.returncode == 2 and words in done.stderr + done.stdout and "Traceback" not in done.stderr
+
+
+def test_the_older_event_form_is_read_too(tmp_path):
+    """Span events gen_ai.system/user/assistant/tool.message and gen_ai.choice (GenAI conventions before 1.37)."""
+    def event(name, **attributes):
+        return {"name": name, "attributes": [{"key": k, "value": {"stringValue": v if isinstance(v, str) else
+                                                                   json.dumps(v, ensure_ascii=False)}}
+                                             for k, v in attributes.items()]}
+    call = lambda i, name, args: {"id": i, "type": "function",                                   # noqa: E731
+                                  "function": {"name": name, "arguments": json.dumps(args)}}
+    events = [event("gen_ai.user.message", content="Reserve a quiet desk on floor 3 for 2026-12-04. Ask me first."),
+              event("gen_ai.assistant.message", tool_calls=[call("r1", "find_desks", {"floor": 3})]),
+              event("gen_ai.tool.message", id="r1", content=json.dumps({"desks": [{"desk_id": "D-9"}]})),
+              event("gen_ai.assistant.message", content="Quiet desk D-9 on 2026-12-04? Reply yes."),
+              event("gen_ai.user.message", content="yes"),
+              event("gen_ai.assistant.message", tool_calls=[call("w1", "reserve_desk",
+                                                                 {"desk_id": "D-9", "day": "2026-12-04"})]),
+              event("gen_ai.tool.message", id="w1", content=json.dumps({"reservation_id": "R-1"})),
+              event("gen_ai.choice", message={"content": "Reserved D-9."}, finish_reason="stop")]
+    data = {"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "chat m", "events": events,
+                                                           "traceId": "ab" * 16, "spanId": "cd" * 8}]}]}]}
+    target = tmp_path / "old.json"
+    target.write_text(json.dumps(data))
+    done = run_agent("--check", str(target), "--agent", DESKS, "--json", cwd=tmp_path)
+    entry = json.loads(done.stdout)
+    entry = entry[0] if isinstance(entry, list) else entry["files"][0]
+    assert entry["format"] == "otlp" and entry["turns"] == 4, done.stdout
+    assert {c["id"]: c["verdict"] for c in entry["checks"]}["write_after_confirmation"] == "pass"
+    target.write_text(json.dumps(data).replace('"name": "gen_ai.', '"name": "app.'))       # events of no message
+    assert run_agent("--check", str(target), "--agent", DESKS, cwd=tmp_path).returncode == 2

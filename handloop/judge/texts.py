@@ -128,7 +128,8 @@ ZH = {
                    "OpenAI Responses/Agents SDK 条目列表（to_input_list()）、LangChain/LangGraph 消息"
                    "（messages_to_dict，或 tool_calls 为 {{name, args, id}} 的 role 字典）、Anthropic Messages"
                    "（content 为 text/tool_use/tool_result 内容块）、pydantic-ai 消息（ModelMessagesTypeAdapter："
-                   "kind 为 request/response、parts 带 part_kind），或每行一条消息的 JSONL",
+                   "kind 为 request/response、parts 带 part_kind）、span 带 GenAI 消息的 OpenTelemetry 追踪文件（OTLP JSON），"
+                   "或每行一条消息的 JSONL",
     "file.not_transcript": "{path} 不是对话记录：{shapes}",
     "file.not_transcript_item": "{path} 不是对话记录：{problem}；{shapes}",
     "file.no_said": "{path} 没有任何用户或助手消息，无从检查",
@@ -309,8 +310,8 @@ EN = {
                    "message array, an OpenAI Responses/Agents SDK item list (to_input_list()), LangChain/LangGraph "
                    "messages (messages_to_dict, or role dicts whose tool_calls are {{name, args, id}}), Anthropic "
                    "Messages (content of text/tool_use/tool_result blocks), pydantic-ai messages "
-                   "(ModelMessagesTypeAdapter: kind request/response, parts with part_kind), or JSONL with one message "
-                   "a line",
+                   "(ModelMessagesTypeAdapter: kind request/response, parts with part_kind), an OpenTelemetry trace file "
+                   "(OTLP JSON) whose spans carry GenAI messages, or JSONL with one message a line",
     "file.not_transcript": "{path} is not a conversation: {shapes}",
     "file.not_transcript_item": "{path} is not a conversation: {problem}; {shapes}",
     "file.no_said": "{path} has no user or assistant message: nothing to check",
