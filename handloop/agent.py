@@ -13,7 +13,7 @@ from . import config
 from . import texts
 from .calls import Interrupted
 from .cli.exits import EXIT, UsageError, error_line
-from .cli.printout import mcp_line, report, summary
+from .cli.printout import mcp_line, report, summary, traced
 from .trace.send import Stretch
 
 
@@ -340,13 +340,6 @@ def _opened(args):
     """How this stretch of work began: "" (a new run), "confirm", "reply" or "resume"."""
     return "confirm" if args.confirm is not None else "reply" if args.reply is not None else \
         "resume" if args.resume is not None else ""
-
-
-def traced(stretch, say):
-    """Export the stretch's spans when the environment asks for it; a problem is one line, on stderr."""
-    problem = stretch.finish(say)
-    if problem:
-        print(problem, file=sys.stderr)
 
 
 def command(argv=None):

@@ -132,3 +132,13 @@ def test_durable_bench_runs_on_temporal_and_in_one_process_each_run_booking_once
     assert set(found) == {"one process", "Temporal"} and all(len(v) == 1 for v in found.values())
     assert set(rates) == {"Temporal, 1 worker", "Temporal, 2 workers", "one process, a thread per run"}
     assert all(rate > 0 and slowest > 0 for rate, slowest in rates.values())
+
+
+def test_the_export_bench_measures_real_spans_sent_to_its_sink():
+    import pytest
+    pytest.importorskip("opentelemetry.sdk")
+    from bench import otel_bench
+    rows = otel_bench.in_process(1)
+    assert {(r["capture"], r["turns"]) for r in rows} == {(c, t) for c in (False, True) for t in (1, 4, 16, 64)}
+    assert all(r["spans"] == 1 + r["turns"] + 2 * (r["turns"] - 1) and r["bytes"] > 0 for r in rows)
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in os.environ             # the measure leaves the environment as it was

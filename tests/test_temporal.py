@@ -432,3 +432,28 @@ def test_temporal_flags_that_do_not_go_together_are_usage_errors(argv, capsys):
     with pytest.raises(SystemExit) as stopped:
         agent.main(argv)
     assert stopped.value.code == 2 and "Traceback" not in capsys.readouterr().err
+
+
+def test_the_command_line_exports_each_stretch_of_a_workflow_as_one_trace(place):
+    """Issue 30: on Temporal the starter (and the --confirm) exports the stretch from the audit file the
+    workflow's activities wrote: the same spans, trace and conversation id as on one machine."""
+    pytest.importorskip("opentelemetry.sdk")
+    from otlp_collector import Collector
+    collector = Collector()
+    try:
+        p = place()
+        p.worker()
+        p.env["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.endpoint
+        assert p.cli("--temporal", "--run-id", "traced").returncode == 0
+        confirmed = p.cli("--confirm", "traced", "--temporal")
+        assert confirmed.returncode == 0 and "Trace not exported" not in confirmed.stderr, confirmed.stderr
+        spans = collector.spans()
+    finally:
+        collector.close()
+    agents = [s for s in spans if s["name"].startswith("invoke_agent ")]
+    assert [a["attributes"]["handloop.opened"] for a in agents] == ["start", "confirm"]
+    assert {a["attributes"]["gen_ai.conversation.id"] for a in agents} == {"traced"}
+    assert len({s["traceId"] for s in spans}) == 1
+    books = [s for s in spans if s["name"] == "execute_tool book_hotel"]
+    assert len(books) == 1 and books[0]["attributes"]["handloop.tool.status"] == "ok"
+    assert len([s for s in spans if s["name"].startswith("chat ")]) == len(p.snapshot("traced")["trace"])

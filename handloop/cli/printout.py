@@ -106,3 +106,11 @@ def summary(r, seconds, toolset, more=""):
     else:
         print("\n" + say("cli.failed", reason=r.reason, detail=r.detail, head=head, run_id=r.run_id + more, where=where),
               file=sys.stderr)
+
+
+def traced(stretch, say):
+    """Export a stretch of work's spans (trace/send.py) when the environment asks for it; a problem is one
+    line, on stderr."""
+    problem = stretch.finish(say)
+    if problem:
+        print(problem, file=sys.stderr)

@@ -12,7 +12,7 @@ import time
 
 from .. import texts
 from .exits import EXIT, UsageError, error_line
-from .printout import summary
+from .printout import summary, traced
 
 
 def not_on_temporal(audit_dir, run_id, agent):
@@ -109,11 +109,15 @@ def on_temporal(args, how, run_id, audit_dir, agent, policy):
     start = {"run_id": run_id, "audit_dir": audit_dir, "agent_file": agent.file if agent else None,
              "offline": args.offline, "model": args.model, "limits": client.limits()}
     started = time.perf_counter()
+    before = 0
     if how and os.path.exists(path):           # what one machine refuses, refused in the same words
         snap = audit.load(path)
         say = _recorded_say(snap, agent)
         session.accept(how, snap, say)
         _declaration_said(session, audit_dir, run_id, agent)
+        before = snap["turn"]
+    from ..trace.send import Stretch
+    stretch = Stretch(path, before, how or "")  # the workflow's stretch, exported from its audit file
     try:
         if how is None:
             if os.path.exists(path):
@@ -149,4 +153,5 @@ def on_temporal(args, how, run_id, audit_dir, agent, policy):
         summary(r, time.perf_counter() - started, toolset, " --temporal")
     finally:
         toolset.close()
+    traced(stretch, say)
     return EXIT[r.status]

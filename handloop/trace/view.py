@@ -22,7 +22,7 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:18px 0 6px}
 white-space:nowrap;overflow:hidden;text-overflow:clip;padding:0 3px;box-sizing:border-box;min-width:4px}
 .model{background:#5b6fd6}.ok{background:#2f9e5b}.error,.timeout,.failed{background:#d64545}
 .blocked{background:#e08a1e}.proposal{background:#b8860b;outline:2px solid #7a5900}
-.nudged{background:#7a4fb5;top:0;height:20px;min-width:3px;padding:0}
+.nudged{background:#7a4fb5}.bar.nudged{top:0;height:20px;min-width:3px;padding:0}
 .axis{display:flex;justify-content:space-between;margin-left:90px;color:#6b7885;font-size:11px}
 .end{margin-top:6px;font-weight:600}.end.suspended{color:#b8860b}.end.done{color:#2f9e5b}
 .end.stopped,.end.error{color:#d64545}
