@@ -2,7 +2,9 @@
 part given to a recorded one). Nothing else.
 
 What a run prints is cli/printout.py's (and, while a reply streams, cli/live.py's); --worker and
---temporal are cli/temporal.py's, imported only for them; exit codes and error lines are cli/exits.py's.
+--temporal are cli/temporal.py's, imported only for them; exit codes and error lines are cli/exits.py's;
+--trace is cli/view.py's. A stretch of work run here is exported as OpenTelemetry spans once it is over, when the
+environment asks for it (trace/send.py).
 """
 import argparse
 import os

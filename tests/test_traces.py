@@ -197,3 +197,18 @@ def test_the_older_event_form_is_read_too(tmp_path):
     assert {c["id"]: c["verdict"] for c in entry["checks"]}["write_after_confirmation"] == "pass"
     target.write_text(json.dumps(data).replace('"name": "gen_ai.', '"name": "app.'))       # events of no message
     assert run_agent("--check", str(target), "--agent", DESKS, cwd=tmp_path).returncode == 2
+
+
+def test_a_program_driving_loop_run_itself_exports_a_stretch_the_same_way(new_run, fake_model, collector, monkeypatch):
+    """The library path: a Stretch around loop.run; here a model that books at once (the plan guard blocks it)."""
+    from conftest import BOOK, text, tool_calls
+    from handloop import loop
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint)
+    r, ts, _ = new_run(run_id="lib1")
+    ask, _ = fake_model([tool_calls(("book_hotel", BOOK, "b1")), text("I cannot book without a plan.")])
+    stretch = send.Stretch(r.path, r.turn)
+    loop.run(r, ask, ts)
+    assert stretch.finish(r.say) is None
+    blocked = [s for s in collector.spans() if s["name"] == "execute_tool book_hotel"]
+    assert len(blocked) == 1 and blocked[0]["attributes"]["handloop.guard"] == "plan_first"
+    assert {s["attributes"]["gen_ai.conversation.id"] for s in collector.spans()} == {"lib1"}

@@ -1,7 +1,8 @@
 """What the command line prints about a run: each turn (its figures, the model's words, every call
 and what came of it), the answer, the loop's nudges, the MCP server a run talks to, and the summary
-with what the user can do next. Nothing else: it reads a run, it never changes one, and nothing it
-prints makes it raise (a tool's own `gist` that fails is replaced by the start of the JSON).
+with what the user can do next, and the one line saying why a trace was not exported. Nothing else: it
+reads a run, it never changes one, and nothing it prints makes it raise (a tool's own `gist` that fails is
+replaced by the start of the JSON).
 
 What happens while a reply streams is shown by cli/live.py; a turn is printed here once it is over,
 under what cli/live.py showed as it came.

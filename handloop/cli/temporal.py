@@ -1,6 +1,7 @@
 """The command line's side of Temporal: --worker (a worker on the task queue), --temporal (a new run
-started as a workflow, or the user's part sent to its workflow, then the usual summary), and whether
-a run that lives on Temporal may be taken by this machine. Nothing else.
+started as a workflow, or the user's part sent to its workflow, then the usual summary and, when asked for,
+the stretch's trace exported from the audit file the workflow wrote), and whether a run that lives on Temporal
+may be taken by this machine. Nothing else.
 
 Invariant: the Temporal side (durable/client.py, durable/worker.py and the workflow, durable/workflow.py: the
 only modules that import temporalio) is imported here, lazily, and only when one of these is asked

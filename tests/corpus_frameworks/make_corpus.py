@@ -16,6 +16,9 @@ store):
   message list by `AnthropicModel._map_message`, and as a list of dumped Anthropic responses (each assistant
   turn of that list as the `anthropic.types.Message` a client gets back, the user turns between them).
 
+make_otlp_corpus.py runs the same scenarios on pydantic-ai with its OpenTelemetry instrumentation on and writes
+their traces (`*.otlp.jsonl`, the Collector's file-exporter form).
+
 Each scenario is a script (model replies, user messages, the human's approval decisions) and its expected
 verdicts, written by hand from what the scenario did and the README's rules (never from the judge).
 No framework writes an approval into its transcript: an approved call is a call followed by its result.
