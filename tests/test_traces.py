@@ -143,8 +143,11 @@ def test_a_dead_or_refusing_collector_or_no_sdk_never_changes_the_outcome(tmp_pa
 
 
 def _no_sdk():
-    for name in [m for m in sys.modules if m.startswith("opentelemetry")]:
+    import handloop.trace
+    for name in [m for m in sys.modules if m.startswith("opentelemetry") or m == "handloop.trace.otlp"]:
         del sys.modules[name]
+    if hasattr(handloop.trace, "otlp"):                                    # imported by an earlier test
+        del handloop.trace.otlp
     sys.modules["opentelemetry"] = None                                    # import opentelemetry: ImportError
 
 
