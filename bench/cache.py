@@ -188,17 +188,17 @@ def _summary(recorder):
 
 # ---- the two runs ----
 def xian_replies(eager=False):
-    """The scripted model of the Xi'an run: it proposes in words, or (eager) calls book_hotel before
-    asking, as the peers' approval flows do (the blocked call is the proposal the user sees)."""
-    return (
-        lambda: workload.calls_message(workload.call("c1", "set_plan", {"steps": workload.PLAN}),
-                                       workload.call("c2", "get_weather", workload.WEATHER),
-                                       workload.call("c3", "search_hotels", workload.SEARCH)),
-        (lambda: workload.calls_message(workload.call("c5", "book_hotel", workload.BOOK))) if eager else
-        (lambda: {"role": "assistant", "content": XIAN_PROPOSAL}),
-        lambda: workload.calls_message(workload.call("c4", "book_hotel", workload.BOOK)),
-        lambda: {"role": "assistant", "content": workload.ANSWER},
-    )
+    """The scripted model of the Xi'an run: it proposes in words (then books after the user's
+    confirmation), or (eager) calls book_hotel before asking, as the peers' approval flows do (the
+    blocked call is the proposal the user sees; confirmed, the loop makes it, the model answers)."""
+    opening = lambda: workload.calls_message(workload.call("c1", "set_plan", {"steps": workload.PLAN}),  # noqa: E731
+                                             workload.call("c2", "get_weather", workload.WEATHER),
+                                             workload.call("c3", "search_hotels", workload.SEARCH))
+    answer = lambda: {"role": "assistant", "content": workload.ANSWER}     # noqa: E731
+    if eager:
+        return (opening, lambda: workload.calls_message(workload.call("c5", "book_hotel", workload.BOOK)), answer)
+    return (opening, lambda: {"role": "assistant", "content": XIAN_PROPOSAL},
+            lambda: workload.calls_message(workload.call("c4", "book_hotel", workload.BOOK)), answer)
 
 
 def xian_run(eager=False):

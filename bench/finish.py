@@ -5,7 +5,8 @@ approval given once.
 - ours: `cache.xian_run()` (its model proposes in words; the run suspends; the user's 「确认」
   via `runs.add_user`; the booking; the answer), every request captured as the loop sent it;
   ours, eager: the same with a model that calls book_hotel before asking, as the peers' scripted
-  model does (the blocked call is the proposal, the run suspends at once);
+  model does (the blocked call is the proposal, the run suspends at once; after 「确认」 the loop
+  makes that exact call itself, and the model is asked only for its answer);
 - each peer: the same decisions in its own human-approval flow, `book_hotel` marked as needing
   approval: OpenAI Agents SDK `function_tool(needs_approval=True)`, the run stops with
   `result.interruptions`, `state = result.to_state()`, `state.approve(...)`,
@@ -47,7 +48,8 @@ DESCRIPTION = {s["function"]["name"]: s["function"]["description"]
 HOW = {
     "ours": "as sent by the loop (cache.py): JSON of the tool schemas, then JSON of the chat messages",
     "ours_eager": "as for ours; the model calls book_hotel before asking (the peers' behaviour): the blocked call "
-                  "is the proposal and the run suspends at once",
+                  "is the proposal and the run suspends at once; confirmed, the loop makes that call itself and "
+                  "the model is asked only for its answer",
     "agents": "the Responses input items the SDK passed to `Model.get_response`, converted by the SDK's own "
               "`chatcmpl_converter.Converter` (`items_to_messages`, `tool_to_openai`), the instructions as the "
               "system message first (tool results as the SDK makes them: `str()` of the returned dict)",

@@ -8,7 +8,10 @@ so the audit encodes each one once and each request extends the previous one bet
 every way out of the loop sets status and reason and writes the audit file; turn numbers and
 tokens continue across resumes. What the loop itself tells the model (a nudge) is a user
 message named "loop", recorded as such and never taken for the user's reply; the final-answer
-instruction goes into the system message of that one request, never into the record. Everything
+instruction goes into the system message of that one request, never into the record. When the
+user confirms a write the guard blocked, the loop itself issues that exact call in the next turn
+instead of asking the model (`confirmed_call`: an assistant message named "loop", paired with its
+tool message like any other); the model is asked only for its answer after it. Everything
 the loop says is in the run's agent's language (texts/__init__.py); the system prompt is the agent's own.
 
 What a turn does to the world (ask the model, run the allowed calls) is not done here: `turns()`
@@ -112,7 +115,7 @@ def turns(r, toolset, report=lambda kind, **data: None):
         if stop:
             return finish(r, "stopped", *stop)
         try:
-            reply = yield Ask(outgoing, force=forcing(r))                  # ask the model
+            reply = confirmed_call(r, toolset) or (yield Ask(outgoing, force=forcing(r)))   # ask the model
         except ModelError as exc:
             if empty_again(r, exc, sent, report):
                 continue
@@ -232,6 +235,50 @@ def empty_again(r, exc, sent, report):
     save(r)
     report("nudge", run=r, text=text)
     return True
+
+
+def confirmed_call(r, toolset):
+    """The write the user just confirmed, when it was a blocked call: the loop issues that exact
+    call itself (its validated arguments, what the proposal showed) instead of asking the model to
+    repeat it. The reply is the loop's, recorded as such: an assistant message named "loop" with
+    one call whose id is the turn's own (deterministic, so a workflow replays it). None when the
+    record does not end with the user's confirmation of a blocked write (a proposal in words: the
+    model writes, as before)."""
+    memory, last = r.memory, r.messages[-1]
+    if not memory.confirmed or memory.proposal is None or memory.writes or \
+            last.get("role") != "user" or last.get("name") == LOOP_NAME:
+        return None
+    call = _proposed_call(r, toolset)
+    if call is None:
+        return None
+    raw = {"id": f"call_loop_{r.turn + 1}", "type": "function",
+           "function": {"name": call.name, "arguments": json.dumps(call.args, ensure_ascii=False)}}
+    message = {"role": "assistant", "name": LOOP_NAME, "content": None, "tool_calls": [raw]}
+    return Reply(message, [raw], 0, False, 0.0, ["issued by the loop: the call the user confirmed, not asked of the model"])
+
+
+def _proposed_call(r, toolset):
+    """The blocked write whose proposal is the one in force (the latest such call), prepared again
+    from the record; None when it is not found or its arguments no longer validate."""
+    blocked = None
+    for message in reversed(r.messages):
+        if blocked is None and message.get("role") == "tool":
+            result = _loaded(message.get("content"))
+            if result.get("blocked_by") == "unconfirmed_write" and result.get("proposal") == r.memory.proposal:
+                blocked = message.get("tool_call_id")
+        elif blocked is not None and message.get("role") == "assistant":
+            raw = [c for c in message.get("tool_calls") or [] if isinstance(c, dict) and c.get("id") == blocked]
+            calls = toolset.prepare(raw)
+            return calls[0] if calls and calls[0].args is not None and calls[0].kind == "write" else None
+    return None
+
+
+def _loaded(content):
+    try:
+        value = json.loads(content)
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def failed(r, exc):

@@ -98,12 +98,13 @@ class Box:
 
     def drive(self, r, ts, replies):
         """Run the real loop on scripted replies; returns {turn: (calls, outcomes, seconds)} of the
-        tool turns, seconds counted from the model's reply to the turn's audit."""
-        turns, script, first = {}, Script(replies), r.turn + 1
+        tool turns, seconds counted from the model's reply (or, for the loop's own call, the
+        start) to the turn's audit."""
+        turns, script, began = {}, Script(replies), time.perf_counter()
 
         def report(kind, run, reply=None, calls=(), outcomes=None, **_):
             if kind == "turn":
-                turns[run.turn] = (list(calls), dict(outcomes), time.perf_counter() - script.answered[run.turn - first])
+                turns[run.turn] = (list(calls), dict(outcomes), time.perf_counter() - max(script.answered[-1:] + [began]))
         loop.run(r, script, ts, report)
         return turns
 
@@ -178,16 +179,19 @@ def batch_of_three(box, say):
 
 
 def booked_once(box, say):
-    """After confirmation, the same booking asked twice in one batch and again later: one row."""
+    """After confirmation the loop makes the confirmed booking itself; the model asking the same
+    booking again, twice in one batch and once more later, books nothing more: one row."""
     r, ts, _ = box.until_proposal("twice")
     runs.add_user(r, tools.CONFIRM[0])
     turns = box.drive(r, ts, [calls(("book_hotel", SUITE, "b1"), ("book_hotel", SUITE, "b2")),
                               calls(("book_hotel", SUITE, "b3")), says(FINAL)])
-    b1, b2 = _outcome(turns, 4, "b1"), _outcome(turns, 4, "b2")
-    expect(b1.status == "ok" and b2.status == "blocked", "确认只授权一次：同批第一次执行，第二次被拦截")
-    say(f"用户「{tools.CONFIRM[0]}」后，同一批两次 book_hotel：第一次执行（{b1.result['booking_id']}），"
-        f"第二次执行前被护栏 {b2.guard} 拦截")
-    b3 = _outcome(turns, 5, "b3")
+    made = _outcome(turns, 4, "call_loop_4")
+    expect(made.status == "ok" and any(m.get("name") == "loop" for m in r.messages if m.get("role") == "assistant"), "确认后循环应直接执行被确认的调用")
+    say(f"用户「{tools.CONFIRM[0]}」后，循环原样执行被确认的 book_hotel（{made.result['booking_id']}），没有再问模型")
+    b1, b2 = _outcome(turns, 5, "b1"), _outcome(turns, 5, "b2")
+    expect(b1.status == b2.status == "blocked", "确认只授权一次：模型随后同批两次请求同一预订都应被拦截")
+    say(f"模型随后同一批两次 book_hotel：执行前被护栏 {b1.guard}、{b2.guard} 拦截")
+    b3 = _outcome(turns, 6, "b3")
     expect(b3.status == "blocked", "下一轮再次预订应被护栏拦截")
     say(f"下一轮再请求一次：执行前被护栏 {b3.guard} 拦截")
     again = toolset.ToolSet("twice", tools.BookingStore(box.store.path))     # as a new process would, guards bypassed
@@ -225,7 +229,7 @@ def compaction(box, say):
     tool_call_id, data results as JSON objects with their facts, and the receipt whole."""
     r, ts, _ = box.until_proposal("compact")
     runs.add_user(r, tools.CONFIRM[0])
-    box.drive(r, ts, [calls(("book_hotel", SUITE)), says(FINAL)])
+    box.drive(r, ts, [says(FINAL)])
     expect(r.window.start == 1, "西安这次运行没有超过压缩预算，不应压缩")
     say(f"整次运行最大请求约 {max(t['chars_sent'] for t in r.trace)} 字符，低于压缩预算 {config.COMPACT_BUDGET} tokens：没有压缩")
     messages = r.messages
@@ -272,10 +276,10 @@ def spin_or_retry(box, say):
     blocked = _outcome(turns, 6, "c1")
     expect(blocked.guard == "unconfirmed_write", "未确认的预订应被拦截成提案")
     runs.add_user(r, tools.CONFIRM[0])
-    turns = box.drive(r, ts, [calls(("book_hotel", SUITE)), says(FINAL)])
-    retry = _outcome(turns, 7, "c1")
+    turns = box.drive(r, ts, [says(FINAL)])
+    retry = _outcome(turns, 7, "call_loop_7")
     expect(retry.status == "ok" and r.status == "done", f"确认后重试被拦截过的写操作不应算打转，实际 {retry.status}/{retry.guard}")
-    say(f"book_hotel 先被拦截成提案，用户「{tools.CONFIRM[0]}」后原样重试 → 执行（被拦截的调用从未执行，不计打转）")
+    say(f"book_hotel 先被拦截成提案，用户「{tools.CONFIRM[0]}」后循环原样重试 → 执行（被拦截的调用从未执行，不计打转）")
 
 
 def provenance(box, say):
@@ -344,7 +348,7 @@ def round_trip(box, say):
     say(f"挂起的运行写入 {os.path.basename(r.path)}（{size} 字节），读回：{len(back.messages)} 条消息、"
         f"memory（提案 {back.memory.proposal['hotel_id']}，已用 {back.memory.used_tokens} tokens）完全一致")
     runs.add_user(back, tools.CONFIRM[0])
-    box.drive(back, ts2, [calls(("book_hotel", SUITE)), says(FINAL)])
+    box.drive(back, ts2, [says(FINAL)])
     expect(back.status == "done" and box.store.count() == 1, "读回的运行确认后应能完成预订")
     say(f"读回的运行收到「{tools.CONFIRM[0]}」后继续，完成预订（预订库 {box.store.count()} 行）")
 
@@ -401,7 +405,7 @@ def _mcp_run(box, remote, place):
                       calls(("get_weather", place)), calls(("book_hotel", SUITE)), says(PROPOSAL)])
     expect(r.status == "suspended" and r.memory.proposal is not None, f"MCP 运行应在提案处挂起：{r.status} {r.detail}")
     runs.add_user(r, tools.CONFIRM[0])
-    box.drive(r, ts, [calls(("book_hotel", SUITE)), says(FINAL)])
+    box.drive(r, ts, [says(FINAL)])
     expect(r.status == "done" and r.memory.fact("booking"), f"MCP 运行确认后应完成预订：{r.status} {r.detail}")
     return r.memory.fact("booking")
 
@@ -409,12 +413,12 @@ def _mcp_run(box, remote, place):
 def _local_booking(box):
     r, ts, _ = box.until_proposal("local")
     runs.add_user(r, tools.CONFIRM[0])
-    box.drive(r, ts, [calls(("book_hotel", SUITE)), says(FINAL)])
+    box.drive(r, ts, [says(FINAL)])
     return r.memory.fact("booking") or {}
 
 
 SCENARIOS = [("同一批三个调用：两个读 + 一个未确认的 book_hotel", batch_of_three),
-             ("确认后同一预订请求两次（同批一次、下一轮一次）：只有一行", booked_once),
+             ("确认后循环直接执行被确认的预订；模型再请求同一预订（同批两次、下一轮一次）：只有一行", booked_once),
              ("文字提案：一次「确认」授权写明的预订；不同的预订被拦下，确认仍然有效", proposal_in_words),
              ("上下文压缩：只按大小触发；压缩副本保留结构、回执和每个 tool_call_id，原列表不变", compaction),
              ("打转与重试：重复被拦，改正后的重试和确认后的重试放行", spin_or_retry),

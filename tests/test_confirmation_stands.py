@@ -48,11 +48,14 @@ def test_another_room_of_the_same_hotel_then_the_confirmed_one(fake_model, new_r
     assert (r.status, store.count(), r.memory.writes[0]["args"]["room_type"]) == ("done", 1, "Suite")
 
 
-def test_early_booking_proposal_confirmation_wrong_hotel_then_the_confirmed_one(fake_model, new_run):
+def test_an_early_booking_confirmed_is_made_as_shown_whatever_the_model_would_send(fake_model, new_run):
+    """The confirmed blocked call is the loop's to make: a model that would have sent another hotel
+    next books nothing unconfirmed; that other booking is put to the user as a new proposal."""
     r, store, _ = confirmed_then(fake_model, new_run, [LOOKUPS, tool_calls(("book_hotel", BOOK))],
                                  [tool_calls(("book_hotel", dict(BOOK, hotel_id="XA-002", room_type="Standard"))),
-                                  tool_calls(("book_hotel", BOOK)), text("已订好。")])
-    assert (r.status, store.count(), r.memory.writes[0]["args"]["hotel_id"]) == ("done", 1, "XA-001")
+                                  text("已订好。")])
+    assert (store.count(), r.memory.writes[0]["args"]) == (1, BOOK)
+    assert (r.status, r.reason, r.memory.proposal["hotel_id"]) == ("suspended", "awaiting_confirmation", "XA-002")
 
 
 def test_insisting_on_the_other_booking_puts_it_to_the_user_exactly(fake_model, new_run):
@@ -109,15 +112,15 @@ def test_a_same_turn_write_with_an_unsearched_id_is_still_refused(fake_model, ne
     assert results(r)[-1]["blocked_by"] == "provenance" and store.count() == 0
 
 
-def test_an_eager_model_finishes_in_four_model_calls(fake_model, new_run):
+def test_an_eager_model_finishes_in_three_model_calls(fake_model, new_run):
     r, ts, store = new_run()
-    ask, endpoint = fake_model([LOOKUPS, tool_calls(("book_hotel", BOOK)), tool_calls(("book_hotel", BOOK)),
-                                text("已订好：古城墙酒店 Suite 两晚。")])
+    ask, endpoint = fake_model([LOOKUPS, tool_calls(("book_hotel", BOOK)), text("已订好：古城墙酒店 Suite 两晚。")])
     loop.run(r, ask, ts)
     assert (r.status, r.reason, len(endpoint.requests)) == ("suspended", "awaiting_confirmation", 2)
     runs.add_user(r, "确认")
     loop.run(r, ask, ts)
-    assert (r.status, store.count(), len(endpoint.requests)) == ("done", 1, 4)
+    assert (r.status, store.count(), len(endpoint.requests)) == ("done", 1, 3)
+    assert endpoint.requests[-1].get("tool_choice") == "auto"          # asked for its answer, not forced to act
 
 
 def test_a_blocked_write_beside_a_failed_read_asks_the_model_again(fake_model, new_run):

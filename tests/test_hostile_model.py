@@ -13,7 +13,7 @@ from handloop import model
 from handloop import runs
 from handloop.llm.endpoint import Endpoint
 from conftest import BOOK, PLAN, Script, text, tool_calls
-from test_loop import HOTELS, OPENING, WEATHER, tool_results
+from test_loop import HOTELS, IN_WORDS, OPENING, WEATHER, tool_results
 from test_model import http
 
 
@@ -24,9 +24,9 @@ def check(r, store, status, bookings):
 
 
 def confirmed(fake_model, new_run, after):
-    """A run that proposed the booking and got 「确认」; then the model does `after`."""
+    """A run that proposed the booking in words and got 「确认」; then the model does `after`."""
     r, ts, store = new_run()
-    ask, endpoint = fake_model(OPENING + after)
+    ask, endpoint = fake_model(IN_WORDS + after)
     loop.run(r, ask, ts)
     runs.add_user(r, "确认")
     loop.run(r, ask, ts)

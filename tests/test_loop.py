@@ -1,5 +1,6 @@
 """The loop end to end with a scripted model behind the fake endpoint (real openai client)."""
 import json
+import os
 
 import pytest
 
@@ -24,9 +25,13 @@ def tool_results(r):
     return [json.loads(m["content"]) for m in r.messages if m["role"] == "tool"]
 
 
+WORDS = text("10 月 1 日有雨。建议预订古城墙酒店（XA-001）Suite，2026-10-01 入住 2 晚，共 ¥1760，请确认。")
+IN_WORDS = OPENING[:2] + [WORDS]             # the proposal in words: the model books after the confirmation
+
+
 def test_scripted_run_suspends_then_books_once_after_confirmation(fake_model, new_run):
     r, ts, store = new_run()
-    ask, endpoint = fake_model(OPENING + [tool_calls(("book_hotel", BOOK)), text("已订好。")])
+    ask, endpoint = fake_model(OPENING + [text("已订好。")])
     loop.run(r, ask, ts, paired_after_every_turn)
     assert (r.status, r.reason, r.turn) == ("suspended", "awaiting_confirmation", 3)
     assert store.count() == 0 and r.memory.proposal["total"] == 1760
@@ -34,8 +39,51 @@ def test_scripted_run_suspends_then_books_once_after_confirmation(fake_model, ne
     loop.run(r, ask, ts, paired_after_every_turn)
     assert (r.status, r.reason, r.turn) == ("done", "final_answer", 5)
     assert store.count() == 1 and r.memory.fact("booking")["total"] == 1760
-    assert [t["turn"] for t in r.trace] == [1, 2, 3, 4, 5]
+    assert [t["turn"] for t in r.trace] == [1, 2, 3, 4, 5] and len(endpoint.requests) == 4   # the model asked 4 times
     assert r.trace[1]["tools"][0]["concurrent"] and r.trace[2]["tools"][0]["guard"] == "unconfirmed_write"
+
+
+def test_the_confirmed_blocked_call_is_made_by_the_loop_as_shown(fake_model, new_run):
+    """The user confirms a blocked write: the loop issues that exact call (recorded as the loop's,
+    paired), the model is asked only for its answer, and the request it gets is valid."""
+    r, ts, store = new_run()
+    ask, endpoint = fake_model(OPENING + [text("已订好。")])
+    loop.run(r, ask, ts)
+    blocked = r.messages[-2]["tool_calls"][0]
+    runs.add_user(r, "确认")
+    loop.run(r, ask, ts, paired_after_every_turn)
+    mine = next(m for m in r.messages if m["role"] == "assistant" and m.get("name") == "loop")
+    call = mine["tool_calls"][0]
+    assert json.loads(call["function"]["arguments"]) == json.loads(blocked["function"]["arguments"]) == BOOK
+    assert call["function"]["name"] == "book_hotel" and call["id"] != blocked["id"]
+    answered = r.messages[r.messages.index(mine) + 1]
+    assert answered["tool_call_id"] == call["id"] and json.loads(answered["content"])["booking_id"]
+    assert store.count() == 1 and r.memory.writes[0]["args"] == BOOK and r.status == "done"
+    last = endpoint.requests[-1]["messages"]          # the model saw the loop's call and its receipt
+    assert any(m.get("name") == "loop" and m.get("tool_calls") for m in last) and last[-1]["role"] == "tool"
+    assert "loop" in r.trace[3]["notes"][0] and r.trace[3]["tokens"] == 0
+    reopened, _, warnings = runs.reopen(os.path.dirname(r.path), r.run_id, lambda snap: ts, lambda snap: None)
+    assert reopened.memory.writes == r.memory.writes and not warnings        # the fold reads it back the same
+
+
+def test_a_model_that_repeats_the_confirmed_call_anyway_books_once(fake_model, new_run):
+    r, ts, store = new_run()
+    ask, endpoint = fake_model(OPENING + [tool_calls(("book_hotel", BOOK)), text("已订好。")])
+    loop.run(r, ask, ts)
+    runs.add_user(r, "确认")
+    loop.run(r, ask, ts, paired_after_every_turn)
+    assert store.count() == 1 and r.status == "done"
+    assert tool_results(r)[-1]["blocked_by"] == "unconfirmed_write" and "booking_id" in tool_results(r)[-1]["error"]
+
+
+def test_a_proposal_in_words_is_still_booked_by_the_model(fake_model, new_run):
+    r, ts, store = new_run()
+    ask, endpoint = fake_model(IN_WORDS + [tool_calls(("book_hotel", BOOK, "m1")), text("已订好。")])
+    loop.run(r, ask, ts)
+    runs.add_user(r, "确认")
+    loop.run(r, ask, ts)
+    assert store.count() == 1 and r.status == "done" and len(endpoint.requests) == 5
+    assert not any(m.get("name") == "loop" for m in r.messages if m["role"] == "assistant")
 
 
 def test_a_reply_that_is_not_a_confirmation_books_nothing(fake_model, new_run):
@@ -59,7 +107,7 @@ def test_a_model_that_books_anyway_after_a_refusal_is_blocked_again(fake_model, 
 
 def test_same_booking_twice_in_one_batch_after_confirmation_is_one_row(fake_model, new_run):
     r, ts, store = new_run()
-    ask, _ = fake_model(OPENING + [tool_calls(("book_hotel", BOOK, "x"), ("book_hotel", BOOK, "y")), text("好")])
+    ask, _ = fake_model(IN_WORDS + [tool_calls(("book_hotel", BOOK, "x"), ("book_hotel", BOOK, "y")), text("好")])
     loop.run(r, ask, ts)
     runs.add_user(r, "确认")
     loop.run(r, ask, ts)

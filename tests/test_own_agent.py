@@ -90,6 +90,22 @@ def test_its_confirm_replies_confirm_trimmed_and_in_any_case(tmp_path, fake_mode
     assert read_audit(tmp_path, "e")["agent"]["confirm"] == ["Confirm", "yes, book it"]
 
 
+def test_an_english_agents_confirmed_blocked_call_is_made_by_the_loop_and_judged_a_write_after_confirmation(
+        tmp_path, fake_model):
+    from handloop import checks
+    from handloop.judge import transcripts
+    replies = [tool_calls(("list_rooms", {})), tool_calls(("book_room", {"room_id": "R-1", "day": "2026-12-03"})),
+               text("Booked R-1 for 2026-12-03.")]
+    r, endpoint = run_english(tmp_path, fake_model, replies, english(), confirm="Confirm")
+    assert (r.status, len(endpoint.requests)) == ("done", 3)      # looked up, proposed (blocked), answered
+    assert r.memory.writes[0]["args"] == {"room_id": "R-1", "day": "2026-12-03"}
+    issued = [m for m in r.messages if m["role"] == "assistant" and m.get("name") == "loop"]
+    assert len(issued) == 1 and issued[0]["tool_calls"][0]["function"]["name"] == "book_room"
+    assert not texts.CJK.search(json.dumps(read_audit(tmp_path, "e"), ensure_ascii=False))
+    verdicts = {v["id"]: v["verdict"] for v in checks.judge(transcripts.load(r.path))}
+    assert verdicts["write_after_confirmation"] == "pass", verdicts
+
+
 def test_the_chinese_word_does_not_confirm_an_english_agent(tmp_path, fake_model):
     replies = [tool_calls(("list_rooms", {})), text("Shall I book R-1 on 2026-12-03?"),
                tool_calls(("book_room", {"room_id": "R-1", "day": "2026-12-03"}))]

@@ -28,7 +28,7 @@ def cli(tmp_path):
         made.append(endpoint)
         env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": endpoint.url, "AGENT_MODEL_RETRIES": "0",
                "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
-        return lambda *args: run_agent(*args, cwd=tmp_path, env=env)
+        return lambda *args, **more: run_agent(*args, cwd=tmp_path, env={**env, **more})
     yield make
     for endpoint in made:
         endpoint.close()
@@ -144,3 +144,22 @@ def test_the_same_blocked_call_again_and_again_is_stopped_as_a_spin(cli, tmp_pat
     status, reason, data = state(tmp_path)
     assert (out.returncode, status, reason) == (1, "stopped", "spin")
     assert data["turn"] < 12
+
+
+@pytest.mark.parametrize("point", ["after_tool", "after_commit", "mid_audit:2", "before_ask:1", "after_reply:1"])
+def test_killed_between_the_confirmation_and_the_loops_own_booking_books_once(cli, tmp_path, point):
+    """An eager model's blocked booking, confirmed: the loop books it itself; killed anywhere from
+    there to the answer, a resume books nothing more."""
+    run = cli(policies.eager)
+    assert run("--run-id", "r").returncode == 0 and bookings(tmp_path) == 0
+    killed = run("--confirm", "r", AGENT_FAULT=point)
+    assert killed.returncode == -9 and bookings(tmp_path) <= 1
+    for _ in range(3):
+        status = state(tmp_path)[0]
+        if status == "done":
+            break
+        assert run("--resume" if status == "running" else "--confirm", "r").returncode == 0
+    status, _, data = state(tmp_path)
+    assert (status, bookings(tmp_path)) == ("done", 1)
+    assert [m for m in data["messages"] if m["role"] == "assistant" and m.get("name") == "loop"]
+    checked(run)

@@ -30,9 +30,12 @@ def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=Fal
     if kind not in ("turn", "answer"):
         return
     trace = run.trace[-1]
-    print("   " + say("cli.stats", seconds=reply.seconds, tokens=reply.tokens,
-                        estimated=say("cli.estimated") if reply.estimated else "", total=run.memory.used_tokens,
-                        sent=trace["chars_sent"], full=trace["chars_full"]))
+    if kind == "turn" and reply.message.get("name") == "loop":     # the confirmed call, issued by the loop
+        print(say("cli.confirmed_call", turn=run.turn))
+    else:
+        print("   " + say("cli.stats", seconds=reply.seconds, tokens=reply.tokens,
+                            estimated=say("cli.estimated") if reply.estimated else "", total=run.memory.used_tokens,
+                            sent=trace["chars_sent"], full=trace["chars_full"]))
     if kind == "answer":
         if not run.answer:                                  # an echo of a tool result: no answer
             print("   " + say("cli.echo"))

@@ -129,6 +129,7 @@ EN = {
     "cli.user": "User: {text}",
     "cli.retry": "   model request failed ({kind}); retrying in {wait:.1f} s ({attempt}/{total})",
     "cli.interrupted": "Interrupted. To continue: python agent.py --resume {run_id}",
+    "cli.confirmed_call": "── Turn {turn}: the call you confirmed, made by the loop (the model was not asked)",
     "cli.nudge": "Loop note (not the user's reply): {text}",
     "cli.unbacked.read": "Note: the model says it looked things up, but no lookup tool has succeeded in this run: what it says was not looked up.",
     "cli.unbacked.write": "Note: the model says it has done it (booked, ordered...), but no write ran in this run: nothing was done.",

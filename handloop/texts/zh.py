@@ -130,6 +130,7 @@ ZH = {
     "cli.user": "用户：{text}",
     "cli.retry": "   模型请求失败（{kind}），{wait:.1f} 秒后重试（{attempt}/{total}）",
     "cli.interrupted": "已中断。继续：python agent.py --resume {run_id}",
+    "cli.confirmed_call": "── 第 {turn} 轮：你确认的调用，由循环直接执行（没有再问模型）",
     "cli.nudge": "循环提示（不是用户答复）：{text}",
     "cli.unbacked.read": "注意：模型说它已经查过了，但这次运行里没有任何查询工具成功执行过，它说的结果不是查来的。",
     "cli.unbacked.write": "注意：模型说它已经办成了（预订、下单之类），但这次运行里没有执行过任何写操作：什么也没有办。",
