@@ -58,12 +58,37 @@ async def identities(address, ids):
     return sorted(seen)
 
 
+async def chain(address, run_id):
+    """The runs of a workflow (continued as new), oldest first: events, bytes and the largest event of each
+    history, and how many ended by continuing as new."""
+    client = await durable_client.connect(address)
+    found = [w async for w in client.list_workflows(f'WorkflowId = "{run_id}"')]
+    found.sort(key=lambda w: w.start_time)
+    events, sizes, largest, continued = [], [], [], 0
+    for w in found:
+        history = await client.get_workflow_handle(run_id, run_id=w.run_id).fetch_history()
+        events.append(len(history.events))
+        sizes.append(sum(e.ByteSize() for e in history.events))
+        largest.append(max(e.ByteSize() for e in history.events))
+        continued += any(e.HasField("workflow_execution_continued_as_new_event_attributes") for e in history.events)
+    return {"runs": [w.run_id for w in found], "events": events, "bytes": sizes, "largest": largest,
+            "continued": continued}
+
+
+async def _histories(client, run_id):
+    """The first and the newest run of a workflow's histories (a run continued as new has both)."""
+    found = [w async for w in client.list_workflows(f'WorkflowId = "{run_id}"')]
+    found.sort(key=lambda w: w.start_time)
+    runs = [found[0].run_id] + ([found[-1].run_id] if len(found) > 1 else [])
+    return [await client.get_workflow_handle(run_id, run_id=r).fetch_history() for r in runs]
+
+
 async def replay(address, ids):
     """Temporal's Replayer over the recorded histories of these runs: its failures (none expected), and
     whether workflow code with another first step fails on the first history (it must)."""
     from temporalio.worker import Replayer
     client = await durable_client.connect(address)
-    histories = [await client.get_workflow_handle(run_id).fetch_history() for run_id in ids]
+    histories = [h for run_id in ids for h in await _histories(client, run_id)]
 
     async def each():
         for history in histories:
@@ -84,7 +109,7 @@ class Altered:
         return {}
 
 
-CALLS = {"ready": ready, "many": many, "race": race, "identities": identities, "replay": replay}
+CALLS = {"ready": ready, "many": many, "race": race, "identities": identities, "replay": replay, "chain": chain}
 
 
 def main():

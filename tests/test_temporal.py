@@ -130,12 +130,13 @@ class Place:
         self.workers.append(process)
         return process
 
-    def cli(self, *args, wait=True):
+    def cli(self, *args, wait=True, timeout=120, **env):
         command = [sys.executable, os.path.join(ROOT, "agent.py"), *args]
         if not wait:
-            return subprocess.Popen(command, cwd=self.cwd, env=self.env, stdout=subprocess.PIPE,
+            return subprocess.Popen(command, cwd=self.cwd, env={**self.env, **env}, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True)
-        return subprocess.run(command, cwd=self.cwd, env=self.env, capture_output=True, text=True, timeout=120)
+        return subprocess.run(command, cwd=self.cwd, env={**self.env, **env}, capture_output=True, text=True,
+                              timeout=timeout)
 
     def snapshot(self, run_id):
         return audit.load(audit.path_for(str(self.audit_dir), run_id))      # loads, and pairs
@@ -402,6 +403,88 @@ def _start_input(p):
             "goal": "", "policy": None, "limits": {"heartbeat": 2.0, "ask": 120.0}}
 
 
+def test_a_run_that_continues_as_new_keeps_its_id_audit_file_updates_and_confirmation(place):
+    """A history bound of a few events: the workflow continues as new several times, while the starter
+    and the confirmation wait on it; the run is the same run, suspended, confirmed once, booked once."""
+    p = place()
+    p.worker(), p.worker()
+    started = p.cli("--temporal", "--run-id", "onward", AGENT_TEMPORAL_HISTORY_EVENTS="20")
+    assert started.returncode == 0, started.stderr
+    snap = p.snapshot("onward")
+    assert (snap["status"], snap["reason"], p.bookings()) == ("suspended", "awaiting_confirmation", 0)
+    confirmed = p.cli("--confirm", "onward", "--temporal")
+    assert confirmed.returncode == 0, confirmed.stderr
+    _booked_once(p, "onward")
+    chain = client("chain", address=p.address, run_id="onward")
+    assert len(chain["runs"]) >= 3, chain                      # it continued as new, more than once
+    assert all(events <= 20 + 16 for events in chain["events"]), chain   # each history stayed near its bound
+    assert chain["continued"] == len(chain["runs"]) - 1
+    again = p.cli("--confirm", "onward", "--temporal")        # done: takes nothing, whichever run of it answers
+    assert again.returncode == 2 and p.bookings() == 1
+    HISTORIES.append((p.address, "onward"))
+
+
+class Pages:
+    """A model for tests/long_agent.py: reads the next page each turn, from the page of the last result
+    (the request shows it cut, head and tail), and answers after `pages` pages. Stateless."""
+
+    def __init__(self, pages):
+        self.pages = pages
+
+    def __call__(self, request):
+        import re
+        last = request["messages"][-1]
+        found = re.search(r'"page":\s*(\d+)', last.get("content") or "") if last["role"] == "tool" else None
+        page = int(found.group(1)) if found else 0
+        if page >= self.pages:
+            return {"content": f"I have read all {page} pages."}
+        return {"content": None, "tool_calls": [{"id": f"p{page + 1}", "type": "function",
+                                                 "function": {"name": "read_page",
+                                                              "arguments": json.dumps({"page": page + 1})}}]}
+
+
+LONG_AGENT = os.path.join(ROOT, "tests", "long_agent.py")
+
+
+def test_a_450_turn_run_with_20_kb_results_ends_done_on_temporal_through_a_worker_killed_mid_run(place):
+    """449 pages of 20 KB, then the answer: 450 turns. The workflow continues as new whenever its history
+    nears its bound; one worker is SIGKILLed half-way and another joins; the run ends done with every
+    result whole in its audit file, every history far from the server's limits, every event small."""
+    p = place(Pages(449))
+    first = p.worker()
+    p.worker()
+    running = p.cli("--agent", LONG_AGENT, "--temporal", "--run-id", "long", wait=False)
+    deadline = time.monotonic() + 900
+    while _turn(p, "long") < 200:
+        assert running.poll() is None and time.monotonic() < deadline, running.communicate()
+        time.sleep(0.5)
+    first.send_signal(signal.SIGKILL)                # killed in the middle of the run
+    first.wait()
+    p.worker()
+    out, err = running.communicate(timeout=max(60, deadline - time.monotonic()))
+    assert running.returncode == 0, err[-3000:]
+    snap = p.snapshot("long")
+    assert (snap["status"], snap["reason"], snap["turn"]) == ("done", "final_answer", 450), snap["detail"]
+    pages = [json.loads(m["content"]) for m in snap["messages"] if m["role"] == "tool"]
+    assert [x["page"] for x in pages] == list(range(1, 450)) and all(len(x["text"]) == 20_000 for x in pages)
+    chain = client("chain", address=p.address, run_id="long")
+    figures = {"runs": len(chain["runs"]), "largest_event_bytes": max(chain["largest"]),
+               "largest_history_bytes": max(chain["bytes"]), "largest_history_events": max(chain["events"]),
+               "audit_file_bytes": os.path.getsize(audit.path_for(str(p.audit_dir), "long"))}
+    print("\n450-turn run on Temporal:", json.dumps(figures))
+    assert figures["runs"] >= 3 and chain["continued"] == figures["runs"] - 1
+    assert figures["largest_history_bytes"] < 6 * 1024 * 1024 and figures["largest_history_events"] < 5000
+    assert figures["largest_event_bytes"] < 128 * 1024           # no payload carries the record
+    HISTORIES.append((p.address, "long"))
+
+
+def _turn(p, run_id):
+    try:
+        return p.snapshot(run_id)["turn"]
+    except audit.AuditError:
+        return 0
+
+
 def test_the_recorded_histories_replay_deterministically(server, place):
     """Temporal's Replayer runs the workflow code again over the histories of the runs above (kills,
     retries and updates included; run alone, over a run of its own): any nondeterminism fails it."""
@@ -412,7 +495,7 @@ def test_the_recorded_histories_replay_deterministically(server, place):
         assert states["final"][0]["status"] == "done"
         _booked_once(p, "alone")
     found = client("replay", address=server, ids=[run_id for _, run_id in HISTORIES])
-    assert found["replayed"] == len(HISTORIES) and not found["failures"], found["failures"]
+    assert found["replayed"] >= len(HISTORIES) and not found["failures"], found["failures"]   # continued: two each
     assert found["altered_fails"]                    # the check is not vacuous: other workflow code fails it
 
 

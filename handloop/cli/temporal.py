@@ -45,6 +45,19 @@ def not_on_temporal(audit_dir, run_id, agent):
     return True
 
 
+def _resumable(path, run_id, say):
+    """Where the run of a workflow that ended in failure stands in its audit file, and how it goes on."""
+    from .. import audit
+    try:
+        snap = audit.load(path)
+    except audit.AuditError:
+        return ""
+    if snap["status"] not in ("running", "error", "suspended"):
+        return ""
+    how = "--confirm" if snap["status"] == "suspended" else "--resume"
+    return say("temporal.resumable", turn=snap["turn"], status=snap["status"], how=how, run_id=run_id)
+
+
 def _recorded_say(snap, agent=None):
     """The language of `agent`, else of the agent a run's snapshot records, else Chinese."""
     if agent is not None:
@@ -135,8 +148,9 @@ def on_temporal(args, how, run_id, audit_dir, agent, policy):
     except client.Unreachable as exc:
         print(error_line(UsageError(say("temporal.unreachable", address=address, error=exc)), agent), file=sys.stderr)
         return 3
-    except client.WorkflowFailed as exc:
-        print(error_line(UsageError(say("temporal.failed", run_id=run_id, error=exc)), agent), file=sys.stderr)
+    except client.WorkflowFailed as exc:          # terminated by the server (history too large...) or failed
+        print(error_line(UsageError(say("temporal.failed", run_id=run_id, error=exc) + _resumable(path, run_id, say)),
+                         agent), file=sys.stderr)
         return 3
     if state.get("status") == "refused":
         raise audit.AuditError(state["detail"])

@@ -5,9 +5,11 @@ for --worker, --temporal and a run recorded on Temporal (cli/temporal.py), and b
 (its connection).
 
 Invariants: a failure of the service is Unreachable, with the service's words; a workflow that
-ended in failure is WorkflowFailed; what a run's workflow refuses is runs.Refused, in its words, as
-one machine says it. Starting a run and answering it return where it stands once it waits or ends
-(what its workflow returned, when it ended meanwhile).
+ended in failure, or that the server (or anyone) terminated, is WorkflowFailed, with why, and its
+run stays resumable from its audit file; what a run's workflow refuses is runs.Refused, in its words,
+as one machine says it. Starting a run and answering it return where it stands once it waits or ends
+(what its workflow returned, when it ended meanwhile; when it continued as new meanwhile, what the
+next run of the workflow says once the run waits or ends).
 """
 import os
 
@@ -28,13 +30,18 @@ def where(env=None):
 
 
 def limits(env=None):
-    """The activities' time limits a new workflow records, from the starter's environment."""
+    """The activities' time limits and the history's bound (AGENT_TEMPORAL_HISTORY_KB, _EVENTS: past
+    either, the workflow continues as new) a new workflow records, from the starter's environment."""
+    from .workflow import HISTORY_BYTES, HISTORY_EVENTS
     env = os.environ if env is None else env
     settings = config.settings(env)
     heartbeat = float(env.get("AGENT_TEMPORAL_HEARTBEAT") or HEARTBEAT)
     ask = (settings["model_max_seconds"] + settings["model_timeout"]) * (settings["model_retries"] + 1) \
         + config.RETRY_CAP * settings["model_retries"]
-    return {"heartbeat": heartbeat, "ask": ask}
+    kb = env.get("AGENT_TEMPORAL_HISTORY_KB")
+    return {"heartbeat": heartbeat, "ask": ask,
+            "history_bytes": int(float(kb) * 1024) if kb else HISTORY_BYTES,
+            "history_events": int(env.get("AGENT_TEMPORAL_HISTORY_EVENTS") or HISTORY_EVENTS)}
 
 
 class Unreachable(Exception):
@@ -80,7 +87,7 @@ async def start(address, queue, start_input, started=None):
         raise runs.Refused(texts.Said("temporal.exists", run_id=start_input["run_id"])) from None
     if started:
         started()
-    return await _settled(handle, handle.execute_update(AgentRun.settle))
+    return await _settled(client, start_input["run_id"], handle.execute_update(AgentRun.settle))
 
 
 @_service_errors
@@ -119,25 +126,40 @@ async def answer(address, queue, run_id, how, text, opening=None):
         from temporalio.common import WorkflowIDReusePolicy
         handle = await client.start_workflow(WORKFLOW, opening, id=run_id, task_queue=queue,
                                              id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE)
-        state = await handle.execute_update(AgentRun.settle)
+        state = await _settled(client, run_id, handle.execute_update(AgentRun.settle))
         if state.get("status") == "refused":
             raise runs.Refused(state["detail"])
     try:
-        return await _settled(handle, handle.execute_update(AgentRun.answer, args=[how, text]))
+        return await _settled(client, run_id, handle.execute_update(AgentRun.answer, args=[how, text]))
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
         raise runs.Refused(getattr(cause, "message", None) or str(cause)) from None
 
 
-async def _settled(handle, waiting):
-    """What an update returns, or, when the workflow ended meanwhile, what it returned."""
-    from temporalio.client import WorkflowFailureError
+async def _settled(client, run_id, waiting, tries=20):
+    """What an update returns. When the workflow moved on while it waited: continued as new, the
+    next run of the workflow is asked where the run stands once it waits or ends (`settle`); ended,
+    what it returned; terminated or failed, WorkflowFailed with why."""
+    from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
     from temporalio.service import RPCError
     try:
+        return await waiting
+    except WorkflowUpdateFailedError as exc:
+        if getattr(exc.cause, "type", None) == "Refused":
+            raise                                   # the workflow's own refusal: the caller says it
+    except RPCError:
+        pass
+    handle = client.get_workflow_handle(run_id)     # the workflow as it is now: its newest run
+    for _ in range(tries):
+        description = await handle.describe()
+        if description.status is None or description.status.name != "RUNNING":
+            break
         try:
-            return await waiting
-        except RPCError:
-            return await handle.result()
+            return await handle.execute_update(AgentRun.settle)
+        except (WorkflowUpdateFailedError, RPCError):
+            continue                                # it moved on again meanwhile
+    try:
+        return await handle.result()
     except WorkflowFailureError as exc:
         cause = exc.cause
         raise WorkflowFailed(str(getattr(cause, "message", None) or cause or exc)[:300]) from None

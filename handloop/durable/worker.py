@@ -1,6 +1,13 @@
 """Runs on Temporal, the worker: the activities (what touches the world for a run's workflow:
-`agent.begin`, `agent.ask`, `agent.tool`, `agent.save`) and a worker serving them with
-durable.AgentRun on a task queue. Imported by the command line only for --worker (cli/temporal.py).
+`agent.begin`, `agent.ask`, `agent.tool`, `agent.save`, `agent.checkpoint`) and a worker serving them
+with durable.AgentRun on a task queue. Imported by the command line only for --worker (cli/temporal.py).
+
+Payloads stay bounded (see workflow.py): a save brings what changed and is applied to the snapshot
+this worker holds of the run (or the file, read again when it holds none or another); an ask
+assembles its request from that snapshot, as the workflow made it (the digests must agree, else the
+workflow sends the request); a run's state goes to a workflow inline when small, else as a
+checkpoint: a copy of the audit file under <audit dir>/.checkpoints, named by its digest, never
+changed (the two newest of a run are kept: the one its workflow started from and the next).
 
 Invariants: a worker makes its models once, from its environment; an activity's blocking work runs
 on a thread of the worker, heartbeating while it works (a worker that dies stops heartbeating, and
@@ -11,26 +18,33 @@ one machine; a model's failure or a refusal goes back to the workflow as data, n
 activity.
 """
 import asyncio
+import collections
 import concurrent.futures
 import dataclasses
 import datetime
+import json
 import os
+import re
+import threading
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .. import audit
 from .. import config
+from .. import context
 from .. import executor
 from .. import loop
 from .. import runs
 from ..cli import session
 from .. import texts
-from .workflow import AgentRun, pack, runner, unpack
+from .workflow import AgentRun, digest, pack, runner, unpack
 from .client import connect
 from ..model import ModelError
 
 STICKY = 5.0               # seconds a workflow task waits for the worker that has the run cached
+INLINE = 256 * 1024        # a snapshot up to this many characters goes to a workflow inline, else as a checkpoint
+HELD = 16                  # runs whose newest snapshot a worker holds in memory
 
 
 class Seen:
@@ -47,6 +61,8 @@ class Activities:
     def __init__(self, env):
         self.env, self.models = env, {}
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="activity")
+        self.held = collections.OrderedDict()     # audit path -> {"snap", "writer", "window"}: newest first out
+        self.lock = threading.Lock()
 
     def close(self):
         for _, close, _ in self.models.values():
@@ -91,7 +107,7 @@ class Activities:
                 snap = audit.load(path)
                 if snap["mode"] != "local":
                     return {"refused": texts.Said("temporal.mcp")(runs.language_of(snap))}
-                return snap
+                return reference(path, snap)
             given = session.load_file(start["agent_file"]) if start.get("agent_file") else None
             agent = session.agent_for(audit_dir, given)
             say = agent.say                    # refusals from here on in the agent's language
@@ -103,7 +119,7 @@ class Activities:
                 r = runs.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.name, policy=policy)
                 r.temporal = {"queue": queue}                 # where the run lives, from its first snapshot on
                 loop.save(r)
-            return audit.load(path)
+            return reference(path, audit.load(path))
         except (audit.AuditError, ValueError) as exc:
             return {"refused": texts.told(exc, say)}
         except OSError as exc:                 # the audit dir cannot be made or written: as the CLI says it
@@ -116,13 +132,59 @@ class Activities:
     def _ask(self, request):
         ref = request["run"]
         agent = self._agent(ref)
+        if "outgoing" in request:
+            outgoing, tools = request["outgoing"], request["tools"]
+        else:
+            outgoing, tools = self._request(request, agent)
+            if outgoing is None:
+                return {"mismatch": True}              # the workflow sends the request itself
         ask = self._model(ref.get("offline"), ref.get("model"), agent)
         try:
-            reply = ask(request["outgoing"], request["tools"], final=bool(request["final"]),
+            reply = ask(outgoing, tools, final=bool(request["final"]),
                         force=(request.get("force") or False) if ask.forces else False)
         except ModelError as exc:          # errors are data: the workflow records them as one machine does
             return {"error": {"kind": exc.kind, "text": exc.text(agent.say), "tokens": exc.tokens}}
         return {"reply": dataclasses.asdict(reply)}
+
+    def _request(self, request, agent):
+        """The request the workflow made, assembled from the run's snapshot (the first `count` messages,
+        as its epoch lays them out; the system message it sent, when that one differs): what this
+        worker holds, else the file read again; (None, None) when neither gives the workflow's digest."""
+        for fresh in (False, True):
+            if fresh:
+                with self.lock:
+                    self.held.pop(request["path"], None)
+            held = self._held(request["path"])
+            messages = held["snap"]["messages"][:request["count"]]
+            if len(messages) != request["count"]:
+                continue
+            outgoing = self._laid_out(held, messages, request["run"], agent)
+            if request.get("head") is not None:
+                outgoing[0] = request["head"]
+            if digest(pack(outgoing)) == request["digest"]:
+                return outgoing, held["snap"]["tools"]
+        return None, None
+
+    def _laid_out(self, held, messages, ref, agent):
+        """The messages as the snapshot's epoch lays them out (its compacted part made once per epoch)."""
+        key = (json.dumps(held["snap"].get("epoch"), sort_keys=True), id(messages[0]))
+        if held.get("window", (None,))[0] != key:
+            toolset = self._toolset(ref, agent)
+            toolset.close()                        # only its declarations are read
+            held["window"] = (key, context.Window.from_dict(held["snap"].get("epoch"), messages), toolset.tool)
+        _, window, tool_of = held["window"]
+        return window.request(messages, tool_of, agent.say)
+
+    def _held(self, path):
+        """What this worker holds of a run: its newest snapshot (read from the file when it holds none)."""
+        with self.lock:
+            held = self.held.get(path)
+            if held is None:
+                held = self.held[path] = {"snap": audit.load(path), "writer": audit.Writer(path)}
+                while len(self.held) > HELD:
+                    self.held.popitem(last=False)
+            self.held.move_to_end(path)
+            return held
 
     @activity.defn(name="agent.tool")
     async def tool(self, request):
@@ -151,9 +213,68 @@ class Activities:
         folder, name = os.path.split(path)
         try:
             with audit.RunLock(folder, name[len("run-"):-len(".json")]):
-                audit.write(path, unpack(request["snapshot"]))
+                self._apply(path, unpack(request["snapshot"]))
         except audit.AuditError as exc:        # a process on this machine holds the run: try again later
             raise ApplicationError(texts.told(exc, texts.ZH_TEXTS), type="Busy") from None
+
+    def _apply(self, path, delta):
+        """Write the snapshot a save's delta makes of the one before (held, or read from the file; a
+        file that has more than the delta starts from, from a lost attempt of this save, is cut back:
+        messages and trace records are only appended, so what came before is the same)."""
+        held = self._held(path)
+        before = held["snap"]
+        if len(before["messages"]) < delta["from"] or len(before["trace"]) < delta["trace_from"]:
+            with self.lock:
+                self.held.pop(path, None)
+            held = self._held(path)            # another worker wrote it since: read it again
+            before = held["snap"]
+            if len(before["messages"]) < delta["from"] or len(before["trace"]) < delta["trace_from"]:
+                raise ApplicationError(f"{path} holds less than the run's workflow wrote", type="AuditLost",
+                                       non_retryable=True)
+        messages = before["messages"][:delta["from"]] + delta["messages"]
+        if "first" in delta:
+            messages[0] = delta["first"]
+        snap = dict(delta["head"], messages=messages, trace=before["trace"][:delta["trace_from"]] + delta["trace"])
+        held["writer"].write(snap)
+        held["snap"] = snap
+
+    @activity.defn(name="agent.checkpoint")
+    async def checkpoint(self, request):
+        return pack(await self._blocking(self._checkpoint, unpack(request)))
+
+    def _checkpoint(self, request):
+        """A reference to the run's state as its audit file holds it (see reference)."""
+        return reference(request["path"], self._held(request["path"])["snap"])
+
+
+def reference(path, snap):
+    """The run's snapshot for a workflow to start from: inline when small, else as a checkpoint file
+    beside the audit file, named by its digest and never changed (older ones of the run removed,
+    but for the newest one before it: the workflow that is still to continue from it)."""
+    text = pack(snap)
+    if len(text) <= INLINE:
+        return {"snapshot": text}
+    data = text.encode()
+    name, folder = digest(data), os.path.join(os.path.dirname(path) or ".", ".checkpoints")
+    stem = os.path.basename(path)[:-len(".json")]
+    target = os.path.join(folder, f"{stem}.{name[:20]}.json")
+    os.makedirs(folder, exist_ok=True)
+    if not os.path.exists(target):
+        spare = target + ".new"
+        with open(spare, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(spare, target)
+    named = re.compile(re.escape(stem) + r"\.[0-9a-f]{20}\.json")
+    mine = sorted((os.path.getmtime(os.path.join(folder, n)), n) for n in os.listdir(folder)
+                  if named.fullmatch(n) and n != os.path.basename(target))
+    for _, old in mine[:-1]:
+        try:
+            os.remove(os.path.join(folder, old))
+        except OSError:
+            pass
+    return {"checkpoint": target, "digest": name}
 
 
 async def serve(address, queue, env, ready=None, stop=None):
@@ -169,7 +290,7 @@ async def serve(address, queue, env, ready=None, stop=None):
     work = Activities(env)
     try:
         async with Worker(client, task_queue=queue, workflows=[AgentRun], workflow_runner=runner(),
-                          activities=[work.begin, work.ask, work.tool, work.save],
+                          activities=[work.begin, work.ask, work.tool, work.save, work.checkpoint],
                           max_concurrent_activities=64, graceful_shutdown_timeout=datetime.timedelta(seconds=5),
                           sticky_queue_schedule_to_start_timeout=datetime.timedelta(seconds=STICKY)):
             if ready:

@@ -13,6 +13,18 @@ here as the executor orders them: reads together, the others in request order, p
 workflow code), `agent.save` (a local activity: audit.Writer, the same file, atomically, under the
 run lock) and `agent.begin` (a new run's first snapshot, or an existing run's file, loaded and checked).
 
+Bounded whatever the run's length: no payload carries the record. A save carries what changed
+since the last one (the loop only appends messages and trace records, and replaces messages[0]
+whole); an ask carries where its request comes from (the audit file the saves wrote, how many
+messages, and the digest of the request the workflow made), and the activity assembles the same
+request from the file (the request itself is sent only when the file cannot give it); a run's
+state enters a workflow by reference (`Opened`: inline when small, else an immutable checkpoint
+file named by its digest, read once at the start like the agent file, and verified). Before the
+history grows past its bound (start["limits"]: bytes and events, or the server's suggestion) the
+workflow continues as new between two turns, from a checkpoint of its audit file: the same
+workflow id, audit file and run; an update waiting on it is answered by the next run of the
+workflow (durable_client.py waits again there).
+
 Invariants: workflow code reads no clock but the workflow's (loop.Run.clock), writes nothing but
 through the save activity (loop.Run.writer keeps the newest snapshot, written before the workflow
 touches the world again and before it waits or ends), starts no thread and draws no random number;
@@ -23,6 +35,7 @@ the audit file, as loop.finish does on one machine.
 """
 import asyncio
 import datetime
+import hashlib
 import json
 
 from temporalio import workflow
@@ -54,6 +67,30 @@ def pack(value):
 unpack = json.loads
 
 
+def digest(text):
+    """The digest that names a payload's content (sha256 of its UTF-8 text, hex)."""
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+
+
+def opened(ref):
+    """The snapshot a reference stands for: {"snapshot": its text} inline, or {"checkpoint": path,
+    "digest": ...}, an immutable file read here (once per workflow, like the agent file) and checked
+    against its digest; an ApplicationError (the workflow fails, the run stays resumable) when the
+    file is gone or not what it was."""
+    if "snapshot" in ref:
+        return unpack(ref["snapshot"])
+    try:
+        with workflow.unsafe.sandbox_unrestricted(), open(ref["checkpoint"], "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise ApplicationError(f"checkpoint {ref['checkpoint']} cannot be read: {exc}", type="CheckpointLost",
+                               non_retryable=True) from None
+    if digest(data) != ref["digest"]:
+        raise ApplicationError(f"checkpoint {ref['checkpoint']} is not the one recorded", type="CheckpointLost",
+                               non_retryable=True)
+    return json.loads(data)
+
+
 class WorkflowClock:
     """The workflow's clock (its history's time), standing for the process's in loop.Run.clock."""
 
@@ -67,18 +104,40 @@ class WorkflowClock:
 
 
 class Pending:
-    """Stands for audit.Writer in a workflow: keeps the newest snapshot, copied when it is taken
-    (the run goes on changing), for the save activity to write."""
+    """Stands for audit.Writer in a workflow: keeps the newest snapshot as what changed since the
+    one the save activity wrote last (new messages and trace records, messages[0] when it was
+    replaced, every other field whole; the record's fields stay in their places, empty), copied
+    when it is taken (the run goes on changing), for the save activity to write."""
 
-    def __init__(self):
+    def __init__(self, r):
         self.snapshot = None
+        self.sent = self.taken = (len(r.messages), len(r.trace), r.messages[0])   # what the file holds
+        self.epoch = r.window.to_dict()
 
     def write(self, snapshot):
-        self.snapshot = pack(snapshot)
+        messages, trace = snapshot["messages"], snapshot["trace"]
+        n, t, first = self.sent
+        delta = {"head": {k: (None if k in ("messages", "trace") else v) for k, v in snapshot.items()},
+                 "from": n, "messages": messages[n:], "trace_from": t, "trace": trace[t:]}
+        if messages[0] is not first:
+            delta["first"] = messages[0]
+        self.snapshot = pack(delta)
+        self.taken, self.epoch = (len(messages), len(trace), messages[0]), snapshot["epoch"]
+
+    def written(self):
+        self.sent = self.taken
+
+    def current(self, r):
+        """Whether the file, once the pending snapshot is written, holds the run as it is now."""
+        return self.taken[0] == len(r.messages) and self.taken[2] is r.messages[0] and self.epoch == r.window.to_dict()
 
 
 class Lost(Exception):
     """An activity of the turn could not be done, its retries spent."""
+
+
+class Continue(Exception):
+    """The history has grown past its bound: the workflow continues as new before the next turn."""
 
 
 class World:
@@ -93,18 +152,50 @@ class World:
                         "retry_policy": RetryPolicy(initial_interval=datetime.timedelta(seconds=1), maximum_attempts=5)}
 
     async def ask(self, effect):
-        try:
-            got = await workflow.execute_activity(
-                "agent.ask", pack({"run": self.ref, "outgoing": effect.outgoing, "tools": self.r.tools,
-                                   "final": effect.final, "force": effect.force}),
-                start_to_close_timeout=datetime.timedelta(seconds=self.start["limits"]["ask"]), **self.options)
-        except ActivityError as exc:
-            raise ModelError("unreachable", self.r.say("temporal.lost", what="agent.ask", error=_cause(exc)))
-        got = unpack(got)
+        """The model's reply to effect.outgoing, asked by the ask activity, which assembles that request
+        from the audit file (the request goes along only when the file does not give it)."""
+        r = self.r
+        if not r.writer.current(r):                   # an epoch began in this turn: the file has it first
+            loop.save(r)
+            await self.flush()
+        head = effect.outgoing[0] if effect.outgoing[0] is not r.messages[0] else None
+        request = {"run": self.ref, "path": r.path, "count": len(r.messages), "head": head,
+                   "digest": digest(pack(effect.outgoing)), "final": effect.final, "force": effect.force}
+        got = await self._ask(request)
+        if got.get("mismatch"):
+            got = await self._ask(dict(request, outgoing=effect.outgoing, tools=r.tools))
         if "error" in got:
             error = got["error"]
             raise ModelError(error["kind"], error["text"], tokens=error["tokens"])   # said by the activity already
         return Reply(**got["reply"])
+
+    async def _ask(self, request):
+        try:
+            got = await workflow.execute_activity(
+                "agent.ask", pack(request),
+                start_to_close_timeout=datetime.timedelta(seconds=self.start["limits"]["ask"]), **self.options)
+        except ActivityError as exc:
+            raise ModelError("unreachable", self.r.say("temporal.lost", what="agent.ask", error=_cause(exc)))
+        return unpack(got)
+
+    def grown(self):
+        """Whether the history has grown past its bound (or the server suggests continuing as new)."""
+        info, limits = workflow.info(), self.start["limits"]
+        return info.is_continue_as_new_suggested() or \
+            info.get_current_history_size() > limits.get("history_bytes", HISTORY_BYTES) or \
+            info.get_current_history_length() > limits.get("history_events", HISTORY_EVENTS)
+
+    async def checkpoint(self):
+        """A reference to the run's state as its audit file holds it now (a checkpoint, when large)."""
+        await self.flush()
+        try:
+            got = await workflow.execute_local_activity(
+                "agent.checkpoint", pack({"path": self.r.path}), start_to_close_timeout=datetime.timedelta(seconds=120),
+                retry_policy=RetryPolicy(initial_interval=datetime.timedelta(seconds=1), maximum_attempts=20))
+        except ActivityError as exc:
+            raise ApplicationError(self.r.say("temporal.lost", what="agent.checkpoint", error=_cause(exc)),
+                                   type="AuditLost", non_retryable=True) from None
+        return unpack(got)
 
     async def execute(self, effect):
         """The allowed calls in executor.order, as on one machine: a pure, bounded (inline) tool runs here,
@@ -158,6 +249,7 @@ class World:
         except ActivityError as exc:
             raise ApplicationError(self.r.say("temporal.lost", what="agent.save", error=_cause(exc)),
                                    type="AuditLost", non_retryable=True) from None
+        writer.written()
 
 
 def _cause(exc):
@@ -167,7 +259,9 @@ def _cause(exc):
 
 async def drive(steps, world):
     """loop.turns() driven from a workflow: each effect done by an activity, the newest snapshot
-    saved before anything else touches the world and before the generator's end is returned."""
+    saved before anything else touches the world and before the generator's end is returned.
+    Raises Continue at the start of a turn (before its question) once the history is past its bound:
+    the audit file then holds the run whole, and a resume from it asks that same question."""
     sent, thrown = None, None
     while True:
         try:
@@ -176,6 +270,11 @@ async def drive(steps, world):
             await world.flush()
             return end.value
         await world.flush()                   # the audit file first: audit after flatten, before the next touch
+        if isinstance(effect, loop.Ask) and not effect.final and world.grown():
+            steps.close()
+            loop.stop_clock(world.r)
+            loop.save(world.r)
+            raise Continue()
         sent, thrown = None, None
         try:
             sent = await (world.ask(effect) if isinstance(effect, loop.Ask) else world.execute(effect))
@@ -203,6 +302,8 @@ def toolset_for(audit_dir, run_id):
 
 
 FINAL = ("done", "stopped")
+HISTORY_BYTES = 4 * 1024 * 1024      # a workflow continues as new before its history passes this (server limit: 50 MB)
+HISTORY_EVENTS = 4000                # or this many events (server limit: 51,200)
 
 
 @workflow.defn(name=WORKFLOW)
@@ -215,17 +316,27 @@ class AgentRun:
 
     @workflow.run
     async def run(self, start):
-        snap = await workflow.execute_activity(
-            "agent.begin", start, start_to_close_timeout=datetime.timedelta(seconds=60),
-            retry_policy=RetryPolicy(initial_interval=datetime.timedelta(seconds=1), maximum_attempts=5))
-        snap = unpack(snap)
-        if "refused" in snap:
-            self.state = {"status": "refused", "detail": snap["refused"]}
+        ref = start.get("opened")                     # continued as new: the run's state, by reference
+        if ref is None:
+            ref = unpack(await workflow.execute_activity(
+                "agent.begin", start, start_to_close_timeout=datetime.timedelta(seconds=60),
+                retry_policy=RetryPolicy(initial_interval=datetime.timedelta(seconds=1), maximum_attempts=5)))
+        if "refused" in ref:
+            self.state = {"status": "refused", "detail": ref["refused"]}
             return self.state
         path = audit.path_for(start["audit_dir"], start["run_id"])
-        r, toolset, _ = runs.restore(path, snap, toolset_for(start["audit_dir"], start["run_id"]))
-        r.clock, r.writer, self.r = WorkflowClock(), Pending(), r
+        r, toolset, _ = runs.restore(path, opened(ref), toolset_for(start["audit_dir"], start["run_id"]))
+        r.clock, r.writer, self.r = WorkflowClock(), Pending(r), r
         world = World(r, toolset, start)
+        try:
+            await self._carry(r, toolset, world, start)
+        except Continue:
+            onward = {k: v for k, v in start.items() if k != "opened"}
+            workflow.continue_as_new(dict(onward, opened=await world.checkpoint(), open=False))
+        return self.state
+
+    async def _carry(self, r, toolset, world, start):
+        """The run from here to its end, waiting for the user whenever it waits (raises Continue)."""
         if r.temporal is None:                       # a run moved onto Temporal: its file says so from now on
             r.temporal = {"queue": workflow.info().task_queue}
             loop.save(r)
@@ -237,7 +348,7 @@ class AgentRun:
             self.working = False
             if r.status in FINAL and not (r.status == "stopped" and r.reason in runs.RESUMABLE_STOPS):
                 await workflow.wait_condition(workflow.all_handlers_finished)
-                return self.state
+                return
             await workflow.wait_condition(lambda: bool(self.inbox))      # waiting costs no worker
             how, text = self.inbox.pop(0)
             self.working = True
@@ -255,13 +366,13 @@ class AgentRun:
     def where(self):
         return self.state
 
-    @workflow.update
+    @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)   # continued as new: asked again there
     async def settle(self):
         """Where the run stands once it waits or ends (the starter's wait)."""
         await workflow.wait_condition(lambda: self.settled > 0 or self.state.get("status") == "refused")
         return self.state
 
-    @workflow.update
+    @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def answer(self, how, text):
         """The user's part ("confirm", "reply" with its text, "resume"); returns where the run stands
         once it waits or ends again."""

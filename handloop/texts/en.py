@@ -176,6 +176,7 @@ EN = {
     "temporal.no_run": "Temporal has no workflow for run {run_id}, and this machine has no audit file of it",
     "temporal.exists": "Temporal already has a workflow for run {run_id}",
     "temporal.busy": "the run is still working on the last reply: answer once it has stopped",
+    "temporal.resumable": ". Its audit file keeps the run at turn {turn} ({status}): {how} {run_id} --temporal carries it on (without --temporal, this machine does)",
     "temporal.failed": "the workflow of run {run_id} failed: {error}",
     "temporal.lives": "run {run_id} lives on Temporal (task queue {queue}): add --temporal, its workflow carries it on",
     "temporal.unknown": " (whether its workflow still runs cannot be told: {error}; this machine takes the run back only once its workflow has ended)",

@@ -177,6 +177,7 @@ ZH = {
     "temporal.no_run": "Temporal 上没有运行 {run_id} 的工作流，本机也没有它的审计文件",
     "temporal.exists": "Temporal 上已有运行 {run_id} 的工作流",
     "temporal.busy": "运行正在处理上一个回复，请等它停下再回复",
+    "temporal.resumable": "。审计文件里运行停在第 {turn} 轮（{status}）：{how} {run_id} --temporal 在 Temporal 上接着跑（不加 --temporal 则在本机接着跑）",
     "temporal.failed": "运行 {run_id} 的工作流失败了：{error}",
     "temporal.lives": "运行 {run_id} 在 Temporal 上（任务队列 {queue}）：请加 --temporal，由它的工作流接着跑",
     "temporal.unknown": "（问不到它的工作流是否还在运行：{error}；工作流结束后，本机才能接手）",
