@@ -12,8 +12,14 @@ proposal, confirmed, done with one booking (checked after every run).
 (b) Throughput: N runs at once, started together and confirmed together, on one worker and on two;
     beside them the same N runs in one process, one thread each. Runs per second, and the wall
     time of the slowest run.
+(c) Beside the peers on Temporal (bench/durable_peers.py): the same task, the same scripted decisions,
+    one dev server, interleaved: ours with an eager model (book_hotel before asking: the blocked call is
+    the proposal; confirmed, the loop makes it) and with the offline model (the proposal in words), the
+    OpenAI Agents SDK's Temporal integration and pydantic-ai's, each with the user's approval given once
+    by an update. Per run (start to the answer, the approval given as soon as the run waits) and per
+    model turn (that ÷ the model calls it took).
 
-    python -m bench.durable_bench [--quick]
+    python -m bench.durable_bench [--quick] [--peers]          # --peers: (c) alone
     python -m bench.durable_bench --json RUNS N DELAY      # the raw figures as JSON (tests/test_bench.py)
 
 This process is a Temporal client: it leaves with os._exit once it has printed everything
@@ -43,6 +49,7 @@ from handloop.demo import offline                        # noqa: E402
 from handloop import tools                          # noqa: E402
 from handloop import toolset                        # noqa: E402
 from handloop.llm.endpoint import Endpoint         # noqa: E402
+from bench import workload                          # noqa: E402
 
 DELAY = 0.2          # seconds the scripted model takes per reply in (b)
 
@@ -83,16 +90,30 @@ def dev_server(folder):
             process.kill()
 
 
-class Model:
-    """The offline model, answering after `delay` seconds; counts the seconds it spent."""
+def eager(request):
+    """An eager scripted model: the peers' decisions (bench/finish.decide), with the plan our Xi'an agent
+    asks for first: plan, weather and search together; then book_hotel before asking; then the answer."""
+    n = workload.results_since_user(request["messages"])
+    if n == 0:
+        return workload.calls_message(workload.call("c1", "set_plan", {"steps": workload.PLAN}),
+                                      workload.call("c2", "get_weather", workload.WEATHER),
+                                      workload.call("c3", "search_hotels", workload.SEARCH))
+    if n == 3:
+        return workload.calls_message(workload.call("c4", "book_hotel", workload.BOOK))
+    return {"role": "assistant", "content": workload.ANSWER}
 
-    def __init__(self, delay):
-        self.delay, self.endpoint = delay, Endpoint(self.respond)
+
+class Model:
+    """A scripted model (the offline model by default), answering after `delay` seconds; counts the
+    seconds it spent."""
+
+    def __init__(self, delay, decide=None):
+        self.delay, self.decide, self.endpoint = delay, decide or offline.respond, Endpoint(self.respond)
 
     def respond(self, request):
         if self.delay:
             time.sleep(self.delay)
-        return offline.respond(request)
+        return self.decide(request)
 
     def served(self):
         return sum(t["done"] - t["arrived"] for t in self.endpoint.timings)
@@ -228,6 +249,87 @@ def throughput(address, folder, n, delay=DELAY):
     return out
 
 
+def beside_peers(address, folder, runs):
+    """(c): {side: [(seconds per run, model calls)]}, the sides interleaved (the order turns every
+    round), after one warm-up round; a peer that is not installed or fails: {side: "skipped: why"}."""
+    from importlib.util import find_spec
+    from bench import durable_peers
+    labels = {"agents": "OpenAI Agents SDK + temporalio.openai_agents",
+              "pydantic_ai": "pydantic-ai + pydantic_ai.durable_exec.temporal"}
+    needs = {"agents": ("agents", "temporalio.openai_agents"), "pydantic_ai": ("pydantic_ai",)}
+    models = {"ours, eager model": Model(0.0, eager), "ours, proposal in words": Model(0.0)}
+    places = {side: Place(address, folder, m, 1) for side, m in models.items()}
+    found, skipped = {side: [] for side in places}, {}
+
+    async def ours(side, run_id):
+        asked = len(models[side].endpoint.requests)
+        await places[side].one(run_id)
+        return len(models[side].endpoint.requests) - asked
+
+    async def go():
+        async with contextlib.AsyncExitStack() as stack:
+            peers = {}
+            for name, label in labels.items():
+                missing = [m for m in needs[name] if not _importable(find_spec, m)]
+                if missing:
+                    skipped[label] = f"skipped: not installed ({missing[0]}); pip install -r bench/requirements-peers.txt"
+                    continue
+                try:
+                    peers[label] = await stack.enter_async_context(durable_peers.Peer(address, name))
+                    await peers[label].one(f"{name}-check")
+                    found[label] = []
+                except Exception as exc:       # a peer whose API did not work: say why, no figures
+                    peers.pop(label, None)
+                    skipped[label] = f"skipped: {type(exc).__name__}: {str(exc)[:200]}"
+            sides = list(found)
+            for n in range(runs + 1):
+                for side in sides[n % len(sides):] + sides[:n % len(sides)]:
+                    run_id = f"p{n}-{len(found[side])}-{side[:5].replace(' ', '').replace(',', '')}-{time.time_ns()}"
+                    started = time.perf_counter()
+                    calls = await (ours(side, run_id) if side in places else peers[side].one(run_id))
+                    if n:
+                        found[side].append((time.perf_counter() - started, calls))
+    try:
+        asyncio.run(go())
+        for place in places.values():
+            booked_once(place.audit_dir, [n[:-len(".json")][len("run-"):] for n in os.listdir(place.audit_dir)
+                                          if n.startswith("run-") and n.endswith(".json")])
+    finally:
+        for side, place in places.items():
+            place.close()
+            models[side].endpoint.close()
+    return {**found, **skipped}
+
+
+def _importable(find_spec, name):
+    try:
+        return find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def peers_table(found):
+    """(c) as a table, and how ours per run compares with the fastest peer's."""
+    lines = ["| system | model calls | per run (median) | per run (p90) | per model turn (median) |",
+             "| --- | --- | --- | --- | --- |"]
+    medians = {}
+    for side, values in found.items():
+        if isinstance(values, str):
+            lines.append(f"| {side} | {values} | | | |")
+            continue
+        medians[side] = statistics.median(v for v, _ in values)
+        turn = statistics.median(v / c for v, c in values)
+        lines.append(f"| {side} | {statistics.median(c for _, c in values):g} | {ms([v for v, _ in values]):.0f} ms | "
+                     f"{ms([v for v, _ in values], 0.9):.0f} ms | {turn * 1000:.0f} ms |")
+    peers = {s: m for s, m in medians.items() if not s.startswith("ours")}
+    if peers and "ours, eager model" in medians:
+        fastest = min(peers, key=peers.get)
+        ratio = medians["ours, eager model"] / peers[fastest]
+        lines.append(f"\nOurs (eager model) per run ÷ the fastest peer's ({fastest}): {ratio:.2f}. Target ≤ 1: "
+                     + ("met." if ratio <= 1 else "NOT met."))
+    return "\n".join(lines)
+
+
 def ms(values, q=0.5):
     values = sorted(values)
     return 1000 * values[min(len(values) - 1, int(q * len(values)))]
@@ -239,11 +341,17 @@ def measure(runs, n, delay=DELAY):
 
 
 def main(argv):
+    quick = "--quick" in argv
+    if "--peers" in argv:
+        with tempfile.TemporaryDirectory() as folder, dev_server(folder) as address:
+            found = beside_peers(address, folder, 4 if quick else 12)
+        print("(c) beside the peers on Temporal: the Xi'an task, the user's approval given once, instant scripted "
+              "model, interleaved, after one warm-up round\n" + peers_table(found))
+        return 0
     if argv[:1] == ["--json"]:
         found, rates = measure(int(argv[1]), int(argv[2]), float(argv[3]))
         print(json.dumps({"overhead": found, "throughput": rates}))
         return 0
-    quick = "--quick" in argv
     runs, n = (4, 8) if quick else (12, 20)
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
     found, rates = measure(runs, n)
@@ -264,6 +372,10 @@ def main(argv):
     one, two = rates["Temporal, 1 worker"][0], rates["Temporal, 2 workers"][0]
     print(f"Two workers ÷ one: {two / one:.2f}x; Temporal (two workers) ÷ one process: "
           f"{two / rates['one process, a thread per run'][0]:.2f}x.")
+    with tempfile.TemporaryDirectory() as folder, dev_server(folder) as address:
+        peers = beside_peers(address, folder, runs)
+    print("\n(c) beside the peers on Temporal: the Xi'an task, the user's approval given once, instant scripted "
+          "model, interleaved, after one warm-up round\n" + peers_table(peers))
     return 0
 
 

@@ -26,10 +26,11 @@ workflow id, audit file and run; an update waiting on it is answered by the next
 workflow (durable_client.py waits again there).
 
 Invariants: workflow code reads no clock but the workflow's (loop.Run.clock), writes nothing but
-through the save activity (loop.Run.writer keeps the newest snapshot, written before the workflow
-touches the world again and before it waits or ends), starts no thread and draws no random number;
-our modules are passed through the sandbox, the agent file of a run is loaded as code once per
-workflow, like an import. A suspended run is a workflow waiting for an update
+through the save activity (loop.Run.writer keeps what changed since the last save, written before the
+workflow touches the world again and before it waits or ends), starts no thread and draws no random
+number; our modules are passed through the sandbox, the agent file of a run is loaded as code once per
+workflow, like an import, and so is a checkpoint (immutable, checked against the digest its history
+records). No payload grows with the run: saves and asks as above, tool results as the policy cuts them. A suspended run is a workflow waiting for an update
 (workflow.wait_condition): no worker is busy with it. Every way out records status and reason in
 the audit file, as loop.finish does on one machine.
 """
