@@ -79,7 +79,7 @@ class Harness:
     """Runs of our loop in one temporary audit folder."""
     concurrent = "threads"
     model_turns = len(workload.PREFACE_REPLIES) + workload.TURNS
-    preface_calls = {"set_plan": 1, "get_weather": 1, "search_hotels": 1}   # the blocked booking never runs
+    preface_calls = {"set_plan": 1, "get_weather": 1, "search_hotels": 1}
 
     def __init__(self, fsync=False, reply_for=workload.timed_reply, folder=None):
         self.fsync = fsync

@@ -1,8 +1,9 @@
 """The one workload every system in the benchmark runs, and what they share to run it.
 
 A run starts from the same conversation for everybody (PREFACE_REPLIES played through our
-own loop: plan, weather, hotels, a booking proposal blocked by the unconfirmed-write guard,
-the proposal put to the user, the user's 「确认」) and then takes the three timed turns:
+own loop: plan, weather, hotels, the booking proposed in words, the user's 「确认」; a proposal
+blocked by the unconfirmed-write guard would now be made by the loop itself once confirmed, and
+the timed turns are the model's) and then takes the three timed turns:
 
   turn 1  get_weather + search_hotels, in one reply (parallel)
   turn 2  book_hotel
@@ -66,8 +67,7 @@ def timed_reply(results_since_user):
 PREFACE_REPLIES = (
     lambda: calls_message(call("p1", "set_plan", {"steps": PLAN}), call("p2", "get_weather", WEATHER_FIRST),
                           call("p3", "search_hotels", SEARCH_FIRST)),
-    lambda: calls_message(call("p4", "book_hotel", BOOK)),          # blocked: becomes the proposal
-    lambda: {"role": "assistant", "content": PROPOSAL_TEXT},         # suspends awaiting confirmation
+    lambda: {"role": "assistant", "content": PROPOSAL_TEXT},         # the proposal in words: suspends awaiting confirmation
 )
 
 

@@ -85,7 +85,7 @@ def test_serve_answers_blocks_then_finishes():
         tasks.serve(harness, iter(commands), answers.append)
     finally:
         harness.close()
-    assert answers[0] == {"ready": True, "model_turns": 6}
+    assert answers[0] == {"ready": True, "model_turns": 5}
     assert len(answers[1]["samples"]) == 3 and answers[2]["peak_kb"] > 0
 
 
