@@ -52,12 +52,24 @@ class WorkflowFailed(Exception):
     """The run's workflow ended in failure (its audit file could not be written, say)."""
 
 
+_CLIENTS = {}           # address -> (the event loop it was made in, the client): one connection per loop
+
+
 async def connect(address):
+    """A client of the service at `address`, made once per event loop (a process that starts and
+    answers many runs, as a library or a benchmark does, keeps one connection)."""
+    import asyncio
     from temporalio.client import Client
+    running = asyncio.get_running_loop()
+    made = _CLIENTS.get(address)
+    if made is not None and made[0] is running:
+        return made[1]
     try:
-        return await Client.connect(address)
+        client = await Client.connect(address)
     except RuntimeError as exc:                # the SDK's "Failed client connect"
         raise Unreachable(str(exc)[:300]) from None
+    _CLIENTS[address] = (running, client)
+    return client
 
 
 def _service_errors(fn):
