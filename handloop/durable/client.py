@@ -52,7 +52,7 @@ class WorkflowFailed(Exception):
     """The run's workflow ended in failure (its audit file could not be written, say)."""
 
 
-_CLIENTS = {}           # address -> (the event loop it was made in, the client): one connection per loop
+_CLIENTS: dict = {}     # address -> (the event loop it was made in, the client): one connection per loop
 
 
 async def connect(address):
