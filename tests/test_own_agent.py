@@ -161,6 +161,17 @@ def test_a_typo_in_an_agent_file_exits_2_naming_the_field(tmp_path):
     assert not (tmp_path / "audit").exists() or not any(p.startswith("run-") for p in os.listdir(tmp_path / "audit"))
 
 
+@pytest.mark.parametrize("policy", ['{"token_budget": 10**10}', '{"max_turns": 0}', '{"no_such": 1}', '"fast"'])
+def test_a_bad_policy_in_an_agent_file_exits_2_in_its_language(tmp_path, policy):
+    source = open(EXAMPLE, encoding="utf-8").read().replace("planning=False", f"planning=False, policy={policy}")
+    assert f"policy={policy}" in source
+    (tmp_path / "bad.py").write_text(source, encoding="utf-8")
+    out = run_agent("--agent", str(tmp_path / "bad.py"), cwd=tmp_path)
+    assert out.returncode == 2 and "policy" in out.stderr and "Traceback" not in out.stderr
+    assert not texts.CJK.search(out.stderr)
+    assert not (tmp_path / "audit").exists() or not any(p.startswith("run-") for p in os.listdir(tmp_path / "audit"))
+
+
 def test_an_english_agents_remote_mcp_errors_are_english():
     from handloop.mcp import http as mcp_http
     from handloop import mcp_tools

@@ -60,7 +60,7 @@ def respond(request):
     done = {m.get("tool_call_id") for m in messages if m["role"] == "tool" and '"error"' not in m["content"]}
     users = [m["content"] for m in messages if m["role"] == "user" and m.get("name") != "loop"]
     nudged = any(m.get("name") == "loop" for m in messages)
-    if "w1" in done or "w2" in done:
+    if any(m["role"] == "tool" and '"reservation_id"' in m["content"] for m in messages):   # made (by whoever)
         return {"content": "Reserved the Quiet desk (D-9) for 2026-12-04."}
     if not nudged and not done:
         return {"content": "I will look into desks for you shortly."}

@@ -49,6 +49,10 @@ def load_file(path):
     agent = getattr(module, "AGENT", None)
     if not isinstance(agent, Agent):
         raise Refused(f"--agent {path}: the file must define AGENT = handloop.Agent(...)")
+    try:
+        runs.agent_policy(agent)                       # its policy, checked now: a mistake in it is one of the file's
+    except ValueError as exc:
+        raise Refused(f"--agent {path}: policy: {texts.told(exc, agent.say)}") from None
     import dataclasses
     return dataclasses.replace(agent, file=path)
 
