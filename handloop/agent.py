@@ -221,13 +221,18 @@ def drive(args, env):
         os.makedirs(audit_dir, exist_ok=True)
     elif how and not os.path.isdir(audit_dir) and not args.temporal:
         raise UsageError(texts.Said("resume.no_dir", folder=audit_dir))
+    if agent is not None and not how and (args.mcp or args.mcp_server or url) and not agent.mcp:
+        raise UsageError(agent.say("mcp.cli_no_server", name=agent.name))
+    if args.temporal and agent is not None and agent.servers():
+        raise UsageError(agent.say("temporal.mcp"))
     if args.temporal:                          # the run lives in a workflow: no lock here, its activities take it
         return cli_temporal.on_temporal(args, how, run_id, os.path.abspath(audit_dir), agent, policy)
     back = cli_temporal.not_on_temporal(audit_dir, run_id, agent) if how else False
     say = agent.say if agent else session.recorded_say(audit_dir, run_id) if how else texts.ZH_TEXTS
     with audit.RunLock(audit_dir, run_id, say):
         if how is None:
-            r, toolset = session.start(audit_dir, run_id, args.goal or "", "mcp" if args.mcp else "local", command,
+            mode = "mcp" if args.mcp or (agent is not None and agent.servers()) else "local"
+            r, toolset = session.start(audit_dir, run_id, args.goal or "", mode, command,
                                        runs.start_policy(policy, agent, args.max_turns), mcp_url=url, mcp_token=token,
                                        agent=agent)
             print(r.say("cli.new_run", run_id=r.run_id, goal=r.messages[1]["content"]))

@@ -173,6 +173,113 @@ def _signature_problems(tool, props):
     return problems
 
 
+MCP_RULES = ("fields", "required", "arguments", "sources", "timeout", "requires", "absorb", "render", "gist",
+             "facts", "initial", "keep", "description")      # what an MCPServer may declare of one of its tools
+DESCRIPTION_LIMIT = 500                                       # characters of a server-given description kept
+
+
+@dataclasses.dataclass(frozen=True)
+class MCPServer:
+    """One MCP server of an agent, declared once: how to reach it (`command`: argv of a stdio server,
+    or `url`: a Streamable HTTP endpoint, with the bearer token read from the environment variable
+    `token_env` when the run starts, never recorded) and which of its tools the agent uses.
+
+    `tools` maps each allowed tool to the result fields kept (a tuple of names), or to a dict of its
+    declaration: `fields` (kept; JSON scalars), `required` (fields a result must have, else a tool
+    error), `arguments` (what its input schema must take), `sources`, `requires`, `timeout`, `keep`,
+    and the memory and screen hooks a local tool declares (`absorb`, `render`, `gist`, `facts`,
+    `initial`), `description` (ours, shown instead of the server's). Only these tools reach the
+    model; every result is cut to its fields, always; a server's own description is untrusted text,
+    kept to DESCRIPTION_LIMIT characters. `timeout`: seconds per MCP request (None: the default).
+    `replaces`: local tools of the agent its tools stand in for while it is used (they take over
+    the local tool's hooks); `optional`: used only when the run asks for MCP (--mcp), as the Xi'an
+    agent's weather server; otherwise every run of the agent uses it."""
+    name: str
+    command: tuple | None = None
+    url: str | None = None
+    token_env: str | None = None
+    tools: dict = dataclasses.field(default_factory=dict)
+    timeout: float | None = None
+    replaces: tuple = ()
+    optional: bool = False
+
+    def __post_init__(self):
+        if isinstance(self.command, (list, tuple)):
+            object.__setattr__(self, "command", tuple(self.command))
+        object.__setattr__(self, "replaces", tuple(self.replaces) if isinstance(self.replaces, (list, tuple))
+                           else self.replaces)
+        problems = _server_problems(self)
+        if problems:
+            raise ValueError(f"MCP server {self.name!r}: " + "; ".join(problems))
+        object.__setattr__(self, "tools", {n: _remote_rule(r) for n, r in self.tools.items()})
+
+    def rule(self, tool):
+        """The declaration of one allowed tool: {fields, required, arguments, sources, ...}."""
+        return self.tools[tool]
+
+
+def _remote_rule(rule):
+    """One allowed MCP tool's declaration, every key present."""
+    rule = {"fields": rule} if isinstance(rule, (tuple, list)) else dict(rule)
+    out = {"fields": (), "required": (), "arguments": (), "sources": (), "requires": (), "keep": (), "timeout": None,
+           "absorb": None, "render": None, "gist": None, "facts": "", "initial": {}, "description": None}
+    out.update(rule)
+    for key in ("fields", "required", "arguments", "sources", "requires", "keep"):
+        out[key] = tuple(out[key])
+    return out
+
+
+def _server_problems(server):
+    if not isinstance(server.name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", server.name):
+        return [f"name must be 1-64 letters, digits, _ . or - (got {server.name!r})"]
+    problems = []
+    if (server.command is None) == (server.url is None):
+        problems.append("give exactly one of command=[argv...] (a stdio server) or url=... (Streamable HTTP)")
+    if server.command is not None and not (isinstance(server.command, tuple) and server.command and
+                                           all(isinstance(a, str) and a for a in server.command)):
+        problems.append(f"command={server.command!r} must be a non-empty list of strings (argv)")
+    if server.url is not None and not (isinstance(server.url, str) and re.match(r"https?://", server.url)):
+        problems.append(f"url={server.url!r} must be an http:// or https:// URL")
+    if server.token_env is not None and not (isinstance(server.token_env, str) and
+                                             re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", server.token_env)):
+        problems.append(f"token_env={server.token_env!r} must name an environment variable")
+    if server.timeout is not None and not (isinstance(server.timeout, (int, float)) and server.timeout > 0):
+        problems.append(f"timeout={server.timeout!r} must be a positive number of seconds or None")
+    if not isinstance(server.optional, bool):
+        problems.append(f"optional={server.optional!r} must be True or False")
+    if not isinstance(server.tools, dict) or not server.tools:
+        return problems + ["tools must map each allowed tool to the result fields kept, e.g. {'lookup': ('id',)}"]
+    for name, rule in server.tools.items():
+        problems += [f"tool {name!r}: {p}" for p in _rule_problems(name, rule)]
+    return problems
+
+
+def _rule_problems(name, rule):
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
+        return ["a tool name must be 1-64 letters, digits, _ or -"]
+    if isinstance(rule, (tuple, list)):
+        rule = {"fields": rule}
+    if not isinstance(rule, dict):
+        return [f"must be the result fields kept (a tuple of names) or a dict of {', '.join(MCP_RULES)}"]
+    problems = [f"{key!r} is not one of {', '.join(MCP_RULES)}" for key in rule if key not in MCP_RULES]
+    fields = rule.get("fields")
+    if not isinstance(fields, (tuple, list)) or not fields or not all(isinstance(f, str) and f for f in fields):
+        problems.append("fields must be a non-empty list of the result fields kept")
+    for key in ("required", "arguments", "requires", "keep"):
+        value = rule.get(key, ())
+        if not isinstance(value, (tuple, list)) or not all(isinstance(v, str) for v in value):
+            problems.append(f"{key} must be a list of names")
+    problems += [f"required field {f!r} is not one of fields" for f in rule.get("required", ())
+                 if isinstance(fields, (tuple, list)) and f not in fields]
+    for source in rule.get("sources", ()):
+        if not isinstance(source, Source):
+            problems.append(f"sources entry {source!r} must be a Source")
+    timeout = rule.get("timeout")
+    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+        problems.append(f"timeout={timeout!r} must be a positive number of seconds or None")
+    return problems
+
+
 @dataclasses.dataclass(frozen=True)
 class Agent:
     """One agent, declared once: what the loop needs that is not a tool. `instructions` is the system
@@ -198,9 +305,10 @@ class Agent:
     plan_example: str = ""
     offline: Callable | None = None           # a scripted model for runs without an API key: request -> reply
     file: str | None = None
+    mcp: tuple = ()                           # its MCP servers (MCPServer), each with the tools it allows
 
     def __post_init__(self):
-        for name in ("tools", "confirm", "checks"):
+        for name in ("tools", "confirm", "checks", "mcp"):
             value = getattr(self, name)
             object.__setattr__(self, name, tuple(value) if isinstance(value, (list, tuple)) else value)
         if self.confirm == () and self.language in texts.LANGUAGES:
@@ -213,6 +321,10 @@ class Agent:
     def say(self) -> Texts:
         return texts.of(self.language)
 
+    def servers(self, mcp: bool = False) -> tuple:
+        """The MCP servers a run uses: every one when the run asks for MCP (`mcp`), else those not optional."""
+        return tuple(s for s in self.mcp if mcp or not s.optional)
+
     def confirms(self, text: str) -> bool:
         """Whether a user reply is one of the confirm replies."""
         given = " ".join(str(text).split()).casefold()
@@ -223,10 +335,29 @@ class Agent:
         the run really had (its tool set: the MCP tools and the planning tools too), default its own."""
         return {"name": self.name, "file": self.file, "confirm": list(self.confirm), "language": self.language,
                 "planning": self.planning, "checks": list(self.checks),
-                "tools": {t.name: {"kind": t.kind, "requires": list(t.requires), "effect": [list(e) for e in t.effect],
-                                   "sources": [{"args": list(s.args), "tool": s.tool, "fields": list(s.fields),
-                                                "path": s.path, "near": s.near} for s in t.sources]}
-                          for t in (self.tools if tools is None else tools)}}
+                "tools": {t.name: declared_tool(t) for t in (self.tools if tools is None else tools)}}
+
+
+def declared_tool(tool):
+    """One tool as a run records it and the judge reads it: kind, requires, sources, and a write's effect
+    with the values each choice may take (the schema's enum, with its aliases) and the units of its counts."""
+    out = {"kind": tool.kind, "requires": list(tool.requires), "effect": [list(e) for e in tool.effect],
+           "sources": [{"args": list(s.args), "tool": s.tool, "fields": list(s.fields), "path": s.path, "near": s.near}
+                       for s in tool.sources]}
+    if tool.effect:
+        out["choices"] = {arg: {v: list(names) for v, names in choices(tool, arg).items()}
+                          for arg, how in tool.effect if how == "choice"}
+        out["units"] = {arg: list(tool.units.get(arg, ())) for arg, how in tool.effect if how == "count"}
+    return out
+
+
+def choices(tool, arg):
+    """The values a `choice` effect argument may take, each with the other names users read for it: the
+    argument schema's `enum`, and any value its `aliases` name."""
+    prop = (tool.parameters.get("properties") or {}).get(arg)
+    enum = prop.get("enum") if isinstance(prop, dict) and isinstance(prop.get("enum"), list) else []
+    values = [v for v in enum if isinstance(v, str)] + [v for v in tool.aliases if v not in enum]
+    return {v: tuple(tool.aliases.get(v, ())) for v in values}
 
 
 def _agent_problems(agent):
@@ -248,11 +379,39 @@ def _agent_problems(agent):
         return problems + ["tools must be a list of calls.Tool"]
     names = [t.name for t in agent.tools]
     problems += [f"two tools are named {n!r}" for n in sorted({n for n in names if names.count(n) > 1})]
+    mcp_problems, remote = _mcp_problems(agent, names)
+    problems += mcp_problems
+    known = [*names, *remote]
     for tool in agent.tools:
         wanted = [*tool.requires, *(s.tool for s in tool.sources)]
         problems += [f"tool {tool.name!r}: requires or sources name {w!r}, which is not one of the agent's tools "
-                     f"({', '.join(names)})" for w in wanted if w not in names]
+                     f"({', '.join(known)})" for w in wanted if w not in known]
+    for name, (server, rule) in remote.items():
+        wanted = [*rule["requires"], *(s.tool for s in rule["sources"])]
+        problems += [f"MCP server {server.name!r} tool {name!r}: requires or sources name {w!r}, which is not one "
+                     f"of the agent's tools ({', '.join(known)})" for w in wanted if w not in known]
     return problems
+
+
+def _mcp_problems(agent, names):
+    """What is wrong with an agent's MCP servers, and {tool: (server, rule)} of the tools they allow."""
+    if not isinstance(agent.mcp, tuple) or not all(isinstance(s, MCPServer) for s in agent.mcp):
+        return ["mcp must be a list of calls.MCPServer"], {}
+    problems, remote = [], {}
+    servers = [s.name for s in agent.mcp]
+    problems += [f"two MCP servers are named {n!r}" for n in sorted({n for n in servers if servers.count(n) > 1})]
+    for server in agent.mcp:
+        problems += [f"MCP server {server.name!r}: replaces={r!r} is not one of the agent's tools ({', '.join(names)})"
+                     for r in server.replaces if r not in names]
+        for name, rule in server.tools.items():
+            if name in remote:
+                problems.append(f"MCP server {server.name!r} tool {name!r} collides with MCP server "
+                                f"{remote[name][0].name!r} tool {name!r}")
+            elif name in names and name not in server.replaces:
+                problems.append(f"MCP server {server.name!r} tool {name!r} collides with the local tool {name!r} "
+                                f"(rename one, or declare replaces=({name!r},))")
+            remote[name] = (server, rule)
+    return problems, remote
 
 
 @dataclasses.dataclass(frozen=True)

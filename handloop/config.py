@@ -39,20 +39,7 @@ RECENT_ROUNDS = 2               # tool rounds that compaction leaves whole
 OLD_PROSE_CHARS = 300           # old assistant text is cut head-and-tail to this
 CHARS_PER_TOKEN = 3             # rough estimate when a server reports no usage
 
-# MCP mode: the allow-list, the one place it lives. Only these server tools reach the model (they
-# replace local tools of the same name, where that one stood), each only if its input schema
-# takes these arguments; a result keeps only its `fields` (JSON scalars), whatever else the
-# server sends, and is a tool error when a `required` field is missing. `sources`: where the
-# arguments must come from (args, tool, fields, near: equal to 4 decimals), as a local tool
-# declares it.
-MCP_TOOLS = {
-    "search_location": {"arguments": ("city",), "fields": ("name", "latitude", "longitude", "timezone", "country"),
-                        "required": ("latitude", "longitude")},
-    "get_weather": {"arguments": ("latitude", "longitude", "date"), "fields": ("date", "condition", "high", "low"),
-                    "required": ("date", "condition"),
-                    "sources": [(("latitude", "longitude"), "search_location", ("latitude", "longitude"), True)]},
-}
-MCP_TIMEOUT = 8.0               # seconds per MCP request; under TOOL_TIMEOUT, so the MCP error is what the model sees
+MCP_TIMEOUT = 8.0               # seconds per MCP request (a server may declare its own); under TOOL_TIMEOUT, so the MCP error is what the model sees
 MCP_RESTARTS = 3                # server restarts allowed in one process before calls fail fast
 
 class PolicyError(ValueError):

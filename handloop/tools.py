@@ -15,8 +15,10 @@ import datetime
 import sqlite3
 import time
 
+import sys
+
 from . import config
-from .calls import Agent, Source, Tool, ToolError  # noqa: F401  (ToolError: what these tools raise)
+from .calls import Agent, MCPServer, Source, Tool, ToolError  # noqa: F401  (ToolError: what these tools raise)
 
 NAME = "xian-hotel"
 CONFIRM = ("确认",)
@@ -187,10 +189,25 @@ HOOKS = {   # by tool name: the local tools', and the MCP tools' of the same nam
 }
 
 
+# Its MCP weather server (`python -m handloop.mcp_tools`; --mcp uses it, --mcp-server / --mcp-url say where
+# else it runs): two tools in place of the local get_weather, each result cut to its fields, each failing
+# when a required field is missing; the forecast's coordinates must come from search_location's result.
+WEATHER_SERVER = MCPServer(
+    "weather", command=(sys.executable, "-m", "handloop.mcp_tools"), token_env="AGENT_MCP_TOKEN",
+    replaces=("get_weather",), optional=True,
+    tools={"search_location": {"arguments": ("city",), "fields": ("name", "latitude", "longitude", "timezone", "country"),
+                               "required": ("latitude", "longitude"), **HOOKS["search_location"]},
+           "get_weather": {"arguments": ("latitude", "longitude", "date"), "fields": ("date", "condition", "high", "low"),
+                           "required": ("date", "condition"),
+                           "sources": (Source(("latitude", "longitude"), "search_location", ("latitude", "longitude"),
+                                              near=True),)}})
+
+
 def xian_agent(store):
-    """The Xi'an agent over the booking store `store`: Chinese, planning on, its own room-type check."""
+    """The Xi'an agent over the booking store `store`: Chinese, planning on, its own room-type check, its
+    weather MCP server (used with --mcp)."""
     return Agent(NAME, INSTRUCTIONS, declarations(store), goal=GOAL, confirm=CONFIRM, language="zh", planning=True,
-                 checks=("room_type_follows_weather",), plan_example=PLAN_EXAMPLE)
+                 checks=("room_type_follows_weather",), plan_example=PLAN_EXAMPLE, mcp=(WEATHER_SERVER,))
 
 
 def declarations(store):

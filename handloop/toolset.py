@@ -6,12 +6,12 @@ fails parsing or validation carries the problem instead of arguments (never a si
 tools get what they need passed in explicitly (their declared `takes`: plan, run id,
 idempotency key), never memory itself; every result handed back is a JSON object. The tool set
 knows no tool by name: it reads declarations (calls.Tool). The planning tools are always there.
-MCP mode: only tools on the allow-list (config.MCP_TOOLS) reach the model, replacing local tools
-of the same name where they stood (and taking over their memory and screen hooks); every MCP
-result is cut to that tool's allowed fields, always, and every MCP failure (isError, protocol
-error, timeout, dead server) is a ToolError. One MCP server session per tool set, started when
-first needed (a new run needs it at once, for the schemas; a resumed run reuses the schemas it
-recorded and starts the server only for its first MCP call).
+MCP: the agent declares its servers (calls.MCPServer) and, for each, the tools it allows; only
+those reach the model, standing where the local tools a server `replaces` stood (and taking over
+their memory and screen hooks); every MCP result is cut to that tool's declared fields, always,
+and every MCP failure (isError, protocol error, timeout, dead server) is a ToolError. One session
+per server per tool set, started when first needed (a new run needs it at once, for the schemas;
+a resumed run reuses the schemas it recorded and starts a server only for its first call).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import hashlib
 import inspect
 import json
 import math
+import os
 import re
 from typing import Any
 
@@ -27,7 +28,7 @@ from . import mcp_tools
 from . import plan
 from . import tools as local_tools
 from . import texts
-from .calls import Agent, Call, Source, Tool, ToolError, by_user, normalise, settled, validate, valid_text
+from .calls import DESCRIPTION_LIMIT, Agent, Call, Tool, ToolError, by_user, normalise, settled, validate, valid_text
 
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 
@@ -97,13 +98,17 @@ class ToolSet:
 
     def __init__(self, run_id: str, store: Any = None, mode: str = "local", mcp_command: list[str] | None = None,
                  schemas: list[dict] | None = None, tools: list[Tool] | None = None, visible: list[str] | None = None,
-                 mcp_url: str | None = None, mcp_token: str | None = None, agent: Agent | None = None) -> None:
+                 mcp_url: str | None = None, mcp_token: str | None = None, agent: Agent | None = None,
+                 env: dict | None = None) -> None:
         """`agent`: the agent whose tools these are (default: the Xi'an agent over `store`; given only
-        `tools`, an agent of those tools with a plain prompt); `schemas`: the tool list a resumed run
-        recorded (MCP mode takes its MCP tools from it instead of asking the server); `mcp_command`:
-        argv of the MCP server (default: ours); `visible`: the names this run may see (the planning
-        tools always), filtered before the schemas are built; `mcp_url`: a Streamable HTTP MCP
-        server instead of a process (`mcp_token`: its bearer token)."""
+        `tools`, an agent of those tools with a plain prompt); `mode` "mcp": every MCP server the agent
+        declares (else those not optional); `schemas`: the tool list a resumed run recorded (its MCP
+        tools are taken from it instead of asking the servers, which start at their first call);
+        `mcp_command` / `mcp_url` (`mcp_token`: its bearer token): the agent's first MCP server runs as
+        that process or is reached at that URL instead of where it is declared (the command line's
+        --mcp-server, --mcp-url); `visible`: the names this run may see (the planning tools always),
+        filtered before the schemas are built; `env`: where a server's `token_env` is read (default
+        os.environ)."""
         if agent is None:
             agent = local_tools.xian_agent(store) if tools is None else \
                 Agent("custom", texts.of("zh")("agent.plain"), tuple(tools))
@@ -113,41 +118,58 @@ class ToolSet:
         declared = list(agent.tools)
         if agent.planning and not any(t.name == "set_plan" for t in declared):
             declared = plan.tools(agent.plan_example, agent.say) + declared
-        self.mcp: Any = None
-        remote, self.mcp_url = {}, mcp_url if mode == "mcp" else None
-        if mode == "mcp" and mcp_url:
-            from .mcp import http as mcp_http
-            self.mcp = mcp_http.HTTPClient(mcp_url, mcp_token, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS,
-                                           say=self.say)
-        elif mode == "mcp":
-            self.mcp = mcp_tools.Client(mcp_command, timeout=config.MCP_TIMEOUT, max_restarts=config.MCP_RESTARTS,
-                                        say=self.say)
-        if mode == "mcp":
-            remote = _recorded(schemas, self.say) if schemas is not None else self._listed()
-        self.remote = set(remote)
-        self.tools = _placed(declared, {name: self._mcp_tool(name, spec, declared) for name, spec in remote.items()})
+        servers = agent.servers(mcp=mode == "mcp")
+        self.mcp_url = mcp_url if servers else None
+        self.servers = {s.name: s for s in servers}
+        self.clients = {s.name: self._client(s, i == 0 and mcp_command, i == 0 and mcp_url, mcp_token, env)
+                        for i, s in enumerate(servers)}
+        self.mcp: Any = next(iter(self.clients.values()), None)  # the first server's session (what is printed)
+        self.remote: set[str] = set()                             # the MCP tools
+        self.server_of: dict[str, str] = {}                       # each one's server's name
+        made: dict[str, Tool] = {}
+        try:
+            for server in servers:
+                listed = _recorded(schemas, server, self.say) if schemas is not None else self._listed(server)
+                made.update({name: self._mcp_tool(server, name, spec, declared) for name, spec in listed.items()})
+                self.server_of.update(dict.fromkeys(listed, server.name))
+                self.remote |= set(listed)
+        except BaseException:
+            self.close()
+            raise
+        replaced = {r for s in servers for r in s.replaces}
+        self.tools = _placed(declared, made, replaced)
         if visible is not None:
             self.tools = {n: t for n, t in self.tools.items() if n in visible or t.namespace == plan.NAMESPACE}
         self.schemas = [t.spec(t.parameters if n in self.remote else shown(t.parameters)) for n, t in self.tools.items()]
 
-    def _listed(self):
-        """The allow-listed tools of the MCP server, as OpenAI function specs (one tools/list)."""
-        try:
-            offered = {t["name"]: t for t in self.mcp.start().list_tools()}
-            return allowed_specs(offered, say=self.say)
-        except mcp_tools.MCPError:
-            self.mcp.close()
-            raise
+    def _client(self, server, command, url, token, env):
+        """A session with one server (not connected yet): over HTTP when it has a URL, else a process."""
+        url = url or (None if command else server.url)
+        timeout = server.timeout or config.MCP_TIMEOUT
+        if url:
+            from .mcp import http as mcp_http
+            token = token if token is not None or not server.token_env else \
+                ((os.environ if env is None else env).get(server.token_env) or None)
+            return mcp_http.HTTPClient(url, token, timeout=timeout, max_restarts=config.MCP_RESTARTS, say=self.say)
+        return mcp_tools.Client(command or server.command, timeout=timeout, max_restarts=config.MCP_RESTARTS,
+                                say=self.say)
 
-    def _mcp_tool(self, name, spec, declared):
-        """An MCP tool's declaration: the server's schema, the allow-list's rules, and the memory and
-        screen hooks of the local tool it replaces (or the task's hooks for that name)."""
+    def _listed(self, server):
+        """The allowed tools of one MCP server, as OpenAI function specs (one tools/list)."""
+        client = self.clients[server.name]
+        offered = {t["name"]: t for t in client.start().list_tools()}
+        return allowed_specs(offered, server, say=self.say)
+
+    def _mcp_tool(self, server, name, spec, declared):
+        """An MCP tool's declaration: the server's schema, its server's rules for it, and the memory and
+        screen hooks it declares, else those of the local tool it replaces."""
+        rule = server.rule(name)
         local = next((t for t in declared if t.name == name), None)
-        hooks = {k: getattr(local, k) for k in ("absorb", "render", "gist", "facts")} if local else \
-            local_tools.HOOKS.get(name, {})
-        rule = config.MCP_TOOLS[name]
-        sources = tuple(Source(tuple(a), t, tuple(f), near=n) for a, t, f, n in rule.get("sources", ()))
-        return Tool(name, spec["description"], spec["parameters"], fn=None, sources=sources, **hooks)
+        hooks = {k: rule[k] or (getattr(local, k) if local else None) for k in ("absorb", "render", "gist")}
+        hooks.update(facts=rule["facts"] or (local.facts if local else ""), initial=rule["initial"] or
+                     (local.initial if local else {}))
+        return Tool(name, spec["description"], spec["parameters"], fn=None, sources=rule["sources"],
+                    requires=rule["requires"], timeout=rule["timeout"], keep=rule["keep"], **hooks)
 
     def tool(self, name: str) -> Tool | None:
         """The declaration of the tool of this name, or None."""
@@ -222,15 +244,16 @@ class ToolSet:
             return {"error": self.say("tool.internal", kind=type(exc).__name__, error="")}
 
     def _remote(self, call):
+        server = self.servers[self.server_of[call.name]]
         try:
-            payload = self.mcp.call_tool(call.name, call.args)
+            payload = self.clients[server.name].call_tool(call.name, call.args)
         except mcp_tools.ToolFailed as exc:
             raise ToolError(self.say("tool.mcp_failed", tool=call.name, error=" ".join(exc.message.split())[:300])) from None
         except mcp_tools.MCPAuthError as exc:                 # names the server; a retry would not help
             raise ToolError(exc.message[:300]) from None
         except mcp_tools.MCPError as exc:
             raise ToolError(self.say("tool.mcp_error", tool=call.name, error=exc.message[:300])) from None
-        return trim(call.name, payload, self.say)
+        return trim(call.name, payload, self.say, server.rule(call.name))
 
     def reconcile(self, call: Call) -> Any:
         """After a write's outcome went unknown: the receipt its idempotency key stored, or None."""
@@ -239,9 +262,9 @@ class ToolSet:
         return call.tool.reconcile(idempotency_key(self.run_id, call))
 
     def close(self) -> None:
-        """Release what the tool set holds: the MCP server session, if any."""
-        if self.mcp is not None:
-            self.mcp.close()
+        """Release what the tool set holds: its MCP server sessions, if any."""
+        for client in getattr(self, "clients", {}).values():
+            client.close()
 
 
 HIDDEN = ("pattern", "minLength", "maxLength", "minItems", "maxItems", "additionalProperties")
@@ -276,34 +299,38 @@ def shown(schema):
     return out
 
 
-def _placed(declared, remote):
-    """Declarations by name, in order; the MCP tools stand where the first local tool they replace stood."""
+def _placed(declared, remote, replaced=()):
+    """Declarations by name, in order; the MCP tools stand where the first local tool they replace stood
+    (a local tool in `replaced` gives way to the MCP tools, whatever their names)."""
     placed, waiting = {}, dict(remote)
     for tool in declared:
-        if tool.name in remote:
+        if tool.name in remote or tool.name in replaced:
             placed.update(waiting)
             waiting = {}
-        placed.setdefault(tool.name, tool)
+        if tool.name not in replaced:
+            placed.setdefault(tool.name, tool)
     placed.update(waiting)
     return placed
 
 
-def allowed_specs(offered, where=None, say=texts.ZH_TEXTS):
-    """Allow-listed MCP tools → OpenAI function specs. A tool that is missing, or whose input schema
-    lacks an argument the allow-list names, is an MCPError: the run cannot use this server."""
+def allowed_specs(offered, server, where=None, say=texts.ZH_TEXTS):
+    """The tools `server` allows, as OpenAI function specs. A tool the server does not offer, or whose
+    input schema lacks an argument the declaration names, is an MCPError naming the server and the tool:
+    the run cannot use this server as declared. A server's description is untrusted: kept to
+    calls.DESCRIPTION_LIMIT characters (the declaration's own description wins)."""
     specs, wrong = {}, []
-    for name, rule in config.MCP_TOOLS.items():
+    for name, rule in server.tools.items():
         tool = offered.get(name) or {}
         schema = tool.get("inputSchema")
         props = schema.get("properties") if isinstance(schema, dict) and schema.get("type") == "object" else None
         if not isinstance(props, dict) or any(arg not in props for arg in rule["arguments"]):
             wrong.append(f"{name}({', '.join(rule['arguments'])})")
             continue
-        description = tool.get("description") if isinstance(tool.get("description"), str) else ""
-        specs[name] = {"description": description[:500], "parameters": _safe_schema(schema)}
+        description = rule["description"] or (tool.get("description") if isinstance(tool.get("description"), str) else "")
+        specs[name] = {"description": " ".join(description.split())[:DESCRIPTION_LIMIT], "parameters": _safe_schema(schema)}
     if wrong:
-        raise mcp_tools.MCPError(say("mcp.missing_tools", where=where or say("mcp.server"), wrong=say.join(wrong),
-                                     offered=", ".join(offered) or say("mcp.nothing")))
+        raise mcp_tools.MCPError(say("mcp.missing_tools", where=where or say("mcp.server_named", name=server.name),
+                                     wrong=say.join(wrong), offered=", ".join(offered) or say("mcp.nothing")))
     return specs
 
 
@@ -347,19 +374,18 @@ def _compiles(pattern):
     return len(pattern) <= 200
 
 
-def _recorded(schemas, say=texts.ZH_TEXTS):
-    """The allow-listed MCP tools among the schemas a run recorded, checked as a server's would be."""
+def _recorded(schemas, server, say=texts.ZH_TEXTS):
+    """The tools `server` allows among the schemas a run recorded, checked as the server's would be."""
     found = {s["function"].get("name"): s["function"] for s in schemas
              if isinstance(s, dict) and isinstance(s.get("function"), dict)}
     offered = {name: {"description": found[name].get("description"), "inputSchema": found[name].get("parameters")}
-               for name in config.MCP_TOOLS if name in found}
-    return allowed_specs(offered, where=say("mcp.recorded_tools"), say=say)
+               for name in server.tools if name in found}
+    return allowed_specs(offered, server, where=say("mcp.recorded_tools"), say=say)
 
 
-def trim(name, payload, say=texts.ZH_TEXTS):
-    """An MCP result cut to the tool's allowed fields (JSON scalars, strings shortened), always;
-    a ToolError when a required field is missing."""
-    rule = config.MCP_TOOLS[name]
+def trim(name, payload, say=texts.ZH_TEXTS, rule=None):
+    """An MCP result cut to the tool's allowed fields (`rule`: its server's declaration of it; JSON
+    scalars, strings shortened), always; a ToolError when a required field is missing."""
     kept = {key: _scalar(payload[key]) for key in rule["fields"] if _scalar(payload.get(key)) is not None}
     missing = [key for key in rule["required"] if key not in kept]
     if missing:

@@ -195,8 +195,7 @@ def test_a_declaration_with_nothing_to_judge_is_never_a_pass(tmp_path):
 
 def test_the_judges_xian_declaration_is_the_xian_agents_with_its_mcp_tools():
     # declaration.XIAN (the default for files recording no agent) must not drift from tools.xian_agent()'s declaration
-    # and config.MCP_TOOLS' source of the MCP get_weather's coordinates
-    from handloop import config
+    # and its weather MCP server's source of the MCP get_weather's coordinates
     declared, xian = tools.xian_agent(None).declared(), declaration.XIAN
     assert (xian["name"], xian["confirm"], xian["planning"], xian["checks"]) == \
         (declared["name"], declared["confirm"], declared["planning"], declared["checks"])
@@ -205,6 +204,7 @@ def test_the_judges_xian_declaration_is_the_xian_agents_with_its_mcp_tools():
         assert (mine["kind"], mine.get("requires", []), mine.get("effect", [])) == \
             (spec["kind"], spec["requires"], spec["effect"])
         assert all(s in mine.get("sources", []) for s in spec["sources"])
-    mcp = [{"args": list(a), "tool": t, "fields": list(f), "path": "", "near": n}
-           for a, t, f, n in config.MCP_TOOLS["get_weather"]["sources"]]
-    assert xian["tools"]["get_weather"]["sources"] == mcp and set(config.MCP_TOOLS) <= set(xian["tools"])
+    server = tools.WEATHER_SERVER
+    mcp = [{"args": list(s.args), "tool": s.tool, "fields": list(s.fields), "path": s.path, "near": s.near}
+           for s in server.rule("get_weather")["sources"]]
+    assert xian["tools"]["get_weather"]["sources"] == mcp and set(server.tools) <= set(xian["tools"])

@@ -79,9 +79,10 @@ def test_results_are_always_cut_to_the_allowed_fields(mcp_toolset):
 
 def test_trim_keeps_only_scalars_and_shortens_strings():
     payload = {"date": "2026-10-01", "condition": "r" * 500, "high": float("nan"), "low": {"v": 1}, "x": 1}
-    assert toolset.trim("get_weather", payload) == {"date": "2026-10-01", "condition": "r" * 200}
+    rule = tools.WEATHER_SERVER.rule("get_weather")
+    assert toolset.trim("get_weather", payload, rule=rule) == {"date": "2026-10-01", "condition": "r" * 200}
     with pytest.raises(tools.ToolError):
-        toolset.trim("get_weather", {"date": "2026-10-01", "condition": ["rain"]})
+        toolset.trim("get_weather", {"date": "2026-10-01", "condition": ["rain"]}, rule=rule)
 
 
 def test_is_error_results_and_protocol_errors_become_tool_errors(mcp_toolset, tmp_path):

@@ -21,7 +21,7 @@ ROOMS = (("Standard", re.compile(r"standard|标准间|标准房|标间", re.I)),
          ("Deluxe", re.compile(r"deluxe|豪华间|豪华房", re.I)), ("Suite", re.compile(r"suite|套房|套间", re.I)))
 
 
-XIAN = {   # the Xi'an agent (tools.xian_agent(), both tool modes: its MCP get_weather's coordinates, config.MCP_TOOLS)
+XIAN = {   # the Xi'an agent (tools.xian_agent(), both tool modes: its MCP get_weather's coordinates, tools.WEATHER_SERVER)
     "name": "xian-hotel", "confirm": ["确认"], "language": "zh", "planning": True,
     "checks": ["room_type_follows_weather"],
     "tools": {
