@@ -9,7 +9,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .calls import Agent, Source, Tool, ToolError
+    from .calls import Agent, MCPServer, Source, Tool, ToolError
     from .config import Policy
     from .loop import Run, run
     from .model import FunctionModel, Model, ModelError, Reply, connect, offline_model
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .toolset import ToolSet
 
 _WHERE = {
-    "Agent": "calls", "Tool": "calls", "Source": "calls", "ToolError": "calls",
+    "Agent": "calls", "Tool": "calls", "Source": "calls", "ToolError": "calls", "MCPServer": "calls",
     "Policy": "config",
     "Run": "loop", "run": "loop",
     "ToolSet": "toolset",

@@ -20,12 +20,17 @@ new in between; the same call twice in one turn is a duplicate, answered by poin
 first. A write runs only when the user confirmed it: the blocked write they were shown, or the
 proposal in words they confirmed, if the write is what it stated (memory.unshown). A write that
 differs from it is blocked without withdrawing the confirmation (the model is told what the user
-confirmed); sent again unchanged, it becomes the new proposal, put to the user.
+confirmed); sent again unchanged, it becomes the new proposal, put to the user. What the user confirmed
+fixes the whole write (texts/stated.py): a blocked write's proposal states its effect and its sourced
+arguments; after a proposal in words, an argument sourced from the tool an effect's value came from must
+come from that same record, one sourced elsewhere must be stated; a write carrying a value the user never
+saw is not run: it becomes the new proposal, stating it. Arguments neither effects nor sourced are free.
 """
 import dataclasses
 
 from . import config
-from .calls import Outcome, cut
+from .calls import Outcome, cut, declared_tool
+from .texts import stated
 
 @dataclasses.dataclass(frozen=True)
 class Decision:
@@ -192,6 +197,12 @@ class _Turn:
         if done:
             return Decision("unconfirmed_write", False, self.say("guard.written", receipt=str(done)[:200]))
         missing = self.unconfirmed(call)
+        loose = memory.unbound(call) if memory.confirmed and not missing else []
+        if loose:                             # a value the user never saw: put to them as a new proposal
+            if self.proposed:
+                return Decision("unconfirmed_write", False, self.say("guard.one_proposal"))
+            return Decision("unconfirmed_write", False, self.say("guard.unbound", args=self.say.join(
+                self.say("guard.unshown_arg", arg=k, value=call.args.get(k)) for k in loose)), propose=True)
         if not missing:
             if self.wrote:
                 return Decision("unconfirmed_write", False, self.say("guard.once"))
@@ -211,8 +222,10 @@ class _Turn:
         say = self.say
         if not memory.confirmed:
             return say("guard.not_confirmed")
-        if memory.proposal is not None:
-            differ = [k for k, _ in call.tool.effect if call.args.get(k) != memory.proposal.get(k)]
+        if memory.proposal is not None:       # its effect, and the sourced arguments it stated
+            effect = {k for k, _ in call.tool.effect}
+            differ = [k for k in stated.stated_args(declared_tool(call.tool)) if (k in effect or k in memory.proposal)
+                      and call.args.get(k) != memory.proposal.get(k)]
             return say.join(say("guard.differs_arg", arg=k, value=call.args.get(k), proposed=memory.proposal.get(k))
                             for k in differ)
         return say.join(say("guard.unshown_arg", arg=k, value=call.args.get(k)) for k in memory.unshown(call))
@@ -225,7 +238,8 @@ class _Turn:
         """The blocked write as the proposal the user will be asked to confirm: its effect, with what
         its declaration says the user should see beside it."""
         self.proposed = True
-        proposal = {k: call.args[k] for k, _ in call.tool.effect} or dict(call.args)
+        proposal = {k: call.args[k] for k in stated.stated_args(declared_tool(call.tool)) if k in call.args} or \
+            dict(call.args)
         shown = call.tool.describe(call.args, self.view.facts) if call.tool.describe else {}
         proposal.update(tool=call.name, **shown)
         if self.view.confirmed:

@@ -25,8 +25,8 @@ agent's language.
 import json
 
 from . import texts
-from .texts import words
-from .calls import Agent, cut  # noqa: F401  (cut re-exported: executor and context cut with it)
+from .texts import stated, words
+from .calls import Agent, cut, declared_tool  # noqa: F401  (cut re-exported: executor and context cut with it)
 
 LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)
 NUDGES = ("written_call", "echo", "idle", "step", "empty_reply", "length")
@@ -175,21 +175,20 @@ class Memory:
     def offers(self, text):
         """Whether an answer is an offer the user can confirm: words for the user (no tool markup,
         no pasted tool result, no claim of a write that did not happen) that name, for some write
-        tool, exactly one value of each of its `id` effects among the ids the reads gave, and of
-        each `choice` effect among its declared choices. A tool-less memory (no declarations)
-        keeps the loose rule: any answer that names an id the reads gave, or any at all if none."""
+        tool, exactly one value of each of its `id` effects among the values the reads gave for that
+        argument (texts/stated.py), and of each `choice` effect among its schema's enum and aliases;
+        other identifiers may be named beside them. A tool-less memory (no declarations) keeps the
+        loose rule: any answer that names an id the reads gave, or any at all if none."""
         plain = words.plain(text)
         if words.markup(text, self.tool_names) or "write" in self.unbacked(text):
             return False
         if not self.write_tools:
             return not self.names or any(words.names_in(plain, i, n) for i, n in self.names.items())
-        return any(all(len(self._named(plain, tool, how)) == 1 for _, how in tool.effect if how in ("id", "choice")
-                       if how == "id" or tool.aliases) for tool in self.write_tools)
+        return any(stated.offers(plain, _declared(tool), self.records, self.names) for tool in self.write_tools)
 
-    def _named(self, plain, tool, how):
-        """The values of one kind (ids the reads gave, or the tool's declared choices) a text names."""
-        values = self.names if how == "id" else tool.aliases
-        return {v for v in values if words.names_in(plain, v, self.names.get(v), *tool.aliases.get(v, ()))}
+    def records(self, tool, path):
+        """The records at `path` of `tool`'s successful results so far (where sourced values come from)."""
+        return [r for result in self.results.get(tool, ()) for r in stated.records_at(result, path)]
 
     def unbacked(self, text):
         """The kinds of action ("read", "write") an answer says were done while none of that kind
@@ -239,11 +238,9 @@ class Memory:
 
     def _says(self, plain, tool, arg, how, value):
         """Whether a plain text states this value of a write's effect argument."""
-        if how in ("id", "choice") and isinstance(value, str):
-            return words.names_in(plain, value, self.names.get(value), *tool.aliases.get(value, ()))
-        if how == "date" and isinstance(value, str):
-            return value in words.dates(plain, value[:4])
-        return how == "count" and value in words.counts(plain, tool.units.get(arg, ()))
+        decl = _declared(tool)
+        names = stated.values_of(decl, arg, how, self.records, self.names).get(value) if how in ("id", "choice") else ()
+        return stated.says(plain, how, value, names or (), tuple(tool.units.get(arg, ())))
 
     def absorb_user(self, text):
         """A user reply: 「确认」 confirms a pending proposal or offer; anything else withdraws it
@@ -330,22 +327,24 @@ class Memory:
                        for r in _records(result, source.path) if isinstance(r, dict) and source.fields[0] in r})
 
     def unshown(self, call):
-        """The arguments of a write that the confirmed proposal in words did not state: its id
-        and choice arguments must be the one value of their kind the offer names (an id by
-        itself or by the name a search gave it); its date and count may also come from the
-        user's own messages. Empty when the write is what the user was shown."""
-        offer, said, tool = words.plain(self.offer or ""), [words.plain(t) for t in self.said], call.tool
-        missing = []
-        for arg, how in tool.effect if tool else ():
-            value = call.args.get(arg)
-            if how in ("id", "choice"):       # the one value of its kind the offer names
-                kind = set(self.names) if how == "id" else set(tool.aliases)
-                shown = {v for v in kind | {value} if self._says(offer, tool, arg, how, v)} == {value}
-            else:                             # stated by the offer or by the user
-                shown = any(self._says(text, tool, arg, how, value) for text in [offer, *said])
-            if not shown:
-                missing.append(arg)
-        return missing
+        """The arguments of a write that the confirmed proposal in words did not state (texts/stated.py):
+        its id and choice arguments must be the one value of their argument the offer names (an id by
+        itself or by the name a read gave it); its date and count may also come from the user's own
+        messages. Empty when the write is what the user was shown."""
+        if call.tool is None:
+            return []
+        return stated.unstated(call.args, _declared(call.tool), words.plain(self.offer or ""),
+                               [words.plain(t) for t in self.said], self.records, self.names)
+
+    def unbound(self, call):
+        """The arguments of a confirmed write that what the user confirmed neither states nor determines
+        (texts/stated.py): sourced from an effect's tool but from another record than that effect's value,
+        or sourced elsewhere and not stated by the proposal. Empty when the whole write is bound."""
+        if call.tool is None or self.proposal is not None:     # a blocked proposal states every sourced argument
+            return []
+        offer = words.plain(self.offer or "")
+        return stated.unbound(call.args, _declared(call.tool), self.records,
+                              lambda arg, value: words.names_in(offer, str(value)))
 
     # ---- projections ----
     def render(self, turn=0):
@@ -413,25 +412,20 @@ def _effect(call):
     return {k: (call.args or {}).get(k) for k in keys}
 
 
-def _records(value, path):
-    """The values at a dotted path ("items[]", "" for the value itself); `[]` steps into a list."""
-    found = [value]
-    for part in [p for p in path.split(".") if p]:
-        name, into = (part[:-2], True) if part.endswith("[]") else (part, False)
-        if name:
-            found = [v.get(name) for v in found if isinstance(v, dict)]
-        if into:
-            found = [item for v in found if isinstance(v, list) for item in v]
-    return found
+_records, _same = stated.records_at, stated.same
 
 
-def _same(a, b, near):
-    if not near:
-        return a == b and a is not None
-    try:
-        return round(float(a), 4) == round(float(b), 4)
-    except (TypeError, ValueError):
-        return False
+_DECLARED = {}
+
+
+def _declared(tool):
+    """A tool's declaration as runs record it and texts/stated.py reads it (a Tool is frozen: kept by identity)."""
+    hit = _DECLARED.get(id(tool))
+    if hit is None or hit[0] is not tool:
+        if len(_DECLARED) > 512:
+            _DECLARED.clear()
+        hit = _DECLARED[id(tool)] = (tool, declared_tool(tool))
+    return hit[1]
 
 
 def _as_object(content):

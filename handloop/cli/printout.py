@@ -86,9 +86,14 @@ def _proposal_lines(r, toolset):
 
 
 def _shown(toolset, name, values):
+    """What a proposal states: its tool's gist when the tool also describes its proposals (a gist is
+    written for receipts), else each stated value; never a value the proposal does not have."""
     tool = toolset.tool(name) if name else None
-    shown = {k: v for k, v in values.items() if k not in ("tool", "why")}
-    return _told(tool.gist if tool else None, shown)
+    shown = {k: v for k, v in values.items() if k not in ("tool", "why") and v is not None}
+    if tool and tool.gist and tool.describe:
+        return _told(tool.gist, shown)
+    return ", ".join(f"{k}={v}" if isinstance(v, (str, int, float)) else f"{k}={json.dumps(v, ensure_ascii=False)}"
+                     for k, v in shown.items())
 
 
 def summary(r, seconds, toolset, more=""):

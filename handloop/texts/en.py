@@ -53,6 +53,7 @@ EN = {
     "guard.insists": "This is not what the user confirmed ({missing}); sent again, it was put to the user as a new proposal and needs their confirmation",
     "guard.unconfirmed": "This write needs the user's confirmation; it did not run and was put to the user as a proposal. Do not call it again before the user confirms",
     "guard.not_confirmed": "the user has not confirmed yet",
+    "guard.unbound": "This write carries a value the user never saw nor confirmed ({args}); it did not run and was put to the user as a new proposal, stating it",
     "guard.differs_arg": "{arg}={value!r}, the proposal has {proposed!r}",
     "guard.unshown_arg": "{arg}={value!r} is not what the proposal the user confirmed stated",
     "list.sep": ", ",

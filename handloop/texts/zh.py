@@ -53,6 +53,7 @@ ZH = {
     "guard.insists": "这与用户确认的方案不一致（{missing}），再次发出后已作为新提案交给用户，需要用户再次确认",
     "guard.unconfirmed": "这个写操作需要用户确认，没有执行，已作为提案交给用户。用户确认之前不要再调用它",
     "guard.not_confirmed": "用户还没有确认",
+    "guard.unbound": "这次写操作带有用户没看到、也没确认过的值（{args}）；它没有执行，已作为新提案（写明这些值）交给用户确认",
     "guard.differs_arg": "{arg}={value!r}，提案是 {proposed!r}",
     "guard.unshown_arg": "{arg}={value!r} 不是用户确认的方案里写明的",
     "list.sep": "、",
