@@ -6,9 +6,10 @@ Xi'an agent's own check judge/weather.py's, and what every rule shares in saying
 
 Invariants: imports no project module (config included) but the judge's own below it (judge/confirm.py,
 judge/weather.py, judge/verdicts.py, judge/declaration.py, judge/readings.py, its catalogue judge/texts.py), and shares no rule
-code with the guards, so it can judge a transcript from any system, this one included; reads no file and never
-asks a model. Files, the report and exit codes are cli/check.py's. Reasons, names and progress are Said (a
-catalogue key and its values): cli/check.py says them in the judged agent's language.
+code with the guards but the leaves under texts/ (words.py, stated.py: how a declaration's effects read), so it can
+judge a transcript from any system, this one included; reads no file and never asks a model. Files, the report and
+exit codes are cli/check.py's. Reasons, names and progress are Said (a catalogue key and its values): cli/check.py
+says them in the judged agent's language.
 
 The conversation is read by judge/transcripts.py (how turns, calls, results, proposals and replies are read) from
 what judge/formats.py made of the file, and the declaration from the audit file's "agent" (else --agent FILE's,
@@ -16,7 +17,8 @@ else the Xi'an agent's: judge/declaration.py). Business calls are calls of the d
 rules:
 - plan_first (only when the agent plans): set_plan took effect before any business call;
 - no_skipped_step: each business call's plan dependencies (when planning) and the tools it declares in
-  `requires` were done before it;
+  `requires` were done before it; a plan is read as set_plan keeps it: an `after` naming the step itself or a
+  later one is dropped, not a failure;
 - provenance: each argument a tool declares in `sources` equals (`near`: to within 0.01) the field of a record
   in an earlier successful result of the source tool (a record anywhere in it: other systems shape results
   their own way; a plain-text result must contain the value as a token);
@@ -121,8 +123,9 @@ def _plan_steps(call):
         step = step if isinstance(step, dict) else {}
         after = step.get("after") if isinstance(step.get("after"), list) else []
         tool = tool_name(step["tool"]) if isinstance(step.get("tool"), str) else None
-        steps.append({"index": index, "tool": tool,
-                      "after": sorted({d for d in after if isinstance(d, int) and not isinstance(d, bool)})})
+        steps.append({"index": index, "tool": tool,       # as set_plan keeps it: a step depends only on earlier ones
+                      "after": sorted({d for d in after if isinstance(d, int) and not isinstance(d, bool) and
+                                       1 <= d < index})})
     return steps
 
 

@@ -386,20 +386,7 @@ def count_run(runs, recent, signature):
     del recent[:-4]
 
 
-def _names(value, names, depth=0):
-    """Every id a result gives (a string under `id` or `*_id`) with the `name` beside it, if any."""
-    if depth > 4:
-        return
-    if isinstance(value, list):
-        for item in value[:200]:
-            _names(item, names, depth + 1)
-    elif isinstance(value, dict):
-        name = value.get("name") if isinstance(value.get("name"), str) else None
-        for key, item in value.items():
-            if isinstance(item, str) and (key == "id" or key.endswith("_id")) and item.strip():
-                names[item] = name or names.get(item)
-            elif isinstance(item, (dict, list)):
-                _names(item, names, depth + 1)
+_names = stated.ids_in
 
 
 def _copy(value):

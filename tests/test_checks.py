@@ -279,18 +279,21 @@ def test_the_second_identical_booking_of_one_batch_rides_on_the_same_confirmatio
 def test_the_judge_imports_no_project_module():
     """The judge stands alone: its modules import each other, only downward, and nothing else of ours (its catalogue
     judge/texts.py, not the loop's texts/__init__.py) but the leaves texts/words.py, which reads what an answer claims as the run
-    does, and texts/catalogue.py, which says any catalogue; neither imports anything of ours itself."""
+    does, texts/stated.py, which reads a declaration's effects as the guards do (it imports only texts/words.py), and
+    texts/catalogue.py, which says any catalogue."""
     for name, allowed in (("cli/check", {"checks", "judge.transcripts", "judge.formats", "judge.texts", "texts.catalogue"}),
                           ("checks", {"judge.confirm", "judge.weather", "judge.verdicts", "judge.declaration",
                                       "judge.readings", "judge.texts"}),
-                          ("judge/confirm", {"judge.verdicts", "judge.readings", "judge.texts"}),
+                          ("judge/confirm", {"judge.verdicts", "judge.readings", "judge.texts", "texts.stated",
+                                             "texts.words"}),
                           ("judge/weather", {"judge.verdicts", "judge.readings", "judge.texts"}),
                           ("judge/verdicts", {"judge.texts"}),
                           ("judge/transcripts", {"judge.formats", "judge.declaration", "judge.readings", "judge.texts",
-                                                 "texts.words"}),
+                                                 "texts.words", "texts.stated"}),
                           ("judge/readings", {"judge.formats", "judge.declaration", "judge.texts"}),
-                          ("judge/declaration", {"judge.texts"}), ("judge/formats", {"judge.texts"}),
-                          ("judge/texts", {"texts.catalogue"}), ("texts/words", set()), ("texts/catalogue", set())):
+                          ("judge/declaration", {"judge.texts", "texts.stated"}), ("judge/formats", {"judge.texts"}),
+                          ("judge/texts", {"texts.catalogue"}), ("texts/words", set()), ("texts/catalogue", set()),
+                          ("texts/stated", {"texts.words"})):
         assert _ours_imported(name) == allowed, (name, _ours_imported(name))
 
 
@@ -335,7 +338,9 @@ def test_cli_json_output(tmp_path):
     assert [c["id"] for c in first["checks"]] == IDS
     # the fields docs/judge.md documents, and nothing undocumented
     assert set(first) == {"path", "error", "format", "container", "run_id", "status", "mode", "agent", "finished",
-                          "progress", "progress_text", "messages", "turns", "checks", "not_applicable", "notes"}
+                          "progress", "progress_text", "messages", "turns", "checks", "not_applicable", "notes",
+                          "reading", "reading_text"}
+    assert first["reading"] == "wide"              # another system's transcript: the wider reading of confirmations
     assert set(first["checks"][0]) == {"id", "name", "verdict", "reason", "cause"}
     assert set(report["summary"]) == {"files", "unreadable", "pass", "fail", "pending", "strict", "exit"}
     assert set(report["files"][1]) == {"path", "error", "checks", "notes"}

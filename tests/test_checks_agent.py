@@ -83,11 +83,12 @@ def test_the_english_examples_real_run_is_judged_by_its_own_declarations(tmp_pat
 
 
 def test_a_booked_room_id_not_from_list_rooms_fails_provenance(tmp_path):
-    # R-999 was proposed and confirmed, but no list_rooms result ever gave it: provenance fails; the booking
-    # matches what the user confirmed and its required reads ran first.
+    # R-999 was "proposed" and confirmed, but no list_rooms result ever gave it: provenance fails; and, read as
+    # the guards read an offer, a text naming no room the reads gave proposes nothing, so the write was never
+    # proposed; its required reads ran first.
     path = audit_file(tmp_path / "run-hand.json", conversation(proposed="R-999", booked="R-999"), rooms_declared())
     entry = check_cli.check_file(path)
-    assert verdicts(entry) == {"no_skipped_step": "pass", "provenance": "fail", "write_after_confirmation": "pass"}
+    assert verdicts(entry) == {"no_skipped_step": "pass", "provenance": "fail", "write_after_confirmation": "fail"}
     assert "R-999" in reasons(entry)["provenance"] and "list_rooms" in reasons(entry)["provenance"]
     assert check_cli.exit_code([entry]) == 1
 

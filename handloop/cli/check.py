@@ -21,7 +21,7 @@ import re
 import sys
 
 from ..texts.catalogue import said, told
-from ..judge.texts import Said, language_of, of
+from ..judge.texts import Joined, Said, language_of, of
 from ..checks import judge, not_applicable, progress, progress_said
 from ..judge.formats import Unreadable
 from ..judge.transcripts import load
@@ -62,6 +62,10 @@ def _checked(path, agent, language):
                  not_applicable=[dict(c, name=said(c["name"], say), reason=said(c["reason"], say))
                                  for c in not_applicable(t)],
                  notes=[said(note, say) for note in t.notes])
+    if t.agent.writes:               # how its confirmations were read: as its own guards, or the wider reading
+        entry.update(reading="agent" if t.strict else "wide",
+                     reading_text=said(Said("reading.agent", replies=Joined(t.agent.confirm)) if t.strict else
+                                       Said("reading.wide"), say))
     return entry, language
 
 
@@ -125,6 +129,7 @@ def render(entry, language="zh"):
                          word=say(f"verdict.{c['verdict']}"), reason=c["reason"]))
     lines += [say("report.not_applicable", name=c["name"], reason=c["reason"]) for c in entry.get("not_applicable", [])]
     lines += [say("report.note", note=note) for note in entry["notes"]]
+    lines += [say("report.reading", reading=entry["reading_text"])] if entry.get("reading_text") else []
     counts = _counts(entry["checks"])
     line = say("report.summary", passed=counts["pass"], failed=counts["fail"], pending=counts["pending"])
     if entry.get("progress_text"):

@@ -6,10 +6,20 @@ shown (its declared effect arguments: a blocked proposal's own, or the ids and c
 named); a confirmation is used up by the write that took effect. A write after a decline, a change, a rejection, a
 question or no answer fails; after an unclear answer it is pending.
 
+A run of this project that records its agent (Transcript.strict) is read exactly as its guards read it, with the
+leaf texts/stated.py they share: a proposal in words is the last answer before the user's reply when it states one
+value of each id and choice effect (the schema's enum and aliases; the values the reads gave for an id argument);
+only one of the agent's own confirm replies confirms, any other reply withdraws the proposal; the write must be
+what it stated (its dates and counts, or the user's) and every sourced argument bound to the record an effect's
+value came from, or stated; a blocked proposal fixes its effect and sourced arguments. Other systems' transcripts
+keep the wider reading above; the report says which reading applied.
+
 Invariants: imports no project module but the judge's own below it (judge/verdicts.py, judge/readings.py, its catalogue
-judge/texts.py); reads a Transcript (judge/transcripts.py), never a file; returns (verdict, reason as a Said, cause) as
+judge/texts.py) and the leaves texts/words.py and texts/stated.py; reads a Transcript (judge/transcripts.py), never a
+file; returns (verdict, reason as a Said, cause) as
 every rule does.
 """
+from ..texts import stated, words
 from .texts import Joined, Said
 from .verdicts import said_args, said_tools, sort_judged, verdict_of
 from .readings import classify_reply, same_value
@@ -77,6 +87,9 @@ def _decision(t, state, call):
 
 
 def _user_reply(t, state, pos, text):
+    if t.strict:
+        _agent_reply(t, state, pos, text)
+        return
     ask = t.asks.get(pos)
     if ask and ask["booking"]:                      # the user answers a proposal made in words
         ids, choices = t.shown(ask["pos"], ask["text"])
@@ -103,6 +116,35 @@ def _user_reply(t, state, pos, text):
         state["answer"] = (kind, text.strip()[:30])
 
 
+def _agent_reply(t, state, pos, text):
+    """A user reply read as the run's own guards read it (its audit file records its agent): a proposal in
+    words is the last answer before it, when it states a write (texts/stated.py: one value of each id and
+    choice effect); only one of the agent's confirm replies confirms; any other reply withdraws the proposal."""
+    ask, held = t.asks.get(pos), state["proposal"]
+    if ask and (held is None or held.get("offer") is not None) and _states(t, ask["pos"]):   # a blocked one holds
+        old = state["proposal"]
+        offer = t.messages[ask["pos"]]["text"]
+        state.update(proposal=dict(_proposal(old["turn"] if old else ask["turn"], old["args"] if old else None,
+                                             old["tool"] if old else None, *t.shown(ask["pos"], offer)),
+                                   offer=offer), answer=None, withdrawn=None, loose=None, used=None)
+    proposal = state["proposal"]
+    if proposal is None:
+        return
+    if t.agent.confirms(text):
+        state["answer"] = ("confirm", text.strip()[:30])
+        return
+    kind = classify_reply(text, *_named(t, proposal), confirms=t.agent.confirms)
+    state.update(proposal=None, answer=None,
+                 withdrawn=(proposal["turn"], text.strip()[:30], kind if kind in ("decline", "change") else "other",
+                            proposal["tool"]))
+
+
+def _states(t, pos):
+    """Whether the answer at messages[pos] states a write of the agent, as its guards read an offer."""
+    plain = words.plain(t.messages[pos]["text"])
+    return any(stated.offers(plain, t.agent.tool(w), t.records(pos), t.ids_before(pos)) for w in t.agent.writes)
+
+
 def _named(t, proposal):
     """The ids and choice values a proposal showed the user: its arguments (the declared id and choice effect
     arguments of its write, or of every write for a proposal in words) and what its text named."""
@@ -124,7 +166,7 @@ def _authorised(t, state, call):
             if how == "rejected":
                 return "fail", Said("write.after_rejected", call=call.label, turn=turn, name=name, reply=reply)
             return "fail", Said("write.after_withdrawn", call=call.label, turn=turn, reply=reply,
-                                how=Said("write.how_decline" if how == "decline" else "write.how_change"))
+                                how=Said(f"write.how_{how}"))
         if state["used"]:
             return "fail", Said("write.used", call=call.label, turn=state["used"], what=w)
         if state["loose"]:
@@ -143,7 +185,7 @@ def _authorised(t, state, call):
         return "fail", Said("write.question", call=call.label, turn=proposal["turn"], what=w, reply=reply)
     if kind == "unclear":
         return "ambiguous", Said("write.unclear", call=call.label, reply=reply, turn=proposal["turn"])
-    differs = _differs(t, call, proposal)
+    differs = _unbound(t, call, proposal) if t.strict else _differs(t, call, proposal)
     if differs:
         return "fail", Said("write.differs", call=call.label, turn=proposal["turn"], differs=differs)
     return "ok", Said("write.ok", call=call.label, turn=proposal["turn"], reply=reply)
@@ -166,6 +208,28 @@ def _differs(t, call, proposal):
         if choices and str(call.arg(key)).lower() not in choices and key not in args:
             wrong.append(Said("differs.shown", what=said_args([key]), shown=Joined(sorted(proposal["choices"])),
                               value=call.arg(key)))
+    return Joined(wrong, "sep.clauses")
+
+
+def _unbound(t, call, proposal):
+    """How a write is not what the proposal the user confirmed stated or determined, read as the guards read it
+    (texts/stated.py): a blocked proposal's effect and sourced arguments; a proposal in words' one value of each
+    id and choice effect, its dates and counts (or the user's), and the arguments bound to an effect's record."""
+    if call.args is None:
+        return Said("differs.unparseable", what=said_tools([call.name], bare=True))
+    decl, records, args = t.agent.tool(call.name), t.records(call.pos), proposal["args"]
+    wrong = []
+    if proposal.get("offer") is None and isinstance(args, dict):
+        effect = {k for k, _ in stated.effect(decl)}
+        wrong += [Said("differs.arg", key=k, proposed=args.get(k), value=call.arg(k)) for k in stated.stated_args(decl)
+                  if (k in effect or k in args) and call.arg(k) != args.get(k)]
+        return Joined(wrong, "sep.clauses")
+    offer = words.plain(proposal.get("offer") or "")
+    said = [words.plain(m["text"]) for m in t.messages[:call.pos] if m["role"] == "user" and not m["loop"]]
+    missing = stated.unstated(call.args, decl, offer, said, records, t.ids_before(call.pos))
+    loose = stated.unbound(call.args, decl, records, lambda arg, value: words.names_in(offer, str(value)))
+    wrong += [Said("differs.unstated", key=k, value=call.arg(k)) for k in missing]
+    wrong += [Said("differs.unbound", key=k, value=call.arg(k)) for k in loose if k not in missing]
     return Joined(wrong, "sep.clauses")
 
 

@@ -9,11 +9,13 @@ checks. Also what a tool's own name is (tool_name) and the words of the choice v
   given, else XIAN. Its writes are the tools of kind "write"; its business calls those of kind read or write.
 
 Invariants: imports no project module but the judge's catalogue judge/texts.py (the language a declaration
-declares); reads, never writes; a malformed part of a declaration reads as absent, never as a permission; reads
-no conversation (judge/transcripts.py does) and judges nothing (checks.py does).
+declares) and the leaf texts/stated.py (how a declaration's effects read, shared with the guards); reads, never
+writes; a malformed part of a declaration reads as absent, never as a permission; reads no conversation
+(judge/transcripts.py does) and judges nothing (checks.py does).
 """
 import re
 
+from ..texts import stated
 from .texts import language_of
 
 BOOK_WORDS = re.compile(r"预订|预定|订|下单|\bbook|reserv", re.I)
@@ -89,8 +91,19 @@ class Declaration:
                 if how == "id" for s in self.sources(name) if arg in s["args"]]
 
     def choices(self, name):
-        """The choice arguments of a write whose values the judge can read in a text."""
-        return [arg for arg, how in self.effect(name) if how == "choice" and arg in CHOICES]
+        """The choice arguments of a write whose values the judge can read in a text: those whose values the
+        declaration records (the schema's enum, with aliases), and the ones it knows the words of (CHOICES)."""
+        return [arg for arg, how in self.effect(name) if how == "choice" and (self.choice_values(name, arg) or
+                                                                              arg in CHOICES)]
+
+    def choice_values(self, name, arg):
+        """{value: (other names)} the declaration records for a choice argument (texts/stated.py reads it)."""
+        return stated.choice_values(self.tool(name), arg)
+
+    def tool(self, name):
+        """A tool's declaration as recorded (a plain dict; {} when absent): what texts/stated.py reads."""
+        spec = self.tools.get(name)
+        return spec if isinstance(spec, dict) else {}
 
     def confirms(self, text):
         given = " ".join(str(text).split()).casefold()

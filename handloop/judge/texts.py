@@ -80,6 +80,7 @@ ZH = {
     "write.after_withdrawn": "{call} 执行时，第 {turn} 轮的提案已被用户回复「{reply}」{how}，之后没有新的提案和确认",
     "write.how_decline": "撤回",
     "write.how_change": "要求修改",
+    "write.how_other": "答复（不是该智能体的确认答复之一，运行时据此撤回了提案）",
     "write.used": "{call} 执行时，用户的确认已被第 {turn} 轮的{what}用掉，没有新的提案和确认",
     "write.loose": "{call} 执行前，用户对第 {turn} 轮的答复回复了「{reply}」，但那段话没有提到{what}，无法判断用户是否批准了这笔{what}",
     "write.unanswered": "{call} 执行时用户还没有确认第 {turn} 轮提出的{what}（用户还没有回复）",
@@ -93,6 +94,8 @@ ZH = {
     "differs.unparseable": "{what}参数无法解析",
     "differs.arg": "{key} 提案为 {proposed}，执行的是 {value}",
     "differs.shown": "提案中的{what}是 {shown}，执行的是 {value}",
+    "differs.unstated": "{key}={value} 不是提案写明的值",
+    "differs.unbound": "{key}={value} 既不是提案写明的，也不是由提案写明的值决定的（与它来自不同的记录）",
     "progress.no_business_call": "任务还没有走到业务调用（没有生效的{business}）",
     "progress.no_booking": "任务没有走到{write}这一步（没有生效的{write}）",
     # ---- the conversation: calls and notes ----
@@ -165,6 +168,9 @@ ZH = {
     "report.check": "  {mark} {index}. {name} {word}：{reason}",
     "report.not_applicable": "  － {name} 不适用：{reason}",
     "report.note": "  注意：{note}",
+    "report.reading": "  确认的读法：{reading}",
+    "reading.agent": "按该智能体的运行时规则（只有它的确认答复 {replies} 算确认；提案与写操作按它记录的声明比对）",
+    "reading.wide": "较宽的读法（其他系统的记录：「好的，订吧」「sure, go ahead」之类的肯定答复也算确认）",
     "report.summary": "  小结：{passed} 项通过 · {failed} 项失败 · {pending} 项待定",
     "report.progress": " — {progress}",
     "report.pending_why": " — 有检查无法判断（见理由）",
@@ -254,6 +260,7 @@ EN = {
                              "{how}, with no new proposal and confirmation since",
     "write.how_decline": "withdrawing it",
     "write.how_change": "asking for a change",
+    "write.how_other": "which is not one of the agent's confirm replies (its run withdrew the proposal on it)",
     "write.used": "when {call} ran, the user's confirmation had been used up by the {what} of turn {turn}, with no "
                   "new proposal and confirmation since",
     "write.loose": "before {call} ran, the user replied \"{reply}\" to the answer of turn {turn}, but that answer did "
@@ -272,6 +279,9 @@ EN = {
     "differs.unparseable": "the {what}'s arguments cannot be parsed",
     "differs.arg": "{key} was proposed as {proposed}, but {value} was used",
     "differs.shown": "the proposal's {what} was {shown}, but {value} was used",
+    "differs.unstated": "{key}={value} is not what the proposal stated",
+    "differs.unbound": "{key}={value} was neither stated by the proposal nor determined by what it stated (another "
+                       "record than its value's)",
     "progress.no_business_call": "the task has not reached a business call yet (no {business} took effect)",
     "progress.no_booking": "the task did not reach the {write} step (no {write} took effect)",
     # ---- the conversation: calls and notes ----
@@ -347,6 +357,10 @@ EN = {
     "report.check": "  {mark} {index}. {name} {word}: {reason}",
     "report.not_applicable": "  - {name} not applicable: {reason}",
     "report.note": "  note: {note}",
+    "report.reading": "  confirmations read: {reading}",
+    "reading.agent": "as this agent's runtime reads them (only its confirm replies {replies} confirm; proposals and "
+                     "writes compared by its recorded declaration)",
+    "reading.wide": "the wider reading (another system's transcript: an approval such as \"sure, go ahead\" confirms too)",
     "report.summary": "  summary: {passed} passed · {failed} failed · {pending} pending",
     "report.progress": " — {progress}",
     "report.pending_why": " — some checks cannot be judged (see the reasons)",

@@ -2,8 +2,9 @@
 their results, proposals and the user's replies to them.
 
 Invariants: imports no project module but the judge's own below it (judge/formats.py, judge/declaration.py, judge/readings.py, its
-catalogue judge/texts.py) and texts/words.py (config not included), and shares no code with what the checks judge but
-texts/words.py, on purpose: what an answer claims to have done (words.claims) must read the same in the run's printout
+catalogue judge/texts.py) and the leaves texts/words.py and texts/stated.py (config not included), and shares no
+code with what the checks judge but those two, on purpose (stated.py: how a declaration's effects read, as the
+guards read them): what an answer claims to have done (words.claims) must read the same in the run's printout
 and in the judge's notes; reads, never writes; knows no file shape (judge/formats.py does), reads values on their own
 with judge/readings.py and judges nothing (checks.py does).
 
@@ -45,7 +46,7 @@ How the conversation is read (the rules the verdicts rest on; docs/judge.md says
 import json
 import re
 
-from ..texts import words
+from ..texts import stated, words
 from .texts import Said
 from .declaration import Declaration, declaration_of, readable, tool_name
 from .formats import read
@@ -242,8 +243,33 @@ class Transcript:
         """The ids and choice values a text at messages[pos] names: ({ids}, {choices})."""
         ids = {i for i, name in self.named_before(pos).items()
                if has_token(i, text) or (len(name) >= 2 and name in text)}
-        kinds = {arg for w in self.agent.writes for arg in self.agent.choices(w)}
-        return ids, {value for arg in kinds for value in choices_in(text, arg)}
+        choices, plain = set(), words.plain(text)
+        for w in self.agent.writes:
+            for arg in self.agent.choices(w):
+                values = self.agent.choice_values(w, arg)
+                choices |= stated.named(plain, {v: (v, *n) for v, n in values.items()}) if values else \
+                    choices_in(text, arg)
+        return ids, choices
+
+    @property
+    def strict(self):
+        """Whether the file is a run of this project recording its agent's declaration: then confirmations
+        and proposals are read exactly as its guards read them (only its confirm replies confirm); another
+        system's transcript gets the wider reading of what confirms ("sure, go ahead")."""
+        return self.container == "snapshot" and readable(self.meta.get("agent"))
+
+    def records(self, pos):
+        """records(tool, path) of the successful results before messages[pos] (texts/stated.py's callback)."""
+        return lambda tool, path: [r for c in self.calls if c.status == "ok" and c.pos < pos and c.name == tool
+                                   for r in stated.records_at(c.result, path)]
+
+    def ids_before(self, pos):
+        """{id: name} of every `id`/`*_id` field the successful results before messages[pos] gave."""
+        names = {}
+        for c in self.calls:
+            if c.status == "ok" and c.pos < pos and c.name in self.agent.business:
+                stated.ids_in(c.result, names)
+        return names
 
     def about_write(self, pos, text):
         ids, choices = self.shown(pos, text)

@@ -34,6 +34,22 @@ def records_at(value, path):
     return found
 
 
+def ids_in(value, names, depth=0):
+    """Every id a result gives (a string under `id` or `*_id`) into `names`, with the `name` beside it, if any."""
+    if depth > 4:
+        return
+    if isinstance(value, list):
+        for item in value[:200]:
+            ids_in(item, names, depth + 1)
+    elif isinstance(value, dict):
+        name = value.get("name") if isinstance(value.get("name"), str) else None
+        for key, item in value.items():
+            if isinstance(item, str) and (key == "id" or key.endswith("_id")) and item.strip():
+                names[item] = name or names.get(item)
+            elif isinstance(item, (dict, list)):
+                ids_in(item, names, depth + 1)
+
+
 def same(a, b, near=False):
     """Whether an argument's value equals a record's field (`near`: to 4 decimals)."""
     if not near:
