@@ -60,7 +60,7 @@ def _walk(t):
                     state.update(proposal=None, answer=None, withdrawn=None, loose=None, used=call.turn)
                 elif call.write and call.decision in ("reject", "respond"):
                     _decision(t, state, call)
-                elif call.proposes:
+                elif call.proposes if not t.strict else _held(call):
                     state.update(proposal=_proposal(call.turn, call.proposed, call.name),
                                  answer=None, withdrawn=None, loose=None, used=None)
     return results, state
@@ -137,6 +137,13 @@ def _agent_reply(t, state, pos, text):
     state.update(proposal=None, answer=None,
                  withdrawn=(proposal["turn"], text.strip()[:30], kind if kind in ("decline", "change") else "other",
                             proposal["tool"]))
+
+
+def _held(call):
+    """A write the run's guards held as a proposal for the user (a write blocked as not what the user confirmed
+    is none: the confirmation stands)."""
+    return call.status == "error" and call.result.get("blocked_by") == "unconfirmed_write" and \
+        isinstance(call.result.get("proposal"), dict)
 
 
 def _states(t, pos):
