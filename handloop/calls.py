@@ -1,10 +1,13 @@
-"""The data every layer passes around, and the measures they share: a tool's declaration, a call,
-its outcome, the error a tool raises; JSON Schema validation, character counting, cutting.
+"""The data every layer passes around, and the measures they share: a tool's declaration, an MCP
+server's, a call, its outcome, the error a tool raises; JSON Schema validation, character counting,
+cutting.
 
-An agent is one declaration (`Agent`), as a tool is (`Tool`): both are checked when they are
-made, so that no declaration mistake (a misspelt kind, an effect kind, a context name, a
-prerequisite naming a tool the agent lacks) can make a guard allow more than was meant: each is a
-ValueError naming the tool, the field and the allowed values.
+An agent is one declaration (`Agent`), as a tool is (`Tool`) and each of its MCP servers
+(`MCPServer`): all are checked when they are made, so that no declaration mistake (a misspelt kind,
+an effect kind, a context name, a prerequisite naming a tool the agent lacks, a server tool named
+like a local one) can make a guard allow more than was meant: each is a ValueError naming the tool,
+the field and the allowed values. `declared_tool` is how a run records a tool for the judge (a
+write's choices with the schema's enum and aliases, its count units).
 
 Invariants: imports only texts/__init__.py (the catalogue, which imports only leaves), so any layer may import it;
 holds no state; each fact here is defined once and nowhere else (the schema validator, how a

@@ -14,10 +14,10 @@ MARK = {"ok": "✓", "error": "✗", "timeout": "⏱", "unknown": "?", "blocked"
 
 
 def mcp_line(toolset, say):
-    """The MCP server a run talks to, its version and the tools it gives (nothing for a local run)."""
-    if toolset.mcp is not None:
-        client = toolset.mcp
-        print(say("cli.mcp_line", where=client.where, version=client.version, tools=", ".join(sorted(toolset.remote))))
+    """The MCP servers a run talks to, each with its version and the tools it gives (nothing for a local run)."""
+    for name, client in getattr(toolset, "clients", {}).items():
+        tools = sorted(t for t, server in toolset.server_of.items() if server == name)
+        print(say("cli.mcp_line", name=name, where=client.where, version=client.version, tools=", ".join(tools)))
 
 
 def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=False, **_):
