@@ -41,6 +41,8 @@ def replay(path):
     try:
         snap = audit.load(path)
         agent = _agent(snap, os.path.dirname(path))
+        if (snap.get("agent") or {}).get("name", agent.name) != agent.name:     # an agent made in a test's process
+            return None
         ts = toolset.ToolSet(snap["run_id"], mode=snap["mode"], schemas=snap["tools"], agent=agent,
                              visible=(snap.get("policy") or {}).get("tools"))
     except Exception:               # a corrupt file, a vanished agent file, a hostile record: not ours to judge
