@@ -402,7 +402,7 @@ def _effect(call):
 _records, _same = stated.records_at, stated.same
 
 
-_DECLARED = {}
+_DECLARED: dict[int, tuple] = {}
 
 
 def _declared(tool):

@@ -88,8 +88,9 @@ def resume(agent: Agent, run_id: str, *, audit_dir: str = "audit") -> tuple[Run,
 
 def _go_on(agent, run_id, audit_dir, how, text=None):
     from .toolset import ToolSet
-    r, toolset, warnings = reopen(audit_dir, run_id, lambda snap: ToolSet(run_id, agent=agent),
-                                  lambda snap: accept(how, snap))
+    r, toolset, warnings = reopen(audit_dir, run_id, lambda snap: ToolSet(     # the recorded mode, MCP tools, URL
+        run_id, agent=agent, mode=snap["mode"], schemas=snap["tools"], mcp_url=snap.get("mcp_url")),
+        lambda snap: accept(how, snap))
     r.warnings = warnings
     try:
         answer(r, how, text)

@@ -13,9 +13,9 @@ thread asks.
 import contextlib
 import datetime
 import sqlite3
-import time
-
 import sys
+import time
+from typing import Any
 
 from . import config
 from .calls import Agent, MCPServer, Source, Tool, ToolError  # noqa: F401  (ToolError: what these tools raise)
@@ -173,7 +173,7 @@ def _booking(d):
     return " · ".join(parts) + ("（幂等重放）" if d.get("replayed") else "")
 
 
-HOOKS = {   # by tool name: the local tools', and the MCP tools' of the same name (get_weather, search_location)
+HOOKS: dict[str, dict[str, Any]] = {   # by tool name: the local tools', and the MCP tools' of the same name (get_weather, search_location)
     "get_weather": dict(absorb=_weather, gist=lambda r: f"{r.get('condition')}，最高 {r.get('high')}°",
                         render=lambda f: [f"天气 {d}：{w.get('condition')}，最高 {w.get('high')}°"
                                           for d, w in f.get("weather", {}).items()]),

@@ -119,6 +119,7 @@ class ToolSet:
         if agent.planning and not any(t.name == "set_plan" for t in declared):
             declared = plan.tools(agent.plan_example, agent.say) + declared
         servers = agent.servers(mcp=mode == "mcp")
+        self.mode = "mcp" if servers else mode                    # a run using MCP servers is recorded as one
         self.mcp_url = mcp_url if servers else None
         self.servers = {s.name: s for s in servers}
         self.clients = {s.name: self._client(s, i == 0 and mcp_command, i == 0 and mcp_url, mcp_token, env)

@@ -158,3 +158,27 @@ def test_several_servers_give_one_agent_their_tools_and_a_server_tool_sources_a_
 def test_a_run_with_mcp_servers_is_refused_on_temporal_with_a_clear_message(tmp_path):
     out = run_agent("--agent", AGENT, "--temporal", cwd=tmp_path)
     assert out.returncode == 2 and "Temporal" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_the_public_api_runs_the_helpdesk_with_its_mcp_server_and_resumes_it_in_mcp_mode(tmp_path, monkeypatch):
+    import handloop
+    from handloop.cli import session
+    monkeypatch.setenv("HELPDESK_DB", str(tmp_path / "orders.db"))
+    agent = session.load_agent(AGENT)
+    model = handloop.offline_model(agent.offline, name="scripted")
+    try:
+        r, ts = handloop.start(agent, "api", audit_dir=str(tmp_path / "a"))
+        try:
+            handloop.run(r, model, ts)
+        finally:
+            ts.close()
+        assert (r.status, r.mode) == ("suspended", "mcp")
+        r, ts = handloop.confirm(agent, "api", audit_dir=str(tmp_path / "a"))
+        try:
+            assert ts.remote == {"lookup_ticket", "check_warranty"} and ts.clients["assets"].conn is None   # lazy
+            handloop.run(r, model, ts)
+        finally:
+            ts.close()
+    finally:
+        model.close()
+    assert r.status == "done" and r.memory.writes[0]["args"] == {"serial": "SN7Q2X9K", "model": "X1-14"}
