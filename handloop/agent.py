@@ -85,7 +85,7 @@ def _usage(args, say):
         (args.worker and run_only, lambda: say("usage.no_run", flags=" ".join(run_only))),
         (args.temporal and (args.check is not None or args.selftest or args.worker or args.trace is not None),
          lambda: say("temporal.usage", flag="--temporal", other="--check / --selftest / --worker / --trace")),
-        (args.temporal and (args.mcp or args.mcp_url or args.mcp_server),
+        (args.temporal and (args.mcp_url or args.mcp_server),
          lambda: say("temporal.mcp")),
     ]
     return next((text() for wrong, text in problems if wrong), None)
@@ -223,8 +223,6 @@ def drive(args, env):
         raise UsageError(texts.Said("resume.no_dir", folder=audit_dir))
     if agent is not None and not how and (args.mcp or args.mcp_server or url) and not agent.mcp:
         raise UsageError(agent.say("mcp.cli_no_server", name=agent.name))
-    if args.temporal and agent is not None and agent.servers():
-        raise UsageError(agent.say("temporal.mcp"))
     if args.temporal:                          # the run lives in a workflow: no lock here, its activities take it
         return cli_temporal.on_temporal(args, how, run_id, os.path.abspath(audit_dir), agent, policy)
     back = cli_temporal.not_on_temporal(audit_dir, run_id, agent) if how else False

@@ -342,9 +342,9 @@ class Client:
             self.starts += 1
             conn = self._connect()
             try:
-                self._handshake(conn, deadline)
-            except MCPError:
-                conn.close(grace=min(0.5, self.close_grace))
+                conn = self._handshake(conn, deadline)
+            except MCPError as exc:
+                getattr(exc, "conn", conn).close(grace=min(0.5, self.close_grace))
                 raise
             self.conn = conn
             return conn
@@ -359,6 +359,9 @@ class Client:
         return " ".join(self.command)
 
     def _handshake(self, conn, deadline=None):
+        """The connection, handshaken: the 2026-07-28 `server/discover` probe first (unless legacy), else
+        `initialize`. A probe met with silence may be answered late, which would tie that connection to the
+        new protocol: `initialize` then goes on a new connection. Returns the connection used."""
         if self.mode != "legacy":
             try:
                 result = conn.request("server/discover", {"_meta": self._envelope()}, self._left(
@@ -367,15 +370,23 @@ class Client:
                 if isinstance(versions, list) and MODERN_VERSION in versions:
                     self.era, self.version = "modern", MODERN_VERSION
                     self.server_info = (result.get("_meta") or {}).get(META_SERVER_INFO) or {}
-                    return
+                    return conn
                 problem = self.say("mcp.discover_only", versions=versions)
             except MCPError as exc:
                 if conn.closed or isinstance(exc, MCPAuthError):
                     raise
                 problem = str(exc)
+                if isinstance(exc, MCPTimeout) and self.mode == "auto":
+                    conn.close(grace=min(0.5, self.close_grace))
+                    conn = self._connect()
             if self.mode == "modern":
                 raise MCPError(self.say("mcp.no_modern", version=MODERN_VERSION, problem=problem))
-        self._initialize(conn, deadline)
+        try:
+            self._initialize(conn, deadline)
+        except MCPError as exc:
+            exc.conn = conn
+            raise
+        return conn
 
     def _initialize(self, conn, deadline=None):
         result = conn.request("initialize", {"protocolVersion": LEGACY_VERSIONS[0], "capabilities": {},

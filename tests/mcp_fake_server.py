@@ -8,6 +8,8 @@ ignore-term    ignores SIGTERM and stays alive after stdin EOF (only SIGKILL end
 garbage        noise on stdout before every reply: text, arrays, stray replies, notifications,
                and a ping request whose answer it waits for before answering tools/call
 silent         server/discover is never answered (a legacy server that ignores what it does not know)
+late-discover  server/discover is answered after 1 s (a slow modern server); then this connection refuses
+               initialize, as the official SDK's does
 v1             unknown methods answered with -32602, unknown tools with an isError result (SDK 1.x)
 extra          results carry fields beyond the allow-list (and a nested object)
 no-allowed     results carry none of the allowed fields
@@ -33,6 +35,7 @@ import time
 FLAGS = set(sys.argv[1].split(",")) if len(sys.argv) > 1 else set()
 MARKER = sys.argv[2] if len(sys.argv) > 2 else None
 OUT = sys.stdout
+DISCOVERED = []        # late-discover: this connection answered server/discover
 
 TOOLS = [
     {"name": "search_location", "description": "find a city",
@@ -122,12 +125,18 @@ def ping_client():
 
 def answer(message):
     method, params = message.get("method"), message.get("params") or {}
+    if method == "initialize" and DISCOVERED:
+        return {"error": {"code": -32022, "message": "connection is serving the 2026-07-28 protocol"}}
     if method == "initialize":
         version = "1999-01-01" if "bad-version" in FLAGS else params.get("protocolVersion")
         return {"result": {"protocolVersion": version, "capabilities": {"tools": {}},
                            "serverInfo": {"name": "fake", "version": "0"}}}
     if method == "server/discover" and "silent" in FLAGS:
         return None
+    if method == "server/discover" and "late-discover" in FLAGS:
+        time.sleep(1.0)
+        DISCOVERED.append(True)
+        return {"result": {"supportedVersions": ["2026-07-28"], "resultType": "complete"}}
     if method == "tools/list":
         return {"result": tools_page(params.get("cursor"))}
     if method == "tools/call" and "no-result" in FLAGS:

@@ -155,11 +155,6 @@ def test_several_servers_give_one_agent_their_tools_and_a_server_tool_sources_a_
         ts.close()
 
 
-def test_a_run_with_mcp_servers_is_refused_on_temporal_with_a_clear_message(tmp_path):
-    out = run_agent("--agent", AGENT, "--temporal", cwd=tmp_path)
-    assert out.returncode == 2 and "Temporal" in out.stderr and "Traceback" not in out.stderr
-
-
 def test_the_public_api_runs_the_helpdesk_with_its_mcp_server_and_resumes_it_in_mcp_mode(tmp_path, monkeypatch):
     import handloop
     from handloop.cli import session

@@ -138,6 +138,11 @@ def test_an_over_long_line_is_skipped_not_fatal(client):
     assert c.call_tool("search_location", {"city": "西安"})["latitude"] == XIAN["latitude"]
 
 
+def test_a_discover_answered_after_the_probe_gave_up_does_not_spoil_the_legacy_handshake(client):
+    c = client(fake_command("late-discover"), probe_timeout=0.3)       # initialize goes on a new connection
+    assert c.start().era == "legacy" and [t["name"] for t in c.list_tools()][:1] == ["search_location"]
+
+
 def test_a_server_silent_on_discover_gets_the_legacy_handshake_after_the_probe(client):
     c = client(fake_command("silent"), probe_timeout=0.3)
     started = time.perf_counter()

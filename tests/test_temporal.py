@@ -203,7 +203,7 @@ def test_the_xian_task_through_two_workers_suspends_and_one_confirmation_by_upda
     assert check.returncode == 0, check.stdout
     taken = p.cli("--temporal", "--run-id", "two")     # a run id in use is refused, as on one machine
     assert taken.returncode == 2 and "Traceback" not in taken.stderr
-    mcp = p.cli("--temporal", "--mcp")
+    mcp = p.cli("--temporal", "--mcp", "--mcp-server", "python other.py")   # the workers start the declared one
     assert mcp.returncode == 2 and "Traceback" not in mcp.stderr
     gone = dict(p.env, AGENT_TEMPORAL_ADDRESS="127.0.0.1:9")           # nothing listens there
     unreachable = subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), "--temporal"], cwd=p.cwd, env=gone,
@@ -390,6 +390,31 @@ def test_an_agent_from_a_file_runs_on_temporal_and_the_workers_load_the_file_the
     HISTORIES.append((p.address, "rooms"))
 
 
+def test_runs_with_mcp_tools_run_on_temporal_each_worker_opening_the_servers_it_needs(place):
+    """The Xi'an agent with --mcp (its weather server) and the helpdesk agent (its asset server, the official SDK,
+    declared as always used): suspended and confirmed through the workers, one booking and one order each."""
+    import sqlite3
+    pytest.importorskip("mcp")
+    p = place()
+    p.worker(), p.worker()
+    started = p.cli("--temporal", "--mcp", "--offline", "--run-id", "xm")
+    assert started.returncode == 0, started.stderr
+    assert (p.snapshot("xm")["status"], p.snapshot("xm")["mode"]) == ("suspended", "mcp")
+    assert {"search_location", "get_weather"} <= {t["function"]["name"] for t in p.snapshot("xm")["tools"]}
+    confirmed = p.cli("--confirm", "xm", "--temporal")
+    assert confirmed.returncode == 0, confirmed.stderr
+    _booked_once(p, "xm")
+    helpdesk = os.path.join(ROOT, "tests", "helpdesk", "helpdesk.py")
+    started = p.cli("--agent", helpdesk, "--temporal", "--offline", "--run-id", "hd")
+    assert started.returncode == 0, started.stderr
+    assert (p.snapshot("hd")["status"], p.snapshot("hd")["mode"]) == ("suspended", "mcp")
+    assert p.cli("--confirm", "hd", "--temporal").returncode == 0
+    assert p.snapshot("hd")["status"] == "done"
+    with sqlite3.connect(p.audit_dir / "helpdesk.db") as db:
+        assert db.execute("SELECT ticket_id, serial, model FROM orders").fetchall() == [("T-1042", "SN7Q2X9K", "X1-14")]
+    HISTORIES.append((p.address, "hd"))
+
+
 def test_a_worker_killed_while_it_writes_the_audit_file_the_other_writes_it_again(place):
     """The audit write is a local activity: killed half-way through the file (fault point mid_audit, the
     worker's third snapshot: the first turn's), the file on disk is still the last whole snapshot; the other
@@ -533,7 +558,8 @@ def test_without_temporalio_the_worker_says_what_to_install(monkeypatch, capsys)
 
 
 @pytest.mark.parametrize("argv", [["--check", "--temporal"], ["--selftest", "--temporal"], ["--worker", "--temporal"],
-                                  ["--temporal", "--mcp"], ["--worker", "--run-id", "x"]])
+                                  ["--temporal", "--mcp-server", "x"], ["--temporal", "--mcp", "--mcp-url", "http://x/mcp"],
+                                  ["--worker", "--run-id", "x"]])
 def test_temporal_flags_that_do_not_go_together_are_usage_errors(argv, capsys):
     from handloop import agent
     with pytest.raises(SystemExit) as stopped:

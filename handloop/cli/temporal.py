@@ -121,7 +121,7 @@ def on_temporal(args, how, run_id, audit_dir, agent, policy):
     address, queue = client.where()
     path = audit.path_for(audit_dir, run_id)
     start = {"run_id": run_id, "audit_dir": audit_dir, "agent_file": agent.file if agent else None,
-             "offline": args.offline, "model": args.model, "limits": client.limits()}
+             "offline": args.offline, "model": args.model, "limits": client.limits(), "mcp": bool(args.mcp)}
     started = time.perf_counter()
     before = 0
     if how and os.path.exists(path):           # what one machine refuses, refused in the same words

@@ -35,6 +35,7 @@ from .. import config
 from .. import context
 from .. import executor
 from .. import loop
+from .. import mcp_tools
 from .. import runs
 from ..cli import session
 from .. import texts
@@ -84,8 +85,10 @@ class Activities:
     def _agent(self, ref):
         return session.agent_for(ref["audit_dir"], None, ref.get("agent"))
 
-    def _toolset(self, ref, agent=None):
-        return session.tool_set(ref["audit_dir"], ref["run_id"], ref["mode"], visible=ref.get("visible"),
+    def _toolset(self, ref, agent=None, schemas=None):
+        """The run's tool set in this worker; with the MCP tools a run recorded (`schemas`), its servers open at
+        their first call, in the activity that needs them."""
+        return session.tool_set(ref["audit_dir"], ref["run_id"], ref["mode"], schemas=schemas, visible=ref.get("visible"),
                                 agent=agent or self._agent(ref))
 
     def _model(self, offline, name, agent):
@@ -104,24 +107,27 @@ class Activities:
         path, say = audit.path_for(audit_dir, run_id), texts.ZH_TEXTS
         try:
             if start.get("open") or attempt > 1 and os.path.exists(path):   # opened, or begun by a lost attempt
-                snap = audit.load(path)
-                if snap["mode"] != "local":
-                    return {"refused": texts.Said("temporal.mcp")(runs.language_of(snap))}
-                return reference(path, snap)
+                return reference(path, audit.load(path))
             given = session.load_file(start["agent_file"]) if start.get("agent_file") else None
             agent = session.agent_for(audit_dir, given)
             say = agent.say                    # refusals from here on in the agent's language
             policy = config.Policy.from_dict(start["policy"]) if start.get("policy") else runs.agent_policy(agent)
             os.makedirs(audit_dir, exist_ok=True)
             ask = self._model(start.get("offline"), start.get("model"), agent)
-            toolset = session.tool_set(audit_dir, run_id, "local", visible=policy.tools, agent=agent)
-            with audit.RunLock(audit_dir, run_id):
-                r = runs.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.name, policy=policy)
-                r.temporal = {"queue": queue}                 # where the run lives, from its first snapshot on
-                loop.save(r)
+            mode = "mcp" if start.get("mcp") or agent.servers() else "local"
+            toolset = session.tool_set(audit_dir, run_id, mode, visible=policy.tools, agent=agent)
+            try:                               # its MCP servers were asked for their tools; each call opens them again
+                with audit.RunLock(audit_dir, run_id):
+                    r = runs.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.name, policy=policy)
+                    r.temporal = {"queue": queue}             # where the run lives, from its first snapshot on
+                    loop.save(r)
+            finally:
+                toolset.close()
             return reference(path, audit.load(path))
         except (audit.AuditError, ValueError) as exc:
             return {"refused": texts.told(exc, say)}
+        except mcp_tools.MCPError as exc:      # a server the agent declares cannot be used as declared
+            return {"refused": say("cli.mcp_failed", error=exc.message)}
         except OSError as exc:                 # the audit dir cannot be made or written: as the CLI says it
             return {"refused": say("cli.audit_dir", error=exc)}
 
@@ -169,7 +175,7 @@ class Activities:
         """The messages as the snapshot's epoch lays them out (its compacted part made once per epoch)."""
         key = (json.dumps(held["snap"].get("epoch"), sort_keys=True), id(messages[0]))
         if held.get("window", (None,))[0] != key:
-            toolset = self._toolset(ref, agent)
+            toolset = self._toolset(ref, agent, schemas=held["snap"]["tools"])   # no MCP server opened for it
             toolset.close()                        # only its declarations are read
             held["window"] = (key, context.Window.from_dict(held["snap"].get("epoch"), messages), toolset.tool)
         _, window, tool_of = held["window"]
@@ -192,7 +198,7 @@ class Activities:
 
     def _tool(self, request, attempt):
         ref = request["run"]
-        toolset = self._toolset(ref)
+        toolset = self._toolset(ref, schemas=request.get("tools"))
         try:
             call, say = toolset.prepare([request["call"]])[0], toolset.agent.say
             if attempt > 1 and call.kind == "write" and call.args is not None:

@@ -230,7 +230,8 @@ class World:
         try:
             got = await workflow.execute_activity(
                 "agent.tool", pack({"run": self.ref, "call": raw, "plan": view.plan, "done": sorted(view.done_tools),
-                                    "limit": self.r.policy.result_max_chars}),
+                                    "limit": self.r.policy.result_max_chars,
+                                    **({"tools": self.r.tools} if self.r.mode == "mcp" else {})}),
                 start_to_close_timeout=datetime.timedelta(seconds=seconds + 30), **self.options)
         except ActivityError as exc:
             raise Lost(self.r.say("temporal.lost", what=f"agent.tool {call.name}", error=_cause(exc))) from None
@@ -296,9 +297,11 @@ def recorded_agent(audit_dir, recorded):
 
 def toolset_for(audit_dir, run_id):
     def make(snap):
-        return session.tool_set(audit_dir, run_id, snap["mode"], schemas=snap["tools"],
-                                visible=(snap.get("policy") or {}).get("tools"),
-                                agent=recorded_agent(audit_dir, snap.get("agent")))
+        agent = recorded_agent(audit_dir, snap.get("agent"))
+        with workflow.unsafe.sandbox_unrestricted():   # MCP sessions made, never opened here (a server's token is read)
+            return session.tool_set(audit_dir, run_id, snap["mode"], schemas=snap["tools"],
+                                    visible=(snap.get("policy") or {}).get("tools"), mcp_url=snap.get("mcp_url"),
+                                    agent=agent)
     return make
 
 

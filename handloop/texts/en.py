@@ -173,7 +173,7 @@ EN = {
     "temporal.missing": "running on Temporal needs temporalio: run pip install -r requirements-temporal.txt first",
     "temporal.unreachable": "cannot reach the Temporal service at {address}: {error}",
     "temporal.usage": "{flag} cannot be used with {other}",
-    "temporal.mcp": "a run in MCP mode cannot move onto Temporal: runs on Temporal use local tools only",
+    "temporal.mcp": "--mcp-server and --mcp-url cannot be used with --temporal: the workers start the MCP servers the agent declares",
     "temporal.no_run": "Temporal has no workflow for run {run_id}, and this machine has no audit file of it",
     "temporal.exists": "Temporal already has a workflow for run {run_id}",
     "temporal.busy": "the run is still working on the last reply: answer once it has stopped",

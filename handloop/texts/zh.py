@@ -174,7 +174,7 @@ ZH = {
     "temporal.missing": "在 Temporal 上运行需要 temporalio：请先运行 pip install -r requirements-temporal.txt",
     "temporal.unreachable": "连不上 Temporal 服务 {address}：{error}",
     "temporal.usage": "{flag} 不能和 {other} 一起用",
-    "temporal.mcp": "MCP 模式的运行不能放到 Temporal 上：Temporal 上的运行只用本地工具",
+    "temporal.mcp": "--mcp-server 和 --mcp-url 不能与 --temporal 一起用：由 worker 启动智能体声明的 MCP 服务",
     "temporal.no_run": "Temporal 上没有运行 {run_id} 的工作流，本机也没有它的审计文件",
     "temporal.exists": "Temporal 上已有运行 {run_id} 的工作流",
     "temporal.busy": "运行正在处理上一个回复，请等它停下再回复",
