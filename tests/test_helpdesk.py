@@ -159,7 +159,7 @@ def test_the_public_api_runs_the_helpdesk_with_its_mcp_server_and_resumes_it_in_
     import handloop
     from handloop.cli import session
     monkeypatch.setenv("HELPDESK_DB", str(tmp_path / "orders.db"))
-    agent = session.load_agent(AGENT)
+    agent = session.load_file(AGENT)
     model = handloop.offline_model(agent.offline, name="scripted")
     try:
         r, ts = handloop.start(agent, "api", audit_dir=str(tmp_path / "a"))
