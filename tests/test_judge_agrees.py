@@ -14,14 +14,14 @@ import os
 
 import pytest
 
-from handloop import audit, guards, toolset
+from handloop import audit, guards, runs, toolset
 from handloop.calls import Outcome
 from handloop.cli import check as check_cli
 from handloop.cli import session
 from handloop.memory import LOOP_NAME, Memory, _as_object
 from conftest import ROOT, run_agent
 
-HELPDESK = os.path.join(ROOT, "tests", "helpdesk", "helpdesk.py")
+HELPDESK = os.path.join(ROOT, "tests", "helpdesk_agent", "helpdesk.py")
 CHECK_OF = {"unconfirmed_write": "write_after_confirmation", "plan_first": "plan_first", "plan_order": "no_skipped_step",
             "provenance": "provenance"}
 _AGENTS = {}
@@ -29,7 +29,8 @@ _AGENTS = {}
 
 def _agent(snap, folder):
     recorded = snap.get("agent") if isinstance(snap.get("agent"), dict) else None
-    key = (recorded or {}).get("file") or folder
+    file = (recorded or {}).get("file")
+    key = (file, os.stat(file).st_mtime_ns) if file and os.path.exists(file) else file or folder   # edited files too
     if key not in _AGENTS:
         _AGENTS[key] = session.agent_for(folder, None, recorded)
     return _AGENTS[key]
@@ -40,7 +41,7 @@ def replay(path):
     took effect in the file was allowed; None when the file cannot be replayed (not a loadable run of ours)."""
     try:
         snap = audit.load(path)
-        agent = _agent(snap, os.path.dirname(path))
+        agent = runs._recorded_agent(_agent(snap, os.path.dirname(path)), snap)    # its recorded confirm replies
         if (snap.get("agent") or {}).get("name", agent.name) != agent.name:     # an agent made in a test's process
             return None
         ts = toolset.ToolSet(snap["run_id"], mode=snap["mode"], schemas=snap["tools"], agent=agent,
