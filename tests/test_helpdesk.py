@@ -1,4 +1,4 @@
-"""The English helpdesk agent (tests/helpdesk_agent/): its own asset MCP server, written with the official SDK, over
+"""The English helpdesk agent (tests/helpdesk_mcp/): its own asset MCP server, written with the official SDK, over
 stdio and Streamable HTTP; a write whose effect is a serial (an id by no `*_id` name) and a model (a schema enum,
 no aliases), with the ticket bound to the serial's record. Through the command line in new processes and the
 real openai client; assertions read states, stores and audit files."""
@@ -14,8 +14,8 @@ from conftest import ROOT, read_audit, run_agent
 
 mcp = pytest.importorskip("mcp")
 
-HERE = os.path.join(ROOT, "tests", "helpdesk_agent")
-AGENT = os.path.join(HERE, "helpdesk.py")
+HERE = os.path.join(ROOT, "tests", "helpdesk_mcp")
+AGENT = os.path.join(HERE, "it_helpdesk.py")
 ASSETS = [sys.executable, os.path.join(HERE, "asset_mcp.py")]
 
 

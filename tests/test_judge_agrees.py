@@ -21,7 +21,7 @@ from handloop.cli import session
 from handloop.memory import LOOP_NAME, Memory, _as_object
 from conftest import ROOT, run_agent
 
-HELPDESK = os.path.join(ROOT, "tests", "helpdesk_agent", "helpdesk.py")
+HELPDESK = os.path.join(ROOT, "tests", "helpdesk_mcp", "it_helpdesk.py")
 CHECK_OF = {"unconfirmed_write": "write_after_confirmation", "plan_first": "plan_first", "plan_order": "no_skipped_step",
             "provenance": "provenance"}
 _AGENTS = {}

@@ -10,7 +10,7 @@ import pytest
 from handloop.llm.endpoint import Endpoint
 from conftest import ROOT, read_audit, run_agent
 
-HELPDESK = os.path.join(ROOT, "tests", "helpdesk_agent", "helpdesk.py")
+HELPDESK = os.path.join(ROOT, "tests", "helpdesk_mcp", "it_helpdesk.py")
 
 
 def judged(tmp_path, path, agent=None):

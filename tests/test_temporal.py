@@ -404,7 +404,7 @@ def test_runs_with_mcp_tools_run_on_temporal_each_worker_opening_the_servers_it_
     confirmed = p.cli("--confirm", "xm", "--temporal")
     assert confirmed.returncode == 0, confirmed.stderr
     _booked_once(p, "xm")
-    helpdesk = os.path.join(ROOT, "tests", "helpdesk_agent", "helpdesk.py")
+    helpdesk = os.path.join(ROOT, "tests", "helpdesk_mcp", "it_helpdesk.py")
     started = p.cli("--agent", helpdesk, "--temporal", "--offline", "--run-id", "hd")
     assert started.returncode == 0, started.stderr
     assert (p.snapshot("hd")["status"], p.snapshot("hd")["mode"]) == ("suspended", "mcp")

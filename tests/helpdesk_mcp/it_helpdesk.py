@@ -4,7 +4,7 @@
 Planning off. The write's effect is the serial (an id: whatever the field is called) and the model (a
 choice: the schema's enum); the ticket comes from the same lookup as the serial, so it is bound to it.
 
-    python agent.py --agent tests/helpdesk_agent/helpdesk.py          # suspends with a proposal in words
+    python agent.py --agent tests/helpdesk_mcp/it_helpdesk.py          # suspends with a proposal in words
     python agent.py --confirm                                   # orders once
 
 The server runs as a process, or at HELPDESK_ASSETS_URL (bearer token from HELPDESK_ASSETS_TOKEN). Its
