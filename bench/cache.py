@@ -36,6 +36,7 @@ from handloop import tools
 from handloop import loop
 from handloop import runs
 from handloop import memory as memory_module
+from handloop import values
 from bench import sys_ours
 
 CACHED_PRICE = 0.10         # a cached input token costs 10 % of a fresh one (OpenAI, DeepSeek: 10 %)
@@ -81,7 +82,7 @@ def old_layout(messages, memory_block, recent_rounds=config.RECENT_ROUNDS):
     for i, message in enumerate(messages):
         if message.get("role") == "tool":
             content = message.get("content") or ""
-            short = _summarise(content) if i < boundary else memory_module.cut(content, config.RECENT_RESULT_MAX_CHARS)
+            short = _summarise(content) if i < boundary else values.cut(content, config.RECENT_RESULT_MAX_CHARS)
             if short is not content:
                 message = dict(message, content=short)
         out.append(message)

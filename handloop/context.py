@@ -14,7 +14,7 @@ results shrink further, to stubs of their top-level facts.
 import json
 
 from . import config
-from .calls import ZH, chars, cut  # noqa: F401  (chars: re-exported for the benchmarks)
+from .values import ZH, chars, cut  # noqa: F401  (chars: re-exported for the benchmarks)
 
 SHORT = 80          # a string longer than this is prose: dropped from a compacted result
 LIST_MAX = 20       # items of a list a compacted result keeps

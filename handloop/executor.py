@@ -16,7 +16,7 @@ message per call, in request order.
 A tool is untrusted code: whatever it raises (SystemExit and a KeyboardInterrupt of its own too,
 inline, in a thread or on the event loop, which survives it) or returns (a value JSON cannot
 hold, NaN) is a tool error, and so is a `reconcile` that fails; a write whose result cannot be
-read is reconciled like one that timed out (calls.Unencodable). Only the user's own interrupt
+read is reconciled like one that timed out (values.Unencodable). Only the user's own interrupt
 (calls.by_user) goes through, to stop the run.
 """
 import asyncio
@@ -26,7 +26,8 @@ import threading
 import time
 
 from . import config
-from .calls import ZH, Outcome, ToolError, Unencodable, by_user, settled
+from .calls import ZH, Outcome, ToolError, by_user
+from .values import Unencodable, settled
 
 
 def order(memory, calls, inline):

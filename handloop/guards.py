@@ -29,7 +29,8 @@ saw is not run: it becomes the new proposal, stating it. Arguments neither effec
 import dataclasses
 
 from . import config
-from .calls import Outcome, cut, declared_tool
+from .calls import Outcome, declared_tool
+from .values import cut
 from .texts import stated
 
 @dataclasses.dataclass(frozen=True)

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import audit
 from . import config
 from . import context
-from .calls import Agent, chars
+from .calls import Agent
+from .values import chars
 from .executor import execute, tool_messages
 from .guards import screen
 from .memory import FORCING, LOOP_NAME, Memory, echoed

@@ -26,7 +26,7 @@ import json
 
 from . import texts
 from .texts import stated, words
-from .calls import Agent, cut, declared_tool  # noqa: F401  (cut re-exported: executor and context cut with it)
+from .calls import Agent, declared_tool
 
 LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)
 NUDGES = ("written_call", "echo", "idle", "step", "empty_reply", "length")

@@ -39,7 +39,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 from . import config
 from .llm import replies
 from .llm import streams
-from .calls import valid_text
+from .values import valid_text
 from .llm.replies import ModelError, Reply, estimate_tokens, written_calls  # noqa: F401  (re-exported, as before)
 from .texts import Said
 

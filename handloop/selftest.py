@@ -24,7 +24,7 @@ from . import runs
 from . import tools
 from . import toolset
 from .executor import execute
-from .calls import chars
+from .values import chars
 from .context import compact
 from .memory import Memory
 from .model import ModelError, Reply, estimate_tokens

@@ -28,7 +28,8 @@ from . import mcp_tools
 from . import plan
 from . import tools as local_tools
 from . import texts
-from .calls import DESCRIPTION_LIMIT, Agent, Call, Tool, ToolError, by_user, normalise, settled, validate, valid_text
+from .calls import DESCRIPTION_LIMIT, Agent, Call, Tool, ToolError, by_user
+from .values import normalise, settled, valid_text, validate
 
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 
@@ -38,7 +39,7 @@ MAX_DEPTH = 32       # arguments nested deeper than this are refused (no schema 
 
 def parse_arguments(text, say=texts.ZH_TEXTS):
     """The ladder: strip Markdown fences → json → json5 → give up with the problem stated. The
-    value's strings are valid Unicode (calls.valid_text).
+    value's strings are valid Unicode (values.valid_text).
 
     Returns (value, None) or (None, problem).
     """
@@ -273,7 +274,7 @@ HIDDEN = ("pattern", "minLength", "maxLength", "minItems", "maxItems", "addition
 
 def shown(schema):
     """The part of a declared JSON Schema the model is shown; calls are still validated against the
-    whole declaration (calls.validate), whose error names the field and the rule broken.
+    whole declaration (values.validate), whose error names the field and the rule broken.
 
     Kept (all but HIDDEN): `type`, `properties`, `items`, `required` (the shape of a call), `enum`
     (the choices: room types, step status), `description` (hints such as the date format

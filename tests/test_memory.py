@@ -4,7 +4,8 @@ import json
 from conftest import GOAL, PLAN
 from handloop import config
 from handloop import texts
-from handloop.memory import Memory, cut, rebuild
+from handloop.memory import Memory, rebuild
+from handloop.values import cut
 from handloop.toolset import ToolSet
 
 TS = ToolSet("r", None)

@@ -19,7 +19,7 @@ import sys
 import traceback
 
 from .. import config
-from ..calls import validate
+from ..values import validate
 from ..mcp_tools import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, LEGACY_VERSIONS, MCPError, META_CAPABILITIES,
                        META_SERVER_INFO, META_VERSION, METHOD_NOT_FOUND, MODERN_VERSION,
                        PARSE_ERROR, TOO_LONG, ToolFailed, UNSUPPORTED_VERSION, encode, error_reply,

@@ -22,7 +22,7 @@ from typing import Any
 
 from .. import config
 from .. import texts
-from ..calls import chars, valid_text
+from ..values import chars, valid_text
 from ..texts import Said
 
 ZH = texts.ZH_TEXTS
@@ -114,7 +114,7 @@ def normalised(response, messages, seconds, names=()):
 
 
 def _valid(calls, content, notes):
-    """The calls and the content as valid Unicode (calls.valid_text), noted when something was replaced."""
+    """The calls and the content as valid Unicode (values.valid_text), noted when something was replaced."""
     fixed = valid_text([calls, content])
     if fixed[0] is not calls or fixed[1] is not content:
         notes.append("lone surrogates in the reply replaced by U+FFFD")

@@ -19,7 +19,7 @@ import threading
 import time
 import types
 
-from ..calls import valid_text
+from ..values import valid_text
 from .replies import UNPARSEABLE, ModelError, arguments_text, overdue, parts_text, provider_error, unparseable
 from ..texts import Said
 

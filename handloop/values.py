@@ -1,0 +1,182 @@
+"""The measures every layer shares, on plain values: JSON Schema validation and normalisation of a call's
+arguments, how many characters a request's messages hold, how a long text or result is cut to a limit, how a
+tool's result is settled into the strict JSON text of its tool message, and text made valid Unicode.
+
+Invariants: imports only texts/__init__.py (the catalogue); holds no state; pure functions of their arguments;
+each fact here is defined once and nowhere else. Texts come from the caller's catalogue (`say`, default Chinese).
+"""
+import json
+import math
+import re
+import unicodedata
+
+from . import texts
+
+ZH = texts.ZH_TEXTS
+
+
+class Unencodable(ValueError):
+    """A result JSON cannot hold (keys that are not strings, a cycle, NaN or an infinity, an int
+    too long to write, nesting too deep)."""
+
+
+TYPES = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "boolean": bool}
+
+
+def validate(schema, value, path="arguments", say=ZH):
+    """Problems of `value` against a JSON Schema subset (type, enum, pattern, ranges, lengths,
+    required, properties, additionalProperties, items), in `say`'s language. Empty when valid."""
+    kind = schema.get("type")
+    if kind and (not isinstance(value, TYPES[kind]) or (kind in ("integer", "number") and isinstance(value, bool))):
+        return [say("schema.type", path=path, kind=kind, value=json.dumps(value, ensure_ascii=False)[:60])]
+    if isinstance(value, float) and not math.isfinite(value):
+        return [say("schema.finite", path=path, value=value)]
+    problems = []
+    if "enum" in schema and value not in schema["enum"]:
+        problems.append(say("schema.enum", path=path, choices=schema["enum"]))
+    if "pattern" in schema and not re.search(schema["pattern"], value, re.ASCII):
+        problems.append(say("schema.pattern", path=path, pattern=schema["pattern"], value=value[:60]))
+    if "minimum" in schema and value < schema["minimum"] or "maximum" in schema and value > schema["maximum"]:
+        problems.append(say("schema.range", path=path, low=schema.get("minimum"), high=schema.get("maximum")))
+    size = len(value) if isinstance(value, (str, list)) else None
+    for key, ok in (("minLength", lambda n: size >= n), ("maxLength", lambda n: size <= n),
+                    ("minItems", lambda n: size >= n), ("maxItems", lambda n: size <= n)):
+        if key in schema and not ok(schema[key]):
+            problems.append(say("schema.length", path=path, key=key, limit=schema[key]))
+    if kind == "object":
+        problems += _validate_object(schema, value, path, say)
+    if kind == "array" and "items" in schema:
+        for i, item in enumerate(value):
+            problems += validate(schema["items"], item, f"{path}[{i}]", say)
+    return problems
+
+
+def _validate_object(schema, value, path, say):
+    props = schema.get("properties", {})
+    problems = [say("schema.required", path=path, key=k) for k in schema.get("required", []) if k not in value]
+    for key, item in value.items():
+        if key in props:
+            problems += validate(props[key], item, f"{path}.{key}", say)
+        elif schema.get("additionalProperties") is False:
+            problems.append(say("schema.extra", path=path, key=key, allowed=", ".join(props) or say("schema.no_fields")))
+    return problems
+
+
+def normalise(schema, value):
+    """`value` with every string that is ASCII in its compatibility form (dates, ids, choices,
+    numbers written full-width: ２０２６-１０-０１, ＸＡ-００１) in that ASCII form from here on."""
+    kind = schema.get("type")
+    if kind == "string" and isinstance(value, str) and not value.isascii():
+        plain = unicodedata.normalize("NFKC", value)
+        return plain.strip() if plain.isascii() else value
+    if kind == "object" and isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {k: normalise(props[k], v) if k in props else v for k, v in value.items()}
+    if kind == "array" and isinstance(value, list) and "items" in schema:
+        return [normalise(schema["items"], v) for v in value]
+    return value
+
+
+# ---- sizes ----
+def chars(messages):
+    """Characters of content and tool calls: what a request carries, schemas aside."""
+    total = 0
+    for m in messages:
+        content = m.get("content")
+        total += len(content) if isinstance(content, str) else 0
+        for c in m.get("tool_calls") or ():
+            total += len(c["function"]["arguments"]) + len(c["function"]["name"])
+    return total
+
+
+def cut(text, limit, say=ZH):
+    """Head and tail of a long text, with a note of how much was dropped."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 2 // 3, limit // 3
+    return text[:head] + say("cut.text", dropped=len(text) - head - tail) + text[-tail:]
+
+
+def fit(result, limit, say=ZH):
+    """A JSON object result whose encoding fits `limit` characters, still a JSON object: its long
+    strings are cut head-and-tail and its long lists shortened, with a note of what was dropped.
+    What memory absorbs and what the tool message holds are this same object."""
+    text = json.dumps(result, ensure_ascii=False)
+    if len(text) <= limit:
+        return result
+    for size, items in ((limit * 3 // 4, 200), (limit // 4, 100), (2000, 50), (500, 20), (120, 10), (40, 3)):
+        shrunk = _fitted(result, size, items, say)
+        if len(json.dumps(shrunk, ensure_ascii=False)) <= limit:
+            break
+    note = say("cut.result", size=len(text), limit=limit)
+    shrunk = dict(shrunk, _cut=note) if isinstance(shrunk, dict) else {"value": shrunk, "_cut": note}
+    if len(json.dumps(shrunk, ensure_ascii=False)) > limit:          # too many keys even so: its text, cut
+        shrunk = {"_cut": note, "text": cut(text, max(100, limit - 200), say)}
+    return shrunk
+
+
+COMPACT = (",", ":")     # a tool message's JSON: no spaces, which the model would pay for in every request
+
+
+def settled(result, limit, say=ZH):
+    """A result as the record holds it: fitted to `limit` and encoded once (compact), strict JSON
+    (no NaN) of valid Unicode (lone surrogates replaced). Returns (object, text), the object being
+    exactly what the text decodes to (memory absorbs it, the tool message says it). Objects of
+    other types are written as their text; Unencodable when JSON cannot hold the result at all."""
+    try:
+        text = json.dumps(result, ensure_ascii=False, default=str, separators=COMPACT, allow_nan=False)
+    except Exception as exc:            # TypeError, ValueError, RecursionError, or a str() that raised
+        raise Unencodable(_why(exc)) from None
+    text = valid_text(text)
+    if len(text) > limit:
+        text = json.dumps(fit(json.loads(text), limit, say), ensure_ascii=False, separators=COMPACT)
+    return json.loads(text), text
+
+
+def _unencodable(value):
+    """Why JSON cannot encode `value` as it is (no conversions), or None."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except Exception as exc:
+        return _why(exc)
+    return None
+
+
+def _why(exc):
+    """An exception as one short line, even when its own str() fails."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(value):
+    """`value` (a string, or lists and objects of them) as valid Unicode: lone surrogates, which no
+    UTF-8 can carry, become U+FFFD (a surrogate pair written as two halves becomes its character).
+    The same object when there is nothing to replace."""
+    if isinstance(value, str):
+        if not SURROGATE.search(value):
+            return value
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        fixed = [valid_text(v) for v in value]
+        return fixed if any(a is not b for a, b in zip(fixed, value)) else value
+    if isinstance(value, dict):
+        fixed = {valid_text(k): valid_text(v) for k, v in value.items()}
+        return fixed if list(fixed) != list(value) or any(fixed[k] is not v for k, v in value.items()) else value
+    return value
+
+
+def _fitted(value, size, items, say):
+    if isinstance(value, str):
+        return cut(value, size, say)
+    if isinstance(value, list):
+        kept = [_fitted(v, size, items, say) for v in value[:items]]
+        return kept + ([say("cut.items", count=len(value) - items)] if len(value) > items else [])
+    if isinstance(value, dict):
+        return {k: _fitted(v, size, items, say) for k, v in list(value.items())[:items * 2]}
+    return value
