@@ -13,7 +13,7 @@ import time
 
 from . import config
 from . import texts
-from .calls import Interrupted
+from .calls import HookError, Interrupted
 from .cli.exits import EXIT, UsageError, error_line
 from .cli.printout import mcp_line, report, summary, traced
 from .trace.send import Stretch
@@ -185,6 +185,9 @@ def _main(argv):
     try:
         return drive(args, env)
     except (audit.AuditError, UsageError) as exc:
+        print(error_line(exc, named), file=sys.stderr)
+        return 2
+    except HookError as exc:                   # reopening a run folds its record again: the agent's code failed
         print(error_line(exc, named), file=sys.stderr)
         return 2
     except mcp_tools.MCPAuthError as exc:      # a remote server refused us: like the model service's auth

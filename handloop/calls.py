@@ -40,6 +40,33 @@ class Interrupted(KeyboardInterrupt):
     """The user stopping a run (Ctrl-C, SIGTERM), as the command line's signal handlers raise it."""
 
 
+class HookError(Exception):
+    """A tool's own memory or proposal hook (absorb, render, describe) raised, or returned what it must
+    not: the agent's code failed, not the loop. The run stops (reason "hook"), its record kept; once
+    the code is fixed, --resume goes on."""
+
+    def __init__(self, tool: str, hook: str, error: str) -> None:
+        super().__init__(texts.Said("stop.hook", tool=tool, hook=hook, error=error))
+        self.tool, self.hook, self.error = tool, hook, error
+
+    def __str__(self) -> str:
+        return f"tool {self.tool!r}: {self.hook} failed: {self.error}"
+
+
+def hooked(tool: str, hook: str, fn: Callable, *args: Any, returns: type | None = None) -> Any:
+    """`fn(*args)`, a tool's hook; any failure of it (or, `returns` given, a value of another type) is
+    a HookError naming the tool and the hook. The user stopping the run passes through."""
+    try:
+        value = fn(*args)
+    except BaseException as exc:
+        if by_user(exc):
+            raise
+        raise HookError(tool, hook, f"{type(exc).__name__}: {exc}"[:300]) from None
+    if returns is not None and not isinstance(value, returns):
+        raise HookError(tool, hook, f"returned {type(value).__name__}, not {returns.__name__}")
+    return value
+
+
 def by_user(exc):
     """Whether `exc`, caught around a tool, is the user stopping the run rather than the tool's own
     failure: an Interrupted, or a KeyboardInterrupt in the main thread while Python's own Ctrl-C

@@ -29,7 +29,7 @@ saw is not run: it becomes the new proposal, stating it. Arguments neither effec
 import dataclasses
 
 from . import config
-from .calls import Outcome, declared_tool
+from .calls import Outcome, declared_tool, hooked
 from .values import cut
 from .texts import stated
 
@@ -241,7 +241,8 @@ class _Turn:
         self.proposed = True
         proposal = {k: call.args[k] for k in stated.stated_args(declared_tool(call.tool)) if k in call.args} or \
             dict(call.args)
-        shown = call.tool.describe(call.args, self.view.facts) if call.tool.describe else {}
+        shown = hooked(call.name, "describe", call.tool.describe, call.args, self.view.facts, returns=dict) \
+            if call.tool.describe else {}
         proposal.update(tool=call.name, **shown)
         if self.view.confirmed:
             proposal["why"] = reason

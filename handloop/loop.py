@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import audit
 from . import config
 from . import context
-from .calls import Agent
+from .calls import Agent, HookError
 from .values import chars
 from .executor import execute, tool_messages
 from .guards import screen
@@ -100,7 +100,10 @@ def run(r: Run, ask: Model | Callable[..., Reply], toolset: ToolSet, report: Cal
     (model.connect, or your own), or a plain function ask(messages, tools, final=False) -> Reply.
     `report(kind, **data)` hears the run as it goes (turns, streamed words, tools)."""
     report = report or _silent
-    return drive(turns(r, toolset, report), Local(r, ask, toolset, report))
+    try:
+        return drive(turns(r, toolset, report), Local(r, ask, toolset, report))
+    except HookError as exc:
+        return hook_failed(r, exc)
 
 
 def turns(r, toolset, report=lambda kind, **data: None):
@@ -392,6 +395,12 @@ def _ask(r, ask, outgoing, report, final=False, force=False):
     model = as_model(ask)
     listen = (lambda kind, **data: report(kind, run=r, **data)) if model.streams else None
     return model(outgoing, r.tools, final=final, on_event=listen, force=force if model.forces else False)
+
+
+def hook_failed(r, exc):
+    """A tool's own hook failed (calls.HookError): the run stops, recorded up to where it was; --resume
+    goes on once the agent's code is fixed."""
+    return finish(r, "stopped", "hook", exc.args[0](r.say))
 
 
 def finish(r, status, reason, detail=""):

@@ -26,7 +26,7 @@ import json
 
 from . import texts
 from .texts import stated, words
-from .calls import Agent, declared_tool
+from .calls import Agent, HookError, declared_tool, hooked
 
 LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)
 NUDGES = ("written_call", "echo", "idle", "step", "empty_reply", "length")
@@ -66,6 +66,8 @@ class Memory:
         self.kinds = {}           # tool -> its declared kind
         self.spins = 0            # calls blocked as spins
         self.used_tokens = 0
+        self.ahead = False        # a fork folding a turn ahead of the run (fork): a failing hook is left
+                                  # for the run's own fold of the turn to raise, once the turn is recorded
 
     def declare(self, tools):
         """Start the facts of these tools' namespaces with their declared initial facts."""
@@ -90,6 +92,7 @@ class Memory:
         other.said, other.writes, other.recent = list(self.said), list(self.writes), list(self.recent)
         other.runs, other.blocked, other.done_tools = dict(self.runs), dict(self.blocked), set(self.done_tools)
         other.nudged, other.pushed = set(self.nudged), set(self.pushed)
+        other.ahead = True
         return other
 
     def fact(self, key, default=None):
@@ -136,9 +139,14 @@ class Memory:
             self.proposal, self.offer, self.confirmed, self.unwritten, self.differs = None, None, False, False, None
         tool = call.tool
         if tool is not None and tool.absorb is not None:
-            tool.absorb(self.facts.setdefault(tool.namespace, {}), call.args or {}, result)
+            try:
+                hooked(tool.name, "absorb", tool.absorb, self.facts.setdefault(tool.namespace, {}), call.args or {}, result)
+            except HookError:
+                if not self.ahead:
+                    raise
+                return
             if tool.render is not None:
-                self.hooks[tool.namespace] = tool.render
+                self.hooks[tool.namespace] = (tool.name, tool.render)
 
     def ran(self, call):
         """A call that will have run by the time the next call runs, its outcome not known yet."""
@@ -356,8 +364,8 @@ class Memory:
         lines = [say("memory.step", index=s["index"], title=s["title"], status=self.step_status(s["index"]),
                      tool=say("memory.step_tool", tool=s["tool"]) if s.get("tool") else "",
                      after=say("memory.step_after", after=s["after"]) if s.get("after") else "") for s in self.plan]
-        for namespace, render in self.hooks.items():
-            lines += render(self.facts.get(namespace, {}))
+        for namespace, (tool, render) in self.hooks.items():
+            lines += _lines(tool, hooked(tool, "render", render, self.facts.get(namespace, {}), returns=list))
         if self.proposal is not None:
             state = say("memory.proposal_confirmed") if self.confirmed else say("memory.waiting")
             lines.append(say("memory.proposal", proposal=json.dumps(self.proposal, ensure_ascii=False), state=state))
@@ -377,6 +385,14 @@ class Memory:
                 "plan": [dict(s, status=self.step_status(s["index"])) for s in self.plan],
                 "proposal": self.proposal, "offer": self.offer, "confirmed": self.confirmed,
                 "declined": self.declined, "writes": self.writes, "spins": self.spins, "used_tokens": self.used_tokens}
+
+
+def _lines(tool, lines):
+    """A render hook's lines, each a string (anything else is the hook's fault, named as such)."""
+    for line in lines:
+        if not isinstance(line, str):
+            raise HookError(tool, "render", f"returned a {type(line).__name__} among its lines, not only str")
+    return lines
 
 
 def count_run(runs, recent, signature):

@@ -239,3 +239,61 @@ def test_a_state_tool_and_a_gist_that_raise_are_tool_errors_and_the_printout_goe
     assert out.returncode == 0, out.stderr
     odd, fine = tool_contents(strict(tmp_path / "audit" / "run-g.json"))
     assert "SystemExit" in odd["error"] and fine == {"ok": 1} and '{"ok": 1}' in out.stdout
+
+
+HOOKED = {
+    "absorb_raises": ("def absorb(facts, args, result):\n    raise KeyError('no room')\n", "absorb=absorb", "absorb"),
+    "render_not_lines": ("def absorb(facts, args, result):\n    facts['seen'] = 1\n\n"
+                         "def render(facts):\n    return 'seen'\n", "absorb=absorb, render=render", "render"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOOKED))
+def test_a_memory_hook_that_fails_stops_the_run_on_record_and_resume_goes_on_once_fixed(tmp_path, case):
+    """A tool's absorb or render is the agent's own code: when it raises (or gives what is not a list
+    of lines) the run stops with reason "hook" naming the tool and the hook (exit 1, no traceback),
+    the turn that ran is recorded and paired; fixed, --resume takes the run on to its end."""
+    body, hooks, hook = HOOKED[case]
+    tools = f"TOOLS = [Tool('fine', 'd', OBJ, lambda: {{'ok': 1}}, kind='read', {hooks})]\n"
+    path = agent_file(tmp_path, body + tools + "CALLS = ['fine'] * 6\n")
+    if hook == "render":                                 # memory is rendered when an epoch starts: compact early
+        text = open(path).read().replace("planning=False,", "planning=False, policy=Policy(compact_budget=100),")
+        open(path, "w").write("from handloop import Policy\n" + text)
+    out = run_agent("--agent", path, "--run-id", "k", cwd=tmp_path)
+    _clean(out)
+    assert out.returncode == 1, out.stderr
+    snap = strict(tmp_path / "audit" / "run-k.json")
+    assert (snap["status"], snap["reason"]) == ("stopped", "hook")
+    assert "'fine'" not in snap["detail"] and "fine" in snap["detail"] and hook in snap["detail"]
+    called = [c["id"] for m in snap["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    assert called and called == [m["tool_call_id"] for m in snap["messages"] if m["role"] == "tool"]
+    again = run_agent("--agent", path, "--resume", "k", cwd=tmp_path)     # not fixed yet: its record is folded again
+    _clean(again)
+    assert again.returncode == (2 if hook == "absorb" else 1) and hook in again.stderr + again.stdout
+    assert (strict(tmp_path / "audit" / "run-k.json")["reason"]) == "hook"
+    open(path, "w").write(HEAD + tools.replace(hooks, "absorb=None") + "CALLS = ['fine', 'fine']\n" + TAIL)
+    resumed = run_agent("--agent", path, "--resume", "k", cwd=tmp_path)
+    _clean(resumed)
+    assert resumed.returncode == 0, resumed.stderr
+    assert strict(tmp_path / "audit" / "run-k.json")["status"] == "done"
+
+
+def test_a_describe_hook_that_raises_stops_the_run_before_the_proposal_is_shown(tmp_path, fake_model):
+    """The write's describe (what the user sees beside a proposal) raises while the guard turns the
+    blocked write into the proposal: stopped on record, not a traceback out of handloop.run."""
+    import handloop
+    from handloop import Agent
+    from conftest import text, tool_calls
+
+    def describe(args, facts):
+        raise ValueError("no description")
+    order = Tool("order", "Order a laptop.", {"type": "object", "properties": {"serial": {"type": "string"}},
+                                              "required": ["serial"]},
+                 lambda serial: {"ordered": serial}, kind="write", effect=(("serial", "id"),), describe=describe)
+    agent = Agent("orders", "You order laptops.", (order,), language="en", planning=False)
+    ask, _ = fake_model([tool_calls(("order", {"serial": "SN-1"})), text("Ordered.")])
+    r, toolset = handloop.start(agent, "d", audit_dir=str(tmp_path), goal="Order SN-1 for me.")
+    handloop.run(r, ask, toolset)
+    snap = audit.load(str(tmp_path / "run-d.json"))
+    assert (snap["status"], snap["reason"]) == ("stopped", "hook") and "describe" in snap["detail"]
+    assert not any(m["role"] == "tool" for m in snap["messages"])         # no half turn on record

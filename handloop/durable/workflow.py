@@ -45,7 +45,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():     # absolute: the sandbox passes modules through by name
     from handloop import audit, executor, loop, runs, texts
-    from handloop.calls import Outcome
+    from handloop.calls import HookError, Outcome
     from handloop.cli import session
     from handloop.model import ModelError, Reply
 
@@ -271,6 +271,10 @@ async def drive(steps, world):
         except StopIteration as end:
             await world.flush()
             return end.value
+        except HookError as exc:              # the agent's own code failed: stopped, as on one machine
+            loop.hook_failed(world.r, exc)
+            await world.flush()
+            return world.r
         await world.flush()                   # the audit file first: audit after flatten, before the next touch
         if isinstance(effect, loop.Ask) and not effect.final and world.grown():
             steps.close()

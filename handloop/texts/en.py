@@ -99,6 +99,7 @@ EN = {
     "tool.mcp_error": "MCP call {tool} failed: {error}; retry later",
     "stop.max_turns": "reached the maximum of {limit} turns",
     "stop.budget_ahead": "the next request needs about {need} tokens, over the budget of {budget}",
+    "stop.hook": "tool {tool}'s {hook} hook failed: {error}; fix the agent's code, then --resume goes on",
     "stop.deadline": "the run has worked {worked:.1f} s, its deadline of {deadline:g} s; with a later deadline --resume goes on",
     "stop.spin": "{spins} spinning calls blocked; the run stops",
     "stop.budget": "{used} tokens used, over the budget of {budget}",

@@ -100,6 +100,7 @@ ZH = {
     # ---- the person at the terminal reads these ----
     "stop.max_turns": "达到最大轮数 {limit}",
     "stop.budget_ahead": "下一次请求约需 {need} tokens，会超出预算 {budget}",
+    "stop.hook": "工具 {tool} 的 {hook} 钩子出错：{error}；修好智能体的代码后可以 --resume 继续",
     "stop.deadline": "运行已工作 {worked:.1f} 秒，达到时限 {deadline:g} 秒；放宽时限后可以 --resume 继续",
     "stop.spin": "已拦截 {spins} 次打转调用，停止运行",
     "stop.budget": "已用 {used} tokens，超过预算 {budget}",
