@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 from handloop import mcp_tools  # noqa: E402
 
-OUR_SERVER = [sys.executable, "-m", "handloop.mcp_tools"]
+OUR_SERVER = [sys.executable, "-m", "handloop.demo.weather_server"]
 SDK_SERVER = [sys.executable, os.path.join(ROOT, "tests", "mcp_sdk_server.py")]
 ARGS = {"latitude": 34.2583, "longitude": 108.9286, "date": "2026-10-01"}
 WARMUP = 20
@@ -68,7 +68,7 @@ def ours_persistent(command, mode, seconds=None, count=None):
 
 
 def ours_http_counted(mode, count):
-    """Our client against `python -m handloop.mcp_tools --http 127.0.0.1:0` (stopped with SIGTERM after)."""
+    """Our client against `python -m handloop.demo.weather_server --http 127.0.0.1:0` (stopped with SIGTERM after)."""
     from handloop.mcp import http as mcp_http
     proc = subprocess.Popen(OUR_SERVER + ["--http", "127.0.0.1:0"], stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment())

@@ -16,6 +16,7 @@ import sqlite3
 import tempfile
 
 from bench import signatures
+from bench import sys_ours
 from bench import workload
 
 NAME, LABEL = "agents", "OpenAI Agents SDK"
@@ -99,7 +100,7 @@ class Harness:
         from agents import Runner, SQLiteSession
         self.runner, self.session_type = Runner, SQLiteSession
         self.agent = build(reply_for)
-        self.history = _to_items(workload.preface_transcript())
+        self.history = _to_items(sys_ours.preface_messages())
         self.folder = tempfile.mkdtemp(prefix="bench-agents-", dir=os.environ.get("BENCH_TMP")) if durable else None
         self.db = os.path.join(self.folder, "sessions.db") if durable else None
 

@@ -4,6 +4,7 @@ guards, no audit, no validation, no concurrency: the physical limit of a Python 
 """
 import json
 
+from bench import sys_ours
 from bench import workload
 
 NAME, LABEL = "floor", "floor (plain loop)"
@@ -36,7 +37,7 @@ class Harness:
     concurrent = "threads"
 
     def __init__(self, fsync=False, reply_for=workload.timed_reply):
-        self.history = [{"role": "system", "content": workload.SYSTEM}] + workload.preface_transcript()
+        self.history = [{"role": "system", "content": workload.SYSTEM}] + sys_ours.preface_messages()
         self.ask = lambda messages: reply_for(workload.results_since_user(messages))
 
     def close(self):

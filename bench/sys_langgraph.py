@@ -17,6 +17,7 @@ import sqlite3
 import tempfile
 
 from bench import signatures
+from bench import sys_ours
 from bench import workload
 
 NAME, LABEL = "langgraph", "LangGraph"
@@ -118,7 +119,7 @@ class Harness:
             self.conn = sqlite3.connect(os.path.join(self.folder, "checkpoints.db"), check_same_thread=False)
             self.saver = SqliteSaver(self.conn)
         self.graph = build(reply_for, self.saver)
-        self.history = _messages(workload.preface_transcript())
+        self.history = _messages(sys_ours.preface_messages())
 
     def close(self):
         if self.folder:

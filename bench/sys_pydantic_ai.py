@@ -8,6 +8,7 @@ import asyncio
 import json
 
 from bench import signatures
+from bench import sys_ours
 from bench import workload
 
 NAME, LABEL = "pydantic_ai", "pydantic-ai"
@@ -92,7 +93,7 @@ class Harness:
 
     def __init__(self, fsync=False, reply_for=workload.timed_reply):
         self.agent = build(reply_for)
-        self.history, self.prompt = _history(workload.preface_transcript())
+        self.history, self.prompt = _history(sys_ours.preface_messages())
 
     def close(self):
         pass

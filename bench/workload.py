@@ -180,10 +180,3 @@ def results_since_user(messages, role_of=lambda m: m["role"]):
         if role == "tool":
             n += 1
     return n
-
-
-def preface_transcript():
-    """The conversation every system starts from, in chat format (no system message): the
-    messages our own loop recorded when it played PREFACE_REPLIES, then the user's 「确认」."""
-    from bench import sys_ours
-    return sys_ours.preface_messages()

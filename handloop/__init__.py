@@ -1,7 +1,7 @@
 """handloop: a hand-written LLM agent loop you own.
 
 The public API is what `__all__` names; everything else may change between releases. Names are loaded
-when first used (PEP 562), so `python -m handloop.mcp_tools` or the judge alone import only what they need.
+when first used (PEP 562), so the MCP weather server or the judge alone import only what they need.
 """
 from __future__ import annotations
 

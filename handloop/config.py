@@ -127,7 +127,7 @@ def settings(env=None):
         "mcp_server": env.get("AGENT_MCP_SERVER") or None,
         "mcp_url": env.get("AGENT_MCP_URL") or None,          # a Streamable HTTP MCP server instead of a process
         "mcp_token": env.get("AGENT_MCP_TOKEN") or None,      # its bearer token (and our --http server's); never recorded
-        # the MCP server's own settings (read by `python -m handloop.mcp_tools`)
+        # the MCP server's own settings (read by `python -m handloop.demo.weather_server`)
         "mcp_weather": env.get("AGENT_MCP_WEATHER") or "offline",
         "mcp_geocoding_url": env.get("AGENT_MCP_GEOCODING_URL") or "https://geocoding-api.open-meteo.com/v1/search",
         "mcp_forecast_url": env.get("AGENT_MCP_FORECAST_URL") or "https://api.open-meteo.com/v1/forecast",

@@ -1,5 +1,5 @@
-"""MCP over stdio, written by hand: the wire protocol and the client `toolset.py` talks through.
-Run as a script (`python -m handloop.mcp_tools`) it starts the weather server of demo/weather_server.py.
+"""MCP over stdio, written by hand: the wire protocol and the client `toolset.py` talks through (the server
+side's engine is mcp/server.py; the Xi'an demo's weather server, demo/weather_server.py).
 
 Wire: one JSON-RPC 2.0 message per line, UTF-8. Both protocol eras: the `initialize` handshake
 (2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05) and the stateless 2026-07-28 revision
@@ -13,7 +13,7 @@ close() always ends the process (stdin EOF, wait, SIGTERM, SIGKILL). The client 
 the server said (a JSON object) or raises MCPError; what may reach the model is toolset's call.
 
 The same Client speaks Streamable HTTP in mcp_http.HTTPClient, which gives it another kind of
-connection (`_connect`); `python -m handloop.mcp_tools --http [HOST:]PORT` serves over HTTP (mcp_http_server).
+connection (`_connect`); `python -m handloop.demo.weather_server --http [HOST:]PORT` serves the demo's over HTTP.
 
 This module never imports tools.py, nor tools.py it; it needs only the standard library and the
 catalogue texts/__init__.py: what it says (its errors) is in the run's agent's language (`say`).
@@ -107,13 +107,14 @@ def error_reply(rid, code, message, data=None):
 
 
 # ======================================================================= client
-def default_command():
-    """This Python running this module: the built-in server (`python -m handloop.mcp_tools`)."""
-    return [sys.executable, "-m", __name__ if __name__ != "__main__" else "handloop.mcp_tools"]
-
-
-# where `-m handloop` is found when the package is not installed: the folder that holds it
+# where `-m handloop...` is found when the package is not installed: the folder that holds it
 _HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _ours(command):
+    """Whether `command` is this Python running a module of this package (started where it is found)."""
+    return len(command) > 2 and command[0] == sys.executable and command[1] == "-m" and \
+        command[2].split(".")[0] == __name__.split(".")[0]
 
 
 def child_environment(env=None):
@@ -137,7 +138,7 @@ class _Connection:
         try:
             self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, env=env, start_new_session=os.name == "posix",
-                                         cwd=_HOME if command == default_command() else None)
+                                         cwd=_HOME if _ours(command) else None)
         except (OSError, ValueError) as exc:
             raise MCPError(say("mcp.spawn_failed", command=" ".join(command), error=exc)) from None
         self.lock, self.write_lock = threading.Lock(), threading.Lock()
@@ -308,11 +309,11 @@ class Client:
     error or silence; "legacy" only uses `initialize`; "modern" requires 2026-07-28.
     """
 
-    def __init__(self, command=None, env=None, timeout=8.0, mode="auto", probe_timeout=3.0, max_restarts=3,
+    def __init__(self, command, env=None, timeout=8.0, mode="auto", probe_timeout=3.0, max_restarts=3,
                  close_grace=2.0, say=texts.ZH_TEXTS):
         if mode not in ("auto", "legacy", "modern"):
             raise ValueError(f"mode must be auto, legacy or modern, not {mode!r}")
-        self.command = list(command or default_command())
+        self.command = list(command)
         self.env = child_environment() if env is None else env
         self.timeout, self.mode, self.probe_timeout = timeout, mode, min(probe_timeout, timeout)
         self.max_restarts, self.starts, self.close_grace = max_restarts, 0, close_grace
@@ -480,8 +481,3 @@ def result_payload(result, say=texts.ZH_TEXTS):
             if isinstance(value, dict):
                 return value
     raise MCPError(say("mcp.no_json"))
-
-
-if __name__ == "__main__":            # the server's command line: `python -m handloop.mcp_tools`
-    from .demo import weather_server as mcp_server
-    sys.exit(mcp_server.main())

@@ -189,11 +189,11 @@ HOOKS: dict[str, dict[str, Any]] = {   # by tool name: the local tools', and the
 }
 
 
-# Its MCP weather server (`python -m handloop.mcp_tools`; --mcp uses it, --mcp-server / --mcp-url say where
+# Its MCP weather server (`python -m handloop.demo.weather_server`; --mcp uses it, --mcp-server / --mcp-url say where
 # else it runs): two tools in place of the local get_weather, each result cut to its fields, each failing
 # when a required field is missing; the forecast's coordinates must come from search_location's result.
 WEATHER_SERVER = MCPServer(
-    "weather", command=(sys.executable, "-m", "handloop.mcp_tools"), token_env="AGENT_MCP_TOKEN",
+    "weather", command=(sys.executable, "-m", "handloop.demo.weather_server"), token_env="AGENT_MCP_TOKEN",
     replaces=("get_weather",), optional=True,
     tools={"search_location": {"arguments": ("city",), "fields": ("name", "latitude", "longitude", "timezone", "country"),
                                "required": ("latitude", "longitude"), **HOOKS["search_location"]},

@@ -9,7 +9,7 @@ import threading
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
-SERVER_COMMAND = [sys.executable, "-m", "handloop.mcp_tools"]     # our weather server
+SERVER_COMMAND = [sys.executable, "-m", "handloop.demo.weather_server"]     # our weather server
 FAKE = os.path.join(TESTS, "mcp_fake_server.py")
 SDK_SERVER = os.path.join(TESTS, "mcp_sdk_server.py")
 MODERN = "2026-07-28"
@@ -29,7 +29,7 @@ def fake_command(flags, marker=None):
 
 
 class Peer:
-    """Our side of a raw stdio connection to `python -m handloop.mcp_tools`: write lines, read replies.
+    """Our side of a raw stdio connection to `python -m handloop.demo.weather_server`: write lines, read replies.
     Every line the server prints on stdout must be one JSON object (checked as read)."""
 
     def __init__(self, command=None, env=None):

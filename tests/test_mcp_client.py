@@ -199,8 +199,9 @@ def test_requests_with_nan_arguments_fail_cleanly(client):
     assert c.call_tool("get_weather", dict(XIAN, date="2026-10-02"))["condition"] == "clear"
 
 
-def test_default_command_is_this_python_running_mcp_tools():
-    assert mcp_tools.default_command() == SERVER_COMMAND
+def test_the_xian_agents_weather_server_is_this_python_running_the_demos_server_module():
+    from handloop import tools
+    assert list(tools.WEATHER_SERVER.command) == SERVER_COMMAND
 
 
 @pytest.mark.parametrize("make", [

@@ -1,4 +1,4 @@
-"""MCP over Streamable HTTP: our client (mcp/http.py) and our server (`python -m handloop.mcp_tools --http`),
+"""MCP over Streamable HTTP: our client (mcp/http.py) and our server (`python -m handloop.demo.weather_server --http`),
 each against the other, against the official SDK's Streamable HTTP server and client, and against
 scripted peers (expired sessions, SSE with server messages first, no session at all, HTML pages,
 502s, dropped connections, 401/403); `agent.py --mcp --mcp-url` end to end and its resume.
@@ -71,7 +71,7 @@ class Process:
 
 @pytest.fixture
 def ours():
-    """ours(**env) → a running `python -m handloop.mcp_tools --http 127.0.0.1:0`; each must stop with exit 0."""
+    """ours(**env) → a running `python -m handloop.demo.weather_server --http 127.0.0.1:0`; each must stop with exit 0."""
     started = []
 
     def start(**env):
@@ -88,7 +88,7 @@ def inproc():
     started = []
 
     def start(**options):
-        server = mcp_http_server.MCPHTTPServer(("127.0.0.1", 0), mcp_server.OfflineWeather(), **options)
+        server = mcp_http_server.MCPHTTPServer(("127.0.0.1", 0), lambda: mcp_server.engine(mcp_server.OfflineWeather()), **options)
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         thread.start()
         started.append((server, thread))
@@ -125,7 +125,7 @@ class Fake:
 
     def __init__(self, script, session_id="s1"):
         self.seen, fake = [], self
-        engines = [mcp_server.Server(mcp_server.OfflineWeather())]
+        engines = [mcp_server.engine(mcp_server.OfflineWeather())]
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -137,7 +137,7 @@ class Fake:
                 message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.seen.append(("POST", dict(self.headers), message))
                 if message.get("method") == "initialize":                 # a new session, a new engine
-                    engines.append(mcp_server.Server(mcp_server.OfflineWeather()))
+                    engines.append(mcp_server.engine(mcp_server.OfflineWeather()))
                 engine = engines[-1]
                 out = script(message, self.headers, engine)
                 if out == "engine":
@@ -617,7 +617,7 @@ def test_bound_to_this_machine_only_local_host_names_are_served(inproc, host, st
 
 
 def test_bound_to_all_addresses_any_host_name_is_served(monkeypatch):
-    server = mcp_http_server.MCPHTTPServer(("0.0.0.0", 0), mcp_server.OfflineWeather())
+    server = mcp_http_server.MCPHTTPServer(("0.0.0.0", 0), lambda: mcp_server.engine(mcp_server.OfflineWeather()))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:

@@ -1,4 +1,4 @@
-"""Protocol conformance of `python -m handloop.mcp_tools`, over its real stdio: framing, JSON-RPC error
+"""Protocol conformance of `python -m handloop.demo.weather_server`, over its real stdio: framing, JSON-RPC error
 codes, both protocol eras, version negotiation, pagination, tools, and hostile input."""
 import json
 import time

@@ -1,6 +1,6 @@
-"""MCP over Streamable HTTP, the server side: `python -m handloop.mcp_tools --http [HOST:]PORT` serves the
-weather server of demo/weather_server.py at `/mcp` (default host 127.0.0.1; port 0 picks a free port; the
-first line on stderr names the URL).
+"""MCP over Streamable HTTP, the server side: a protocol engine per session (mcp/server.py) served at `/mcp`
+(default host 127.0.0.1; port 0 picks a free port; the first line on stderr names the URL); what the tools are
+is the caller's (`python -m handloop.demo.weather_server --http [HOST:]PORT` serves the demo's weather tools).
 
 HTTP: POST carries one JSON-RPC message; a request is answered with one JSON body, or a
 `text/event-stream` holding that one reply when the request accepts only SSE (or the server
@@ -16,7 +16,7 @@ a bearer token (401, compared in constant time); bodies over MAX_BODY get 413, a
 conflicting Content-Length 400, too many sessions 503, too many connections at once 503 (sent
 whole, the request read and dropped, so the client reads it rather than a reset); every malformed request gets its HTTP status or JSON-RPC
 error and the server keeps serving; the token never appears in a reply or a log line. SIGTERM or
-SIGINT stops it cleanly (exit 0). Standard library only, beside mcp_server and mcp_tools.
+SIGINT stops it cleanly (exit 0). Standard library only, beside mcp/server.py and mcp_tools (the wire).
 """
 import hmac
 import http.server
@@ -29,8 +29,7 @@ import threading
 import time
 import urllib.parse
 
-from .. import config
-from ..demo import weather_server as mcp_server
+from . import server as mcp_server
 from ..mcp_tools import (INTERNAL_ERROR, INVALID_REQUEST, LEGACY_VERSIONS, META_VERSION, MODERN_VERSION, PARSE_ERROR,
                        encode, error_reply, strict_loads)
 
@@ -283,12 +282,13 @@ class MCPHTTPServer(http.server.ThreadingHTTPServer):
     block_on_close = False
     request_queue_size = 128                # connections waiting to be accepted (socketserver's default: 5)
 
-    def __init__(self, address, source, token=None, page_size=50, prefer_sse=False, max_sessions=MAX_SESSIONS):
+    def __init__(self, address, engine, token=None, prefer_sse=False, max_sessions=MAX_SESSIONS):
+        """`engine()`: a new protocol engine (mcp/server.Server), one per session and one for stateless requests."""
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         super().__init__(address, Handler)
         self.token, self.prefer_sse = token, prefer_sse
-        self.sessions = Sessions(lambda: mcp_server.Server(source, page_size), max_sessions)
-        self.stateless = mcp_server.Server(source, page_size)
+        self.sessions = Sessions(engine, max_sessions)
+        self.stateless = engine()
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.refusing = threading.BoundedSemaphore(MAX_REFUSING)
         self.local = LOCAL.fullmatch(address[0]) is not None      # bound to this machine only: Host is checked
@@ -348,19 +348,18 @@ def parse_address(text):
     return (match.group(1) or "127.0.0.1").strip("[]"), int(match.group(2))
 
 
-def main(argv):
-    """`--http [HOST:]PORT`: serve until SIGTERM or SIGINT; 0 then, 2 for bad usage or settings."""
+def main(argv, engine, token=None, banner="ready"):
+    """`[HOST:]PORT` (argv[0]): serve `engine()`s until SIGTERM or SIGINT; 0 then, 2 for bad usage. `token`: the
+    bearer token every request must carry (None: none); `banner`: the second stderr line's words."""
     try:
         host, port = parse_address(argv[0] if argv else "")
-        settings = config.settings()
-        source = mcp_server.make_source(settings)
-        server = MCPHTTPServer((host, port), source, settings["mcp_token"], settings["mcp_page_size"])
+        server = MCPHTTPServer((host, port), engine, token)
     except (ValueError, OSError) as exc:
-        print(f"mcp_tools: {exc}", file=sys.stderr)
+        print(f"mcp server: {exc}", file=sys.stderr)
         return 2
     print(f"MCP server at {server.url}", file=sys.stderr, flush=True)
-    print(f"mcp_tools: weather server ready over Streamable HTTP (source={source.name}, "
-          f"auth={'bearer' if server.token else 'none'}, protocols {', '.join(VERSIONS)})", file=sys.stderr, flush=True)
+    print(f"mcp server: {banner} (auth={'bearer' if server.token else 'none'}, protocols {', '.join(VERSIONS)})",
+          file=sys.stderr, flush=True)
 
     def stop(signum, frame):
         threading.Thread(target=server.shutdown, daemon=True).start()

@@ -274,7 +274,7 @@ EN = {
     "help.max_turns": "model turns over the whole run (default {limit})",
     "help.policy": "run policy (JSON: max_turns, token_budget, deadline, result_max_chars, compact_budget, final_prompt, tools); given on a resume, it replaces the recorded one",
     "help.mcp": "the agent's MCP servers, optional ones too (the Xi'an agent: weather from its MCP server); a resume keeps the mode the run started with",
-    "help.mcp_server": "the command that starts the agent's (first) MCP server instead of the one it declares (env AGENT_MCP_SERVER; the Xi'an agent's: this Python running -m handloop.mcp_tools)",
+    "help.mcp_server": "the command that starts the agent's (first) MCP server instead of the one it declares (env AGENT_MCP_SERVER; the Xi'an agent's: this Python running -m handloop.demo.weather_server)",
     "help.agent": "a Python file defining AGENT = handloop.Agent(...): your own agent (default: the Xi'an hotel agent); a resume needs no --agent, the audit file knows it",
     "help.mcp_url": "the agent's (first) MCP server over Streamable HTTP at this URL instead of a process (env AGENT_MCP_URL; token: AGENT_MCP_TOKEN); a resume keeps the URL the run started with",
     "help.no_stream": "do not stream the model's replies: show each once it is whole (env AGENT_STREAM=0)",

@@ -275,7 +275,7 @@ ZH = {
     "help.max_turns": "整个运行最多的模型轮数（默认 {limit}）",
     "help.policy": "运行策略（JSON：max_turns、token_budget、deadline、result_max_chars、compact_budget、final_prompt、tools）；续跑时给出则替换记录的策略",
     "help.mcp": "启用智能体声明的全部 MCP 服务，包括可选的（西安智能体：天气改由它的 MCP 服务提供）；续跑沿用运行开始时的模式",
-    "help.mcp_server": "用这条命令启动智能体的（第一个）MCP 服务，代替它声明的命令（环境变量 AGENT_MCP_SERVER；西安智能体的：用本 Python 运行 -m handloop.mcp_tools）",
+    "help.mcp_server": "用这条命令启动智能体的（第一个）MCP 服务，代替它声明的命令（环境变量 AGENT_MCP_SERVER；西安智能体的：用本 Python 运行 -m handloop.demo.weather_server）",
     "help.agent": "Python 文件，定义 AGENT = handloop.Agent(...)：你自己的智能体（默认：西安订酒店）；续跑时不必再给，审计文件记得它",
     "help.mcp_url": "智能体的（第一个）MCP 服务改连这个 Streamable HTTP 地址，不启动进程（环境变量 AGENT_MCP_URL；令牌：AGENT_MCP_TOKEN）；续跑沿用运行开始时的地址",
     "help.no_stream": "不流式接收模型回复，整段收到后再显示（环境变量 AGENT_STREAM=0）",
