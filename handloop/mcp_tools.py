@@ -481,3 +481,9 @@ def result_payload(result, say=texts.ZH_TEXTS):
             if isinstance(value, dict):
                 return value
     raise MCPError(say("mcp.no_json"))
+
+
+if __name__ == "__main__":            # this module is a library: the demo's server has its own command
+    print("mcp_tools is the MCP client, not a server; the demo's weather server starts as "
+          "`python -m handloop.demo.weather_server [--http HOST:PORT]`", file=sys.stderr)
+    sys.exit(2)
