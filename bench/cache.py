@@ -207,7 +207,7 @@ def xian_run(eager=False):
     request captured."""
     folder = tempfile.mkdtemp(prefix="bench-cache-", dir=os.environ.get("BENCH_TMP"))
     try:
-        ts = sys_ours.BenchToolSet("cache-xian", workload.STORE)
+        ts = sys_ours.BenchToolSet("cache-xian", workload.AGENT)
         r = runs.begin(folder, "cache-xian", workload.GOAL, ts, "scripted", fsync=False)
         recorder = Recorder(r, sys_ours.playback(xian_replies(eager)))
         loop.run(r, recorder, ts)

@@ -161,7 +161,7 @@ class Place:
 
 def local_run(folder, run_id, ask):
     """The same run in this process, as the CLI drives it (fsynced audit file); its turns."""
-    ts = toolset.ToolSet(run_id, tools.BookingStore(os.path.join(folder, "bookings.db")))
+    ts = toolset.ToolSet(run_id, tools.xian_agent(tools.BookingStore(os.path.join(folder, "bookings.db"))))
     r = loop.run(runs.begin(folder, run_id, "", ts, "offline"), ask, ts)
     if r.status != "suspended":
         raise RuntimeError(f"run {run_id}: {r.status}")

@@ -44,7 +44,7 @@ LABELS = {"ours": "ours", "ours_eager": "ours, eager model", "agents": "OpenAI A
           "langgraph": "LangGraph"}
 # the descriptions our loop sends for its five tools (the real ToolSet's schemas)
 DESCRIPTION = {s["function"]["name"]: s["function"]["description"]
-               for s in sys_ours.BenchToolSet("finish", workload.STORE).schemas}
+               for s in sys_ours.BenchToolSet("finish", workload.AGENT).schemas}
 HOW = {
     "ours": "as sent by the loop (cache.py): JSON of the tool schemas, then JSON of the chat messages",
     "ours_eager": "as for ours; the model calls book_hotel before asking (the peers' behaviour): the blocked call "
@@ -100,7 +100,7 @@ def ours(eager=False):
     return {"calls": d["turns"], "input_tokens": d["input_tokens"], "billed_tokens": d["billed_tokens"],
             "per_call": [round(x["input_tokens"]) for x in d["per_turn"]], "kept": d["kept_between_epochs"],
             "pauses": 1, "booked": r.memory.fact("booking") is not None, "answered": r.status == "done",
-            "tools_tokens": len(json.dumps(sys_ours.BenchToolSet("finish", workload.STORE).schemas,
+            "tools_tokens": len(json.dumps(sys_ours.BenchToolSet("finish", workload.AGENT).schemas,
                                            ensure_ascii=False)) / config.CHARS_PER_TOKEN,
             "how": HOW["ours_eager" if eager else "ours"]}
 

@@ -77,7 +77,7 @@ def one_run(turns, fsync, compact_budget=None):
     compact, write = _Timer(loop.compact), _Timer(loop.save)
     loop.compact, loop.save = compact, write
     try:
-        ts = PaddedToolSet("history", workload.STORE)
+        ts = PaddedToolSet("history", workload.AGENT)
         r = runs.begin(folder, "history", workload.GOAL, ts, "scripted", max_turns=turns + 1,
                        budget=10 ** 9, fsync=fsync)
         r.compact_budget = compact_budget or r.compact_budget

@@ -98,7 +98,7 @@ def overhead(seconds, rounds):
         for n in range(rounds):
             for mode in (n % 2 == 0, n % 2 == 1):        # alternate which mode goes first
                 run_id = f"r{n}{'s' if mode else 'u'}"
-                ts = toolset.ToolSet(run_id, store)
+                ts = toolset.ToolSet(run_id, tools.xian_agent(store))
                 r = runs.begin(folder, run_id, GOAL, ts, "offline", fsync=False)
                 seen = len(server.timings)
                 started = time.perf_counter()
@@ -123,7 +123,7 @@ def cpu_per_turn(rounds):
             ask = model.connect(server.url, "k", "offline", loopback=True, stream=mode)
             turns, cpu = 0, time.process_time()
             for n in range(rounds):
-                ts = toolset.ToolSet(f"c{n}{mode}", store)
+                ts = toolset.ToolSet(f"c{n}{mode}", tools.xian_agent(store))
                 r = runs.begin(folder, f"c{n}{mode}", GOAL, ts, "offline", fsync=False)
                 loop.run(r, ask, ts)
                 turns += r.turn

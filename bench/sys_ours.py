@@ -94,7 +94,7 @@ class Harness:
 
     def start(self, state):
         """A new run suspended on its proposal, then confirmed by the user."""
-        ts = BenchToolSet(state["run_id"], workload.STORE)
+        ts = BenchToolSet(state["run_id"], workload.AGENT)
         ts.sleeps = False
         r = runs.begin(self.audit_dir, state["run_id"], workload.GOAL, ts, "scripted", fsync=self.fsync)
         loop.run(r, playback(workload.PREFACE_REPLIES), ts)

@@ -114,6 +114,7 @@ class Counts:
 
 COUNTS = Counts()
 STORE = DictStore()
+AGENT = tools.xian_agent(STORE)     # the Xi'an agent over that store: what every run of ours is given
 SLEEP = {"seconds": 0.0}      # the concurrency benchmark makes every business tool sleep this long
 
 

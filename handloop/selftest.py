@@ -85,15 +85,16 @@ class Script:
 
 
 class Box:
-    """One scenario's corner of the temporary folder: its booking store and its runs."""
+    """One scenario's corner of the temporary folder: its booking store, the Xi'an agent over it, its runs."""
 
     def __init__(self, folder):
         self.folder = folder
         os.makedirs(folder)
         self.store = tools.BookingStore(os.path.join(folder, "bookings.db"))
+        self.agent = tools.xian_agent(self.store)
 
     def begin(self, run_id, ts=None):
-        ts = ts or toolset.ToolSet(run_id, self.store)
+        ts = ts or toolset.ToolSet(run_id, self.agent)
         return runs.begin(self.folder, run_id, tools.GOAL, ts, Script.model), ts
 
     def drive(self, r, ts, replies):
@@ -138,8 +139,8 @@ class SlowReads(toolset.ToolSet):
     """Reads whose call id is in `slow` take `delay` seconds, like a slow network; each call's
     time span is recorded."""
 
-    def __init__(self, run_id, store, delay, slow):
-        super().__init__(run_id, store)
+    def __init__(self, run_id, agent, delay, slow):
+        super().__init__(run_id, agent)
         self.delay, self.slow, self.spans = delay, set(slow), {}
 
     def run(self, call, memory):
@@ -154,7 +155,7 @@ class SlowReads(toolset.ToolSet):
 
 def batch_of_three(box, say):
     """Two reads and an unconfirmed book_hotel in one batch."""
-    r, ts = box.begin("batch", SlowReads("batch", box.store, 0.2, slow=("c1", "c2")))
+    r, ts = box.begin("batch", SlowReads("batch", box.agent, 0.2, slow=("c1", "c2")))
     turns = box.drive(r, ts, [
         calls(("set_plan", {"steps": PLAN}, "p")),
         calls(("get_weather", WEATHER, "w"), ("search_hotels", HOTELS, "h")),
@@ -194,7 +195,7 @@ def booked_once(box, say):
     b3 = _outcome(turns, 6, "b3")
     expect(b3.status == "blocked", "下一轮再次预订应被护栏拦截")
     say(f"下一轮再请求一次：执行前被护栏 {b3.guard} 拦截")
-    again = toolset.ToolSet("twice", tools.BookingStore(box.store.path))     # as a new process would, guards bypassed
+    again = toolset.ToolSet("twice", tools.xian_agent(tools.BookingStore(box.store.path)))     # as a new process would, guards bypassed
     raw = calls(("book_hotel", SUITE, "b4"))["tool_calls"]
     replay = execute(Memory(), again.prepare(raw), again)["b4"]
     expect(replay.status == "ok" and replay.result.get("replayed") is True, "绕过护栏直接执行也应是幂等重放")
@@ -303,8 +304,8 @@ class Hanging(toolset.ToolSet):
 
     timeout = 0.3
 
-    def __init__(self, run_id, store):
-        super().__init__(run_id, store)
+    def __init__(self, run_id, agent):
+        super().__init__(run_id, agent)
         self.release = threading.Event()
 
     def run(self, call, memory):
@@ -315,7 +316,7 @@ class Hanging(toolset.ToolSet):
 
 def hung_tool(box, say):
     """A tool that hangs: the turn ends on time and the timeout is on record."""
-    r, ts = box.begin("timeout", Hanging("timeout", box.store))
+    r, ts = box.begin("timeout", Hanging("timeout", box.agent))
     try:
         turns = box.drive(r, ts, [calls(("set_plan", {"steps": PLAN})), calls(("get_weather", WEATHER), ("search_hotels", HOTELS)),
                                   says("天气服务超时，稍后再试。")])
@@ -338,7 +339,7 @@ def round_trip(box, say):
     """A suspended run written and loaded back: the same messages and memory."""
     r, ts, _ = box.until_proposal("roundtrip")
     size = os.path.getsize(r.path)
-    back, ts2, warnings = runs.reopen(box.folder, "roundtrip", lambda snap: toolset.ToolSet("roundtrip", box.store),
+    back, ts2, warnings = runs.reopen(box.folder, "roundtrip", lambda snap: toolset.ToolSet("roundtrip", box.agent),
                                       lambda snap: None)
     expect(back.messages == r.messages, "读回的 messages 应与写入的相同")
     expect(back.memory.to_dict() == r.memory.to_dict() and not warnings, "由 messages 重建的 memory 应与运行时相同")
@@ -367,9 +368,9 @@ def mcp_tools_switch(box, say):
         importlib.import_module("handloop.demo.weather_server")       # and our server
     except ImportError:
         raise Skipped("MCP 场景需要 mcp_tools.py") from None
-    remote = toolset.ToolSet("mcp", box.store, mode="mcp")
+    remote = toolset.ToolSet("mcp", box.agent, mode="mcp")
     try:
-        place = _mcp_calls(remote, toolset.ToolSet("local", box.store), say)
+        place = _mcp_calls(remote, toolset.ToolSet("local", box.agent), say)
         booking = _mcp_run(box, remote, place)
     finally:
         remote.close()

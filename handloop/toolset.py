@@ -5,7 +5,8 @@ Invariants: a call is validated against its schema before any tool runs, and a c
 fails parsing or validation carries the problem instead of arguments (never a silent `{}`);
 tools get what they need passed in explicitly (their declared `takes`: plan, run id,
 idempotency key), never memory itself; every result handed back is a JSON object. The tool set
-knows no tool by name: it reads declarations (calls.Tool). The planning tools are always there.
+knows no tool by name and imports no agent: it is given its agent (calls.Agent) and reads its
+declarations (calls.Tool). The planning tools are always there.
 MCP: the agent declares its servers (calls.MCPServer) and, for each, the tools it allows; only
 those reach the model, standing where the local tools a server `replaces` stood (and taking over
 their memory and screen hooks); every MCP result is cut to that tool's declared fields, always,
@@ -26,7 +27,6 @@ from typing import Any
 from . import config
 from . import mcp_tools
 from . import plan
-from . import tools as local_tools
 from . import texts
 from .calls import DESCRIPTION_LIMIT, Agent, Call, Tool, ToolError, by_user
 from .values import normalise, settled, valid_text, validate
@@ -97,24 +97,22 @@ class ToolSet:
 
     timeout = config.TOOL_TIMEOUT     # seconds the executor gives a call whose tool declares none
 
-    def __init__(self, run_id: str, store: Any = None, mode: str = "local", mcp_command: list[str] | None = None,
-                 schemas: list[dict] | None = None, tools: list[Tool] | None = None, visible: list[str] | None = None,
-                 mcp_url: str | None = None, mcp_token: str | None = None, agent: Agent | None = None,
-                 env: dict | None = None) -> None:
-        """`agent`: the agent whose tools these are (default: the Xi'an agent over `store`; given only
-        `tools`, an agent of those tools with a plain prompt); `mode` "mcp": every MCP server the agent
-        declares (else those not optional); `schemas`: the tool list a resumed run recorded (its MCP
+    def __init__(self, run_id: str, agent: Agent, mode: str = "local", *, mcp_command: list[str] | None = None,
+                 schemas: list[dict] | None = None, visible: list[str] | None = None, mcp_url: str | None = None,
+                 mcp_token: str | None = None, env: dict | None = None) -> None:
+        """`agent`: the agent whose tools these are (required: a tool set is given its agent and picks
+        none); `mode` "mcp": every MCP server the agent declares (else those not optional); `schemas`: the tool list a resumed run recorded (its MCP
         tools are taken from it instead of asking the servers, which start at their first call);
         `mcp_command` / `mcp_url` (`mcp_token`: its bearer token): the agent's first MCP server runs as
         that process or is reached at that URL instead of where it is declared (the command line's
         --mcp-server, --mcp-url); `visible`: the names this run may see (the planning tools always),
         filtered before the schemas are built; `env`: where a server's `token_env` is read (default
-        os.environ)."""
-        if agent is None:
-            agent = local_tools.xian_agent(store) if tools is None else \
-                Agent("custom", texts.of("zh")("agent.plain"), tuple(tools))
+        os.environ). TypeError when `agent` is not an Agent."""
+        if not isinstance(agent, Agent):
+            raise TypeError(f"ToolSet(run_id, agent): agent must be a handloop.Agent (the agent whose tools "
+                            f"these are), not {type(agent).__name__}")
         self.agent, self.say = agent, agent.say
-        self.run_id, self.store, self.mode = run_id, store, mode
+        self.run_id, self.mode = run_id, mode
         self._async: dict[str, tuple[Any, bool]] = {}
         declared = list(agent.tools)
         if agent.planning and not any(t.name == "set_plan" for t in declared):

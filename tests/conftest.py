@@ -81,7 +81,7 @@ def new_run(tmp_path):
     """new_run(goal=GOAL, run_id="t1") -> (run, toolset, store): a fresh run in a temp audit dir."""
     def make(goal=GOAL, run_id="t1", max_turns=None, budget=None):
         store = tools.BookingStore(tmp_path / "bookings.db")
-        ts = toolset.ToolSet(run_id, store)
+        ts = toolset.ToolSet(run_id, tools.xian_agent(store))
         r = runs.begin(str(tmp_path), run_id, goal, ts, "scripted", max_turns, budget, fsync=False)
         return r, ts, store
     return make

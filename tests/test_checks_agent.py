@@ -161,7 +161,7 @@ def test_a_recorded_xian_agent_in_mcp_mode_keeps_the_coordinates_rule(tmp_path):
     from handloop import toolset
     with open(os.path.join(CORPUS, "bad_mcp_fabricated_coordinates.json"), encoding="utf-8") as f:
         snap = json.load(f)
-    ts = toolset.ToolSet("mcp-coords", None, "mcp", schemas=snap["tools"])      # as a resume builds it: no server
+    ts = toolset.ToolSet("mcp-coords", tools.xian_agent(None), "mcp", schemas=snap["tools"])      # as a resume builds it: no server
     snap["agent"] = ts.agent.declared(ts.tools.values())
     assert snap["agent"]["tools"]["get_weather"]["sources"][0]["tool"] == "search_location"
     path = tmp_path / "run-mcp-coords.json"

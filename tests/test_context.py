@@ -6,9 +6,10 @@ from handloop import context
 from handloop import loop
 from handloop import runs
 from conftest import PLAN, text, tool_calls
+from handloop import tools
 from handloop.toolset import ToolSet
 
-TS = ToolSet("r", None)
+TS = ToolSet("r", tools.xian_agent(None))
 HOTELS = [{"hotel_id": f"XA-00{i}", "name": f"酒店{i}", "prices": {"Standard": 400 + i, "Suite": 800 + i},
            "description": "安静的庭院，步行可达钟楼和回民街。" * 20} for i in range(1, 4)]
 
@@ -80,7 +81,7 @@ def test_a_long_run_compacts_in_epochs_and_stays_small(fake_model, new_run, tmp_
             result = super().run(call, memory)
             return dict(result, notes="附近景点与交通说明。" * 200) if call.name == "search_hotels" else result
     ask, endpoint = fake_model(respond)
-    loop.run(r, ask, Padded("t1", ts.store))
+    loop.run(r, ask, Padded("t1", ts.agent))
     last = r.trace[-1]
     assert r.window.start > 1 and last["chars_sent"] < 0.2 * last["chars_full"]
     sent = [json.dumps(q["messages"], ensure_ascii=False) for q in endpoint.requests]

@@ -146,13 +146,13 @@ def _offline_ask():
 
 
 def _one_run(audit_dir, run_id, ask):
-    ts = ToolSet(run_id, tools.BookingStore(os.path.join(audit_dir, "bookings.db")))
+    ts = ToolSet(run_id, tools.xian_agent(tools.BookingStore(os.path.join(audit_dir, "bookings.db"))))
     r = runs.begin(audit_dir, run_id, GOAL, ts, "offline", fsync=False)
     return loop.run(r, ask, ts)
 
 
 def _confirm(audit_dir, run_id, ask):
-    ts = ToolSet(run_id, tools.BookingStore(os.path.join(audit_dir, "bookings.db")))
+    ts = ToolSet(run_id, tools.xian_agent(tools.BookingStore(os.path.join(audit_dir, "bookings.db"))))
     r, ts, _ = runs.reopen(audit_dir, run_id, lambda snap: ts, lambda snap: None)
     runs.add_user(r, "确认")
     return loop.run(r, ask, ts)

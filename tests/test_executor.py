@@ -14,7 +14,7 @@ class SlowTools(ToolSet):
     """A tool set whose reads sleep, to show what runs together."""
 
     def __init__(self, delay=0.2, store=None, hang=()):
-        super().__init__("r", store)
+        super().__init__("r", tools.xian_agent(store))
         self.delay, self.hang, self.threads = delay, set(hang), []
 
     def run(self, call, memory):
@@ -48,7 +48,7 @@ def test_three_slow_reads_run_together_and_come_back_in_request_order():
 
 
 def test_two_plan_updates_in_one_turn_both_stick():
-    ts, memory = ToolSet("r", None), Memory()
+    ts, memory = ToolSet("r", tools.xian_agent(None)), Memory()
     memory.done_tools.add("get_weather")            # step 1's tool succeeded: it may be marked done
     pending = calls(ts, ("set_plan", {"steps": PLAN}), ("mark_step", {"index": 1, "status": "done"}),
                     ("mark_step", {"index": 3, "status": "failed", "note": "x"}))
@@ -61,7 +61,7 @@ def test_two_plan_updates_in_one_turn_both_stick():
 
 
 def test_a_step_whose_tool_has_not_succeeded_cannot_be_marked_done():
-    ts, memory = ToolSet("r", None), Memory()
+    ts, memory = ToolSet("r", tools.xian_agent(None)), Memory()
     pending = calls(ts, ("set_plan", {"steps": PLAN}))
     memory.absorb(pending[0], execute(memory, pending, ts)["c1"].result)
     marks = calls(ts, ("mark_step", {"index": 3, "status": "done"}), ("mark_step", {"index": 2, "status": "failed"}))
@@ -75,7 +75,7 @@ def test_a_step_whose_tool_has_not_succeeded_cannot_be_marked_done():
 
 
 def test_mark_step_without_a_plan_is_an_error_for_the_model():
-    ts = ToolSet("r", None)
+    ts = ToolSet("r", tools.xian_agent(None))
     outcome = execute(Memory(), calls(ts, ("mark_step", {"index": 1, "status": "done"})), ts)["c1"]
     assert outcome.status == "error" and "set_plan" in outcome.result["error"]
 
@@ -100,7 +100,7 @@ def test_a_hung_write_is_reconciled_through_its_key_never_retried(tmp_path):
             time.sleep(1)                          # ...but the answer comes too late
             return result
 
-    ts = LateWrite("r", store)
+    ts = LateWrite("r", tools.xian_agent(store))
     outcome = execute(Memory(), calls(ts, ("book_hotel", BOOK)), ts, timeout=0.3)["c1"]
     assert outcome.status == "ok" and outcome.result["reconciled"] is True
     assert store.count() == 1
@@ -129,14 +129,14 @@ def test_a_crashing_tool_becomes_an_error_message():
     class Broken(ToolSet):
         def run(self, call, memory):
             raise ZeroDivisionError("boom")
-    ts = Broken("r", None)
+    ts = Broken("r", tools.xian_agent(None))
     outcome = execute(Memory(), calls(ts, ("get_weather", {"city": "西安", "date": "2026-10-01"})), ts)["c1"]
     assert outcome.status == "error" and "ZeroDivisionError" in outcome.result["error"]
 
 
 def test_long_results_are_cut_head_and_tail():
     from handloop.calls import Outcome
-    ts = ToolSet("r", None)
+    ts = ToolSet("r", tools.xian_agent(None))
     pending = calls(ts, ("get_weather", {"city": "西安", "date": "2026-10-01"}))
     huge = Outcome({"blob": "头" + "x" * 5_000_000 + "尾", "id": "A-1"})
     content = tool_messages(pending, {"c1": huge})[0]["content"]

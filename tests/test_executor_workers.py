@@ -47,8 +47,9 @@ def test_a_forked_child_gets_fresh_workers():
     import os
     from handloop.executor import _Job, _WORKERS
     from handloop.memory import Memory
+    from handloop import tools
     from handloop.toolset import ToolSet
-    ts = ToolSet("r", None)
+    ts = ToolSet("r", tools.xian_agent(None))
     call = ts.prepare([{"id": "a", "function": {"name": "get_weather", "arguments": '{"city": "西安", "date": "2026-10-01"}'}}])[0]
     _Job(ts.run, call, Memory()).wait(5)             # leaves an idle worker in this process
     pid = os.fork()

@@ -6,9 +6,10 @@ import pytest
 from conftest import BOOK, PLAN
 from handloop.guards import screen
 from handloop.memory import Memory
+from handloop import tools
 from handloop.toolset import ToolSet
 
-TS = ToolSet("r", store=None)
+TS = ToolSet("r", tools.xian_agent(None))
 WEATHER = {"city": "西安", "date": "2026-10-01"}
 HOTELS = {"city": "西安", "check_in": "2026-10-01", "nights": 2}
 HOTEL_RESULT = {"hotels": [{"hotel_id": "XA-001", "name": "古城墙酒店", "prices": {"Suite": 880}}]}

@@ -164,7 +164,7 @@ def test_a_lone_surrogate_from_the_model_is_written_and_read_back(tmp_path):
     from handloop import runs
     from handloop import toolset
     store = tools.BookingStore(tmp_path / "b.db")
-    r = runs.begin(str(tmp_path), "z", "目标\udcff", toolset.ToolSet("z", store), "m", fsync=False)
+    r = runs.begin(str(tmp_path), "z", "目标\udcff", toolset.ToolSet("z", tools.xian_agent(store)), "m", fsync=False)
     r.messages.append({"role": "assistant", "content": "答复\ud800"})
     loop.save(r)
     assert audit.load(r.path)["messages"][-1]["content"] == "答复\ud800"

@@ -40,7 +40,7 @@ def offline_ask():
 def test_a_hostile_server_under_a_whole_run(tmp_path, offline_ask, monkeypatch, flags, reason, detail):
     monkeypatch.setattr(config, "MCP_TIMEOUT", 1.0)
     store = tools.BookingStore(tmp_path / "bookings.db")
-    ts = toolset.ToolSet("h", store, "mcp", mcp_command=fake_command(flags, tmp_path / "marker"))
+    ts = toolset.ToolSet("h", tools.xian_agent(store), "mcp", mcp_command=fake_command(flags, tmp_path / "marker"))
     try:
         r = runs.begin(str(tmp_path), "h", GOAL, ts, "offline", fsync=False)
         loop.run(r, offline_ask, ts)
@@ -91,7 +91,7 @@ def test_an_http_server_dribbling_a_tool_reply_is_an_mcp_error_the_model_reads(f
                                                                                monkeypatch):
     monkeypatch.setattr(config, "MCP_TIMEOUT", 1.0)
     peer = _dribbling_http(fake, "tools/call")
-    ts = toolset.ToolSet("d", tools.BookingStore(tmp_path / "bookings.db"), "mcp", mcp_url=peer.url)
+    ts = toolset.ToolSet("d", tools.xian_agent(tools.BookingStore(tmp_path / "bookings.db")), "mcp", mcp_url=peer.url)
     try:
         r = runs.begin(str(tmp_path), "d", GOAL, ts, "offline", fsync=False)
         started = time.monotonic()
@@ -117,7 +117,7 @@ def test_a_stdio_server_dribbling_its_replies_times_out_at_the_deadline(tmp_path
         c.close()
     assert time.monotonic() - started < 4.0
     monkeypatch.setattr(config, "MCP_TIMEOUT", 1.0)
-    ts = toolset.ToolSet("s", tools.BookingStore(tmp_path / "bookings.db"), "mcp",
+    ts = toolset.ToolSet("s", tools.xian_agent(tools.BookingStore(tmp_path / "bookings.db")), "mcp",
                          mcp_command=fake_command("dribble-call"))
     try:
         r = runs.begin(str(tmp_path), "s", GOAL, ts, "offline", fsync=False)

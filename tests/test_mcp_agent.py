@@ -24,7 +24,7 @@ def mcp_toolset(tmp_path):
     made = []
 
     def make(command=None, run_id="m1", schemas=None):
-        ts = toolset.ToolSet(run_id, tools.BookingStore(tmp_path / "bookings.db"), "mcp",
+        ts = toolset.ToolSet(run_id, tools.xian_agent(tools.BookingStore(tmp_path / "bookings.db")), "mcp",
                              mcp_command=command or SERVER_COMMAND, schemas=schemas)
         made.append(ts)
         return ts
@@ -47,7 +47,7 @@ def test_mcp_mode_swaps_local_weather_for_the_servers_tools(mcp_toolset, tmp_pat
     assert names(ts.schemas) == NAMES and ts.remote == {"search_location", "get_weather"}
     weather = ts.tool("get_weather").parameters
     assert set(weather["required"]) == {"latitude", "longitude", "date"} and "city" not in weather["properties"]
-    local = toolset.ToolSet("l1", tools.BookingStore(tmp_path / "local.db"))
+    local = toolset.ToolSet("l1", tools.xian_agent(tools.BookingStore(tmp_path / "local.db")))
     assert names(local.schemas) == ["set_plan", "mark_step", "get_weather", "search_hotels", "book_hotel"]
     assert prepared(ts, "get_weather", {"city": "西安", "date": "2026-10-01"}).problem   # the local shape is gone
     place = ts.run(prepared(ts, "search_location", {"city": "西安"}), None)
@@ -105,7 +105,7 @@ def test_a_server_missing_a_tool_is_refused_and_closed(monkeypatch):
 
     monkeypatch.setattr(mcp_tools, "_Connection", spy)
     with pytest.raises(mcp_tools.MCPError, match=r"get_weather\(latitude, longitude, date\)"):
-        toolset.ToolSet("m1", None, "mcp", mcp_command=fake_command("no-weather"))
+        toolset.ToolSet("m1", tools.xian_agent(None), "mcp", mcp_command=fake_command("no-weather"))
     assert started and started[0].proc.poll() is not None
 
 

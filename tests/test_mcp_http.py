@@ -219,8 +219,8 @@ def client(url, **options):
 
 
 def http_toolset(tmp_path, url, token=None, schemas=None, run_id="h1"):
-    return toolset.ToolSet(run_id, tools.BookingStore(tmp_path / "bookings.db"), "mcp", mcp_url=url, mcp_token=token,
-                           schemas=schemas)
+    agent = tools.xian_agent(tools.BookingStore(tmp_path / "bookings.db"))
+    return toolset.ToolSet(run_id, agent, "mcp", mcp_url=url, mcp_token=token, schemas=schemas)
 
 
 def prepared(ts, name, args):

@@ -6,9 +6,10 @@ from handloop import config
 from handloop import texts
 from handloop.memory import Memory, rebuild
 from handloop.values import cut
+from handloop import tools
 from handloop.toolset import ToolSet
 
-TS = ToolSet("r", None)
+TS = ToolSet("r", tools.xian_agent(None))
 
 
 def test_cut_keeps_head_and_tail():

@@ -6,6 +6,7 @@ from handloop import context
 from handloop.demo import offline
 from conftest import GOAL
 from handloop.memory import Memory
+from handloop import tools
 from handloop.toolset import ToolSet
 
 HOTELS = {"hotels": [{"hotel_id": "XA-001", "name": "古城墙酒店", "prices": {"Standard": 420, "Suite": 880},
@@ -16,7 +17,7 @@ NAMES = ("set_plan", "mark_step", "get_weather", "search_hotels", "book_hotel")
 
 def conversation():
     memory = Memory(GOAL)
-    search = ToolSet("r", None).prepare([{"id": "s", "function": {"name": "search_hotels", "arguments": "{}"}}])[0]
+    search = ToolSet("r", tools.xian_agent(None)).prepare([{"id": "s", "function": {"name": "search_hotels", "arguments": "{}"}}])[0]
     memory.absorb(search, HOTELS)                     # what the memory block says of the search
     plan = {"plan": [{"index": 1, "title": "天气", "tool": "get_weather", "after": []}]}
     rounds = [("set_plan", {"steps": [{"title": "天气", "tool": "get_weather"}]}, plan),
@@ -37,12 +38,12 @@ def proposal(sent):
 
 
 def test_a_compacted_hotel_search_still_has_its_hotels():
-    sent = context.compact(conversation(), ToolSet("r", None).tool)
+    sent = context.compact(conversation(), ToolSet("r", tools.xian_agent(None)).tool)
     assert "_compacted" in sent[5]["content"] and "XA-001" in sent[5]["content"]
     assert "XA-001" in proposal(sent) and "Suite" in proposal(sent)
 
 
 def test_a_search_shrunk_to_a_stub_is_read_from_the_memory_block():
-    sent = context.compact(conversation(), ToolSet("r", None).tool, room=500)
+    sent = context.compact(conversation(), ToolSet("r", tools.xian_agent(None)).tool, room=500)
     assert "XA-001" not in sent[5]["content"]
     assert "XA-001" in proposal(sent) and "Suite" in proposal(sent)

@@ -5,6 +5,7 @@ import pytest
 
 from conftest import BOOK
 from handloop import toolset
+from handloop import tools
 from handloop.toolset import ToolSet, parse_arguments
 
 
@@ -30,7 +31,7 @@ def test_empty_arguments_mean_no_arguments():
 
 
 def _prepare(name, args):
-    ts = ToolSet("r", store=None)
+    ts = ToolSet("r", tools.xian_agent(None))
     return ts.prepare([{"id": "c1", "function": {"name": name, "arguments": args}}])[0]
 
 
@@ -72,7 +73,7 @@ def test_signature_is_canonical():
 
 
 def test_declared_schemas_are_strict():
-    for tool in toolset.ToolSet("r", None).tools.values():
+    for tool in toolset.ToolSet("r", tools.xian_agent(None)).tools.values():
         assert tool.parameters["additionalProperties"] is False and tool.parameters["type"] == "object"
 
 
@@ -84,7 +85,7 @@ def _keywords(schema):
 
 
 def test_the_model_is_shown_the_shape_without_the_guard_rails():
-    ts = toolset.ToolSet("r", None)
+    ts = toolset.ToolSet("r", tools.xian_agent(None))
     for spec in ts.schemas:
         shown, declared = spec["function"]["parameters"], ts.tool(spec["function"]["name"]).parameters
         assert not _keywords(shown) & {"pattern", "minLength", "maxLength", "minItems", "maxItems", "additionalProperties"}

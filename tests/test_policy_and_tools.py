@@ -9,7 +9,7 @@ from handloop import config
 from handloop import loop
 from handloop import runs
 from handloop.cli import session
-from handloop.calls import Tool
+from handloop.calls import Agent, Tool
 from conftest import PLAN, read_audit, run_cli, text, tool_calls
 from handloop.executor import execute
 from handloop.memory import Memory
@@ -20,7 +20,7 @@ WEATHER = {"city": "西安", "date": "2026-10-01"}
 
 def test_past_its_deadline_a_run_stops_at_the_next_turn_and_a_resume_with_more_time_goes_on(fake_model, tmp_path):
     from handloop import tools
-    ts = ToolSet("d", tools.BookingStore(tmp_path / "b.db"))
+    ts = ToolSet("d", tools.xian_agent(tools.BookingStore(tmp_path / "b.db")))
     r = runs.begin(str(tmp_path), "d", "goal", ts, "m", policy=config.Policy(deadline=0.2), fsync=False)
 
     def slow(request):
@@ -58,6 +58,11 @@ def test_a_bad_policy_file_is_refused_with_what_is_wrong(tmp_path):
     assert not (tmp_path / "audit" / "run-p.json").exists()
 
 
+def _agent_of(tools):
+    """A user's agent of just these tools, with a plain prompt."""
+    return Agent("custom", "You act only through tools; a write waits for the user's confirmation.", tools)
+
+
 def _async_tools(log):
     async def lookup(key):
         await asyncio.sleep(0.2)
@@ -75,7 +80,7 @@ def _async_tools(log):
 
 def test_async_tools_run_together_and_a_hung_one_is_cancelled_at_its_timeout():
     log = []
-    ts = ToolSet("a", tools=_async_tools(log))
+    ts = ToolSet("a", _agent_of(_async_tools(log)))
     raw = [{"id": f"c{i}", "function": {"name": n, "arguments": json.dumps({"key": str(i)})}}
            for i, n in enumerate(["lookup", "lookup", "lookup", "stuck"])]
     started = time.perf_counter()
@@ -90,7 +95,7 @@ def test_async_tools_run_together_and_a_hung_one_is_cancelled_at_its_timeout():
 
 
 def test_a_users_tool_set_gets_the_planning_tools_and_the_guards_without_naming_them(fake_model, tmp_path):
-    ts = ToolSet("u", tools=_async_tools([]))
+    ts = ToolSet("u", _agent_of(_async_tools([])))
     assert [t["function"]["name"] for t in ts.schemas] == ["set_plan", "mark_step", "lookup", "stuck"]
     r = runs.begin(str(tmp_path), "u", "查一下 k1", ts, "m", fsync=False)
     ask, _ = fake_model([tool_calls(("lookup", {"key": "k1"})),
@@ -103,7 +108,7 @@ def test_a_users_tool_set_gets_the_planning_tools_and_the_guards_without_naming_
 
 def test_a_run_whose_model_went_silent_takes_a_reply_and_moves_on(fake_model, tmp_path):
     from handloop import tools
-    ts = ToolSet("e", tools.BookingStore(tmp_path / "b.db"))
+    ts = ToolSet("e", tools.xian_agent(tools.BookingStore(tmp_path / "b.db")))
     r = runs.begin(str(tmp_path), "e", "goal", ts, "m", fsync=False)
     ask, endpoint = fake_model([text(""), text(""), text("你想住几晚？")])
     loop.run(r, ask, ts)

@@ -203,7 +203,7 @@ def test_what_is_wrong_with_a_call_written_as_text_is_named(text, names, problem
 ])
 def test_an_offer_names_exactly_one_id_and_choice_and_is_words(text, offer, tmp_path):
     from handloop import tools
-    ts = toolset.ToolSet("t", tools.BookingStore(tmp_path / "b.db"))
+    ts = toolset.ToolSet("t", tools.xian_agent(tools.BookingStore(tmp_path / "b.db")))
     memory = loop.Memory(agent=ts.agent).declare(ts.tools.values())
     search = ts.prepare([{"id": "s", "function": {"name": "search_hotels", "arguments": json.dumps(policies.SEARCH)}}])
     memory.absorb(search[0], ts.run(search[0], memory))
@@ -263,7 +263,7 @@ def test_an_ask_of_ones_own_without_forces_is_called_as_before(tmp_path, fake_mo
 
     def ask(messages, tools_, final=False):             # a user's own model function: no `force` parameter
         return client(messages, tools_, final=final)
-    ts = toolset.ToolSet("o", tools.BookingStore(tmp_path / "b.db"))
+    ts = toolset.ToolSet("o", tools.xian_agent(tools.BookingStore(tmp_path / "b.db")))
     r = runs.begin(str(tmp_path), "o", "", ts, "own", fsync=False)
     loop.run(r, ask, ts)
     assert (r.status, r.reason) == ("suspended", "awaiting_reply") and sum(m.get("name") == "loop" for m in r.messages)
@@ -274,7 +274,7 @@ def test_an_ask_of_ones_own_without_forces_is_called_as_before(tmp_path, fake_mo
 def test_each_written_call_problem_is_told_in_a_nudge(tmp_path, fake_model, text):
     from handloop import tools
     ask, _ = fake_model([{"content": text}, {"content": "好的。"}])
-    ts = toolset.ToolSet("w", tools.BookingStore(tmp_path / "b.db"))
+    ts = toolset.ToolSet("w", tools.xian_agent(tools.BookingStore(tmp_path / "b.db")))
     r = runs.begin(str(tmp_path), "w", "", ts, "scripted", fsync=False)
     loop.run(r, ask, ts)
     told = [m["content"] for m in r.messages if m.get("name") == "loop"]
@@ -429,7 +429,7 @@ def test_the_forced_tool_choice_steps_down_named_required_auto_and_is_remembered
 
 def xian_memory(tmp_path):
     from handloop import tools
-    ts = toolset.ToolSet("m", tools.BookingStore(tmp_path / "b.db"))
+    ts = toolset.ToolSet("m", tools.xian_agent(tools.BookingStore(tmp_path / "b.db")))
     memory = loop.Memory(agent=ts.agent).declare(ts.tools.values())
     return ts, memory
 

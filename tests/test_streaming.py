@@ -199,7 +199,7 @@ def _recorded(tmp_path, stream, respond, quirk=None):
     folder.mkdir(exist_ok=True)
     endpoint = Endpoint(lambda request: dict(respond(request), _stream=quirk or {}))
     ask = model.connect(endpoint.url, "k", "m", loopback=True, stream=stream)
-    ts = toolset.ToolSet("same", tools.BookingStore(folder / "bookings.db"))
+    ts = toolset.ToolSet("same", tools.xian_agent(tools.BookingStore(folder / "bookings.db")))
     try:
         r = runs.begin(str(folder), "same", GOAL, ts, "m", fsync=False)
         loop.run(r, ask, ts)
@@ -232,7 +232,7 @@ def test_the_offline_model_streams_through_the_same_path_and_records_the_same(tm
     ask = model.connect(endpoint.url, "k", "offline", loopback=True)
     from handloop import tools
     from handloop import toolset
-    ts = toolset.ToolSet("o", tools.BookingStore(tmp_path / "bookings.db"))
+    ts = toolset.ToolSet("o", tools.xian_agent(tools.BookingStore(tmp_path / "bookings.db")))
     r = runs.begin(str(tmp_path), "o", GOAL, ts, "offline", fsync=False)
     loop.run(r, ask, ts, lambda kind, **data: heard.append((kind, data)))
     ask.close()

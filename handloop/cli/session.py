@@ -115,9 +115,9 @@ def tool_set(audit_dir, run_id, mode, mcp_command=None, schemas=None, visible=No
     """The run's tool set; in MCP mode it connects now, unless recorded `schemas` spare it that.
     `mcp_url`: the MCP server over HTTP instead of a process (`mcp_token`: its bearer token)."""
     agent = agent or agent_for(audit_dir)
-    return toolset.ToolSet(run_id, None, mode, mcp_command=mcp_command if mode == "mcp" else None,
+    return toolset.ToolSet(run_id, agent, mode, mcp_command=mcp_command if mode == "mcp" else None,
                            schemas=schemas if mode == "mcp" else None, visible=visible, mcp_url=mcp_url,
-                           mcp_token=mcp_token, agent=agent)
+                           mcp_token=mcp_token)
 
 
 def start(audit_dir, run_id, goal, mode, mcp_command=None, policy=None, mcp_url=None, mcp_token=None, agent=None):

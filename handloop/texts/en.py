@@ -5,7 +5,6 @@ value holds a CJK character.
 """
 EN = {
     "confirm.word": "confirm",
-    "agent.plain": "You are an assistant that gets information and acts only through tools. Explain a write to the user and wait for their confirmation before making it.",
     "nudge.written_call": "[system] You wrote a tool call into the text of your reply; calls in the text are never run. Send it again as a real tool call (tool_calls).",
     "nudge.idle": "[system] The task has not moved: nothing has been looked up yet and no result was given. Call the tools the task needs; do not reply with text only.",
     "nudge.next": "Next step: call {tool}.",

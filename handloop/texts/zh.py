@@ -5,7 +5,6 @@ Invariants: imports nothing; holds only the table; the same keys and placeholder
 ZH = {
     # ---- the model reads these ----
     "confirm.word": "确认",
-    "agent.plain": "你是一个只通过工具获取信息和执行操作的助手。写操作要先向用户说明并等用户确认。",
     "nudge.written_call": "〔系统提示〕你把工具调用写进了回复正文，系统不会执行正文里的调用。请用真正的工具调用（tool_calls）重新发出。",
     "nudge.idle": "〔系统提示〕任务还没有进展：什么也还没有查，也没有给出结果。请调用工具推进任务，不要只回复文字。",
     "nudge.next": "下一步：调用 {tool}。",
