@@ -1,6 +1,7 @@
 """The public API: what `handloop.__all__` names is importable, typed and enough to run an agent of one's own
 (start, run, suspend, confirm in a new process, one write); the ways of resuming are an enum and nothing else;
 the model interface is a Protocol a user's own model implements; the type checker passes on the package."""
+import ast
 import inspect
 import json
 import os
@@ -52,6 +53,95 @@ def test_the_type_checker_passes_on_the_package():
     done = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary", "handloop"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+# ---- one fact, one place: the core is given its agent ----
+
+XIAN_PIECES = ("tools", "demo")          # the Xi'an agent (handloop/tools.py) and the demo's own pieces (handloop/demo/)
+MAY_IMPORT_XIAN = {"agent", "selftest", "tools"}   # the CLI picks the default agent; selftest runs the Xi'an demo
+MAY_IMPORT_XIAN_UNDER = ("cli/", "demo/")          # the CLI's other modules; the demo's pieces use each other
+CORE = ("loop", "runs", "memory", "context", "toolset", "plan", "guards", "executor", "model", "audit", "calls",
+        "values", "config", "checks", "mcp_tools", "llm", "mcp", "trace", "judge", "texts")
+
+
+def _modules():
+    """Every module of the package, as its path below handloop/ without .py ("cli/session")."""
+    found = []
+    for folder, _, files in os.walk(os.path.join(ROOT, "handloop")):
+        below = os.path.relpath(folder, os.path.join(ROOT, "handloop"))
+        found += [os.path.normpath(os.path.join(below, f[:-3])).replace(os.sep, "/") for f in files if f.endswith(".py")]
+    return sorted(found)
+
+
+def _imports(name):
+    """The modules handloop/<name>.py imports anywhere in it, by their dotted names below handloop (relative imports
+    resolved; `importlib.import_module("handloop.x")` counts)."""
+    tree = ast.parse(open(os.path.join(ROOT, "handloop", name + ".py"), encoding="utf-8").read())
+    package = ["handloop"] + name.split("/")[:-1]
+    found = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join((package[:len(package) - node.level + 1] if node.level else []) + [node.module or ""])
+            names = [f"{base.rstrip('.')}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith("import_module") and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            names = [node.args[0].value]
+        found += [n.split(".", 1)[1] for n in names if n.startswith("handloop.")]
+    return found
+
+
+def _xian(imported):
+    return imported.split(".")[0] in XIAN_PIECES
+
+
+def test_no_core_module_imports_the_xian_agent_or_the_demo():
+    """A tool set is given its agent: only the command line (which picks the Xi'an agent when no --agent is given),
+    selftest and the demo's own pieces import handloop/tools.py or handloop/demo/."""
+    modules = _modules()
+    assert {"toolset", "loop", "runs", "mcp/http_server", "durable/worker", "cli/session"} <= set(modules)
+    offenders = {}
+    for name in modules:
+        if name in MAY_IMPORT_XIAN or name.startswith(MAY_IMPORT_XIAN_UNDER):
+            continue
+        bad = [m for m in _imports(name) if _xian(m)]
+        if bad:
+            offenders[name] = bad
+    assert offenders == {}
+    assert "tools" in _imports("cli/session") and "demo.offline" in _imports("cli/session")   # the reader sees them
+
+
+def test_importing_the_core_loads_neither_the_xian_agent_nor_the_command_line():
+    """Transitively too: a library user importing the core gets no Xi'an agent, no demo and no CLI with it.
+    (durable/ is left out: its worker assembles runs with the command line's cli/session.py.)"""
+    core = [m.replace("/", ".") for m in _modules() if m.split("/")[0] in CORE and not m.endswith("__init__")]
+    code = ("import importlib, sys\n"
+            f"for name in {core!r}:\n"
+            "    importlib.import_module('handloop.' + name)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[:2] in (['handloop', 'tools'], ['handloop', 'demo'],"
+            " ['handloop', 'cli'], ['handloop', 'agent'], ['handloop', 'selftest'])))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(core) > 30 and done.stdout.strip() == "[]", done.stdout
+
+
+@pytest.mark.parametrize("given", [None, "no agent", "store"])
+def test_a_tool_set_without_its_agent_is_a_type_error(given, tmp_path):
+    from handloop import tools
+    not_an_agent = tools.BookingStore(tmp_path / "b.db") if given == "store" else given   # the old ToolSet(run_id, store)
+    with pytest.raises(TypeError, match="agent"):
+        handloop.ToolSet("r", not_an_agent)
+    with pytest.raises(TypeError):
+        handloop.ToolSet("r")            # type: ignore[call-arg]
+
+
+def test_a_tool_set_has_exactly_its_agents_tools(tmp_path):
+    agent, _ = _notes_agent(tmp_path)
+    ts = handloop.ToolSet("r", agent)
+    assert ts.agent is agent and list(ts.tools) == ["find_user", "add_note"]       # planning off: nothing added
+    assert ts.say("confirm.word") == "confirm"                                       # and it speaks the agent's language
 
 
 # ---- an agent of one's own, through the public API only ----
