@@ -112,6 +112,8 @@ def run_agent(*args, cwd, env=None, setup=None):
             import importlib
             from handloop import config
             importlib.reload(config)                           # settings read at start-up, as in a new process
+            import handloop
+            vars(handloop).pop("Policy", None)                 # the lazily cached handloop.Policy: the reloaded class
             os.dup2(out.fileno(), 1)
             os.dup2(err.fileno(), 2)
             sys.stdout = os.fdopen(1, "w", closefd=False)
