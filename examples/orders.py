@@ -12,12 +12,8 @@ import sqlite3
 import sys
 import tempfile
 
-from handloop import loop  # noqa: E402
-from handloop import runs  # noqa: E402
-from handloop import model  # noqa: E402
-from handloop.calls import Agent, Source, Tool, ToolError  # noqa: E402
-from handloop.llm.endpoint import Endpoint  # noqa: E402
-from handloop.toolset import ToolSet  # noqa: E402
+import handloop
+from handloop import Agent, Source, Tool, ToolError
 
 GOAL = "我的订单 A1001 里的耳机坏了，帮我查一下物流，然后申请全额退款。退款前先让我确认。"
 INSTRUCTIONS = """你是售后助手，只能通过工具查询订单、物流和申请退款。规则：
@@ -132,9 +128,8 @@ def _calls(*items):
 
 def offline_model():
     """(ask, close): this agent's offline model behind the loopback endpoint, through the openai client."""
-    endpoint = Endpoint(respond)
-    ask = model.connect(endpoint.url, "offline", "orders-offline", loopback=True)
-    return ask, lambda: (ask.close(), endpoint.close())
+    ask = handloop.offline_model(respond, name="orders-offline")
+    return ask, ask.close
 
 
 def agent(refunds):
@@ -144,16 +139,20 @@ def agent(refunds):
 
 
 def main(audit_dir=None):
+    """The run offline: it stops at the proposal; the user's 「确认」 (handloop.confirm, as another process
+    would) lets it refund, once."""
     audit_dir = audit_dir or tempfile.mkdtemp(prefix="orders-")
     refunds = Refunds(os.path.join(audit_dir, "refunds.db"))
-    tools = ToolSet("orders-demo", agent=agent(refunds))
+    me = agent(refunds)
     ask, close = offline_model()
     try:
-        r = runs.begin(audit_dir, "orders-demo", "", tools, ask.name)         # "": the agent's goal
-        loop.run(r, ask, tools)
+        r, tools = handloop.start(me, "orders-demo", audit_dir=audit_dir, model=ask.name)   # the agent's goal
+        handloop.run(r, ask, tools)
+        tools.close()
         print(f"{r.status}/{r.reason}：{r.answer}")
-        runs.add_user(r, "确认")
-        loop.run(r, ask, tools)
+        r, tools = handloop.confirm(me, "orders-demo", audit_dir=audit_dir)
+        handloop.run(r, ask, tools)
+        tools.close()
         print(f"{r.status}/{r.reason}：{r.answer}\n退款 {refunds.count()} 笔；审计文件 {r.path}")
     finally:
         close()

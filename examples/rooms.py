@@ -14,7 +14,7 @@ import os
 import sqlite3
 import sys
 
-from handloop.calls import Agent, Source, Tool, ToolError  # noqa: E402
+from handloop import Agent, Source, Tool, ToolError
 
 ROOMS = [{"room_id": "R-101", "name": "Oak", "seats": 4}, {"room_id": "R-202", "name": "Maple", "seats": 10}]
 BUSY = {("R-101", "2026-12-03"): ["10:00"], ("R-202", "2026-12-03"): []}
