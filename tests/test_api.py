@@ -113,6 +113,19 @@ def test_no_core_module_imports_the_xian_agent_or_the_demo():
     assert "tools" in _imports("cli/session") and "demo.offline" in _imports("cli/session")   # the reader sees them
 
 
+@pytest.mark.parametrize("name", ["orders.py", "rooms.py"])
+def test_the_examples_use_only_the_public_api(name):
+    """An example is what a user copies: it imports `handloop` and names in `handloop.__all__`, nothing else of ours."""
+    tree = ast.parse(open(os.path.join(ROOT, "examples", name), encoding="utf-8").read())
+    ours = [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    for node in ours:
+        if isinstance(node, ast.ImportFrom):
+            assert node.module != "handloop" or {a.name for a in node.names} <= set(handloop.__all__), ast.dump(node)
+            assert not (node.module or "").startswith("handloop."), node.module
+        else:
+            assert not any(a.name.startswith("handloop.") for a in node.names), ast.dump(node)
+
+
 def test_importing_the_core_loads_neither_the_xian_agent_nor_the_command_line():
     """Transitively too: a library user importing the core gets no Xi'an agent, no demo and no CLI with it.
     (durable/ is left out: its worker assembles runs with the command line's cli/session.py.)"""
