@@ -447,7 +447,8 @@ def _proposed(r, pending, outcomes):
 
 def _record(r, reply, sent, pending, outcomes):
     return {"turn": r.turn, "model_seconds": round(reply.seconds, 4), "tokens": reply.tokens,
-            "tokens_estimated": reply.estimated, "used_tokens": r.memory.used_tokens,
+            "tokens_estimated": reply.estimated, "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
+            "used_tokens": r.memory.used_tokens,
             "chars_sent": sent[0], "chars_full": sent[1], "notes": reply.notes,
             "tools": [{"id": c.id, "name": c.name, "status": outcomes[c.id].status, "guard": outcomes[c.id].guard,
                        "seconds": round(outcomes[c.id].seconds, 4), "concurrent": outcomes[c.id].concurrent}

@@ -260,6 +260,21 @@ class Server:
         return self.policy(request)
 
 
+class Usage:
+    """Another policy's replies with the usage its server reports, streamed or not: `usage(n)` for the n-th
+    request (a usage object as the server sends it: prompt_tokens, completion_tokens, total_tokens, or only some),
+    or False: a server that reports no usage at all (several local servers, or a stream without include_usage)."""
+
+    def __init__(self, policy, usage):
+        self.policy, self.usage, self.sent = policy, usage, []
+
+    def __call__(self, request):
+        reply = dict(self.policy(request))
+        reply["usage"] = self.usage(len(self.sent) + 1) if callable(self.usage) else self.usage
+        self.sent.append(reply["usage"])
+        return reply
+
+
 def answers_instead(request):
     """Reads 「预订前必须先等我确认」 as "wait now": answers 「好的，请先确认预订方案。」 and gives the same
     sentence back to any text nudge. Forced to call a tool: set_plan with `after` as each step's own

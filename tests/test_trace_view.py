@@ -41,6 +41,10 @@ def test_the_page_stands_alone_and_speaks_the_agents_english(desk_run):
     assert page.count('data-status="blocked"') == 1 and page.count('class="bar nudged"') == 1
     for record in snap["trace"]:
         assert f'<tr data-turn="{record["turn"]}">' in page and f'<td class="num">{record["used_tokens"]}</td>' in page
+    split = [t for t in snap["trace"] if t["tokens_in"] is not None]          # the offline endpoint reports usage
+    assert split and all(html.escape(say("view.split", tokens_in=t["tokens_in"], tokens_out=t["tokens_out"])) in page
+                         for t in split)
+    assert page.count('class="split"') == len(split)
     lefts = {m.group(2): m.group(1) for m in re.finditer(r'style="left:([\d.]+)%;[^"]*" data-call="(\w+)"', page)}
     made = set(lefts) - {"r1", "r2", "w1"}                      # the confirmed call, made by the loop
     assert {"r1", "r2", "w1"} <= set(lefts) and len(made) == 1 and lefts["r1"] == lefts["r2"]   # concurrent: side by side

@@ -215,3 +215,114 @@ def test_a_program_driving_loop_run_itself_exports_a_stretch_the_same_way(new_ru
     blocked = [s for s in collector.spans() if s["name"] == "execute_tool book_hotel"]
     assert len(blocked) == 1 and blocked[0]["attributes"]["handloop.guard"] == "plan_first"
     assert {s["attributes"]["gen_ai.conversation.id"] for s in collector.spans()} == {"lib1"}
+
+
+def _usage(n):
+    """What a server of known habits reports for its n-th reply: nothing like our estimates."""
+    return {"prompt_tokens": 4000 + 100 * n, "completion_tokens": 7 * n, "total_tokens": 4000 + 107 * n}
+
+
+def _desk_run(tmp_path, monkeypatch, respond, stream, run_id="u1"):
+    """The English desk agent's run in two stretches (up to its proposal, then after "yes") against `respond`
+    through the real openai client, each stretch exported: the run."""
+    import trace_agent
+    from handloop import loop, model, runs, toolset
+    from handloop.llm.endpoint import Endpoint
+    monkeypatch.setenv("DESKS_DB", str(tmp_path / "desks.db"))
+    ts = toolset.ToolSet(run_id, agent=trace_agent.AGENT)
+    r = runs.begin(str(tmp_path), run_id, "", ts, "scripted", fsync=False)
+    endpoint = Endpoint(respond)
+    ask = model.connect(endpoint.url, "test-key", "scripted", timeout=5, retries=0, loopback=True, stream=stream)
+    try:
+        for user in (None, "yes"):
+            if user:
+                runs.add_user(r, user)
+            stretch = send.Stretch(r.path, r.turn, opened="confirm" if user else "")
+            loop.run(r, ask, ts)
+            assert stretch.finish(r.say) is None
+    finally:
+        ask.close()
+        endpoint.close()
+        ts.close()
+    return r
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_the_servers_input_and_output_tokens_are_recorded_and_exported_streamed_or_not(tmp_path, collector,
+                                                                                      monkeypatch, stream):
+    import policies
+    import trace_agent
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint)
+    server = policies.Usage(trace_agent.respond, _usage)
+    r = _desk_run(tmp_path, monkeypatch, server, stream)
+    snap = read_audit(tmp_path, "u1")
+    assert snap["status"] == "done"
+    asked = [t for t in snap["trace"] if t["tokens_in"] is not None]       # the confirmed write: not asked of the model
+    assert len(asked) == len(server.sent) >= 4 and len(snap["trace"]) == len(asked) + 1
+    for record, usage in zip(asked, server.sent):
+        assert (record["tokens_in"], record["tokens_out"], record["tokens"]) == \
+            (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"])
+        assert record["tokens_estimated"] is False
+    chats = {s["attributes"]["handloop.turn"]: s["attributes"] for s in by_name(collector.spans(), "chat ")}
+    assert len(chats) == len(snap["trace"]) and r.turn == len(chats)
+    for record in asked:
+        a = chats[record["turn"]]
+        assert (a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"]) == (record["tokens_in"],
+                                                                                     record["tokens_out"])
+        assert a["handloop.usage_split"] == "server" and a["handloop.tokens_estimated"] is False
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("usage", [False, {"total_tokens": 321}])
+def test_without_the_servers_split_the_tokens_are_estimated_and_say_so(new_run, collector, monkeypatch, stream, usage):
+    """A Chinese run (the GPT-4o-mini-like policy) on a server that reports no usage, or a total without its split."""
+    import policies
+    from handloop import loop, model
+    from handloop.llm.endpoint import Endpoint
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint)
+    r, ts, _ = new_run(run_id="e1")
+    endpoint = Endpoint(policies.Usage(policies.words_question, usage))
+    ask = model.connect(endpoint.url, "test-key", "scripted", timeout=5, retries=0, loopback=True, stream=stream)
+    stretch = send.Stretch(r.path, r.turn)
+    try:
+        loop.run(r, ask, ts)
+    finally:
+        ask.close()
+        endpoint.close()
+    assert r.status == "suspended" and stretch.finish(r.say) is None
+    records = read_audit(os.path.dirname(r.path), "e1")["trace"]
+    for record in records:
+        if usage:                                                          # a total: the server's, its split unknown
+            assert (record["tokens"], record["tokens_estimated"]) == (321, False)
+            assert record["tokens_in"] is None and record["tokens_out"] is None
+        else:                                                              # nothing: both parts estimated, flagged
+            assert record["tokens_estimated"] is True and record["tokens_out"] >= 1
+            assert record["tokens_in"] + record["tokens_out"] == record["tokens"] and record["tokens_in"] > 0
+    chats = by_name(collector.spans(), "chat ")
+    assert len(chats) == len(records) >= 2
+    for chat, record in zip(chats, records):
+        a = chat["attributes"]
+        assert a["handloop.usage_split"] == "estimated" and a["handloop.tokens_estimated"] is (not usage)
+        assert a["gen_ai.usage.input_tokens"] + a["gen_ai.usage.output_tokens"] == record["tokens"]
+
+
+def test_an_audit_file_from_before_the_split_still_loads_exports_and_shows(tmp_path):
+    from handloop import audit, texts
+    from handloop.trace import otlp, timeline, view
+    assert run_agent("--offline", "--run-id", "o1", "--audit-dir", str(tmp_path), cwd=tmp_path).returncode == 0
+    path = tmp_path / "run-o1.json"
+    snap = json.loads(path.read_text(encoding="utf-8"))
+    assert all(isinstance(t["tokens_in"], int) for t in snap["trace"])    # the offline endpoint reports usage
+    for record in snap["trace"]:
+        del record["tokens_in"], record["tokens_out"]
+    path.write_text(json.dumps(snap, ensure_ascii=False), encoding="utf-8")
+    loaded = audit.load(str(path))
+    page = view.render(timeline.build(loaded), texts.of("zh"))
+    assert 'class="split"' not in page and "<table>" in page
+    finished = otlp.spans(loaded, timeline.build(loaded), 0, 1, 2)
+    chats = [s for s in finished if s.name.startswith("chat ")]
+    assert len(chats) == len(snap["trace"])
+    for chat, record in zip(chats, snap["trace"]):
+        a = chat.attributes
+        assert a["handloop.usage_split"] == "estimated"
+        assert a["gen_ai.usage.input_tokens"] + a["gen_ai.usage.output_tokens"] == record["tokens"]

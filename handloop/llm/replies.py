@@ -4,12 +4,13 @@ a Reply, or a failure classified as a ModelError with a kind and the provider's 
 Invariants: a reply always comes back normalised: text content (content parts joined), tool calls
 with unique ids and string arguments exactly as sent (save that every text is valid Unicode: a lone
 surrogate, which no request could carry, is replaced by U+FFFD), the names of tools the model wrote into its
-text instead of calling them, and a token count (the server's usage, or an estimate flagged as
-such). A body is read by attribute, with a default for whatever a provider may leave out, so an
-SDK model and llm/streams.py's body of the same shape read alike. A provider's error object is
-classified by one rule wherever it came (a 200 body, an `error` event inside a stream), in the
-provider's words. How content parts and non-string arguments become text is defined here once,
-for the recorded reply and for what a stream announces alike. No client, no network, no state;
+text instead of calling them, and a token count with its split into input and output (the server's usage:
+total_tokens, prompt_tokens, completion_tokens; when it sent none, estimates flagged as such; a total
+without its split leaves the split unknown, None). A body is read by attribute, with a default for
+whatever a provider may leave out, so an SDK model and llm/streams.py's body of the same shape read
+alike. A provider's error object is classified by one rule wherever it came (a 200 body, an `error`
+event inside a stream), in the provider's words. How content parts and non-string arguments become
+text is defined here once, for the recorded reply and for what a stream announces alike. No client, no network, no state;
 imports only config.py and calls.py.
 """
 from __future__ import annotations
@@ -60,6 +61,8 @@ class Reply:
     written_calls: list = dataclasses.field(default_factory=list)   # tools named in text, not called
     written_problems: list = dataclasses.field(default_factory=list)  # what is wrong with them (written_problems)
     cut: bool = False             # finish_reason "length": the reply was cut off
+    tokens_in: int | None = None  # the request's tokens (the server's prompt_tokens); None: the split is unknown
+    tokens_out: int | None = None  # the reply's tokens (completion_tokens); estimates when `estimated`
 
     @property
     def text(self):
@@ -101,16 +104,31 @@ def normalised(response, messages, seconds, names=()):
     message = {"role": "assistant", "content": content or None}
     if calls:
         message["tool_calls"] = calls
-    usage = getattr(response, "usage", None)
-    tokens = getattr(usage, "total_tokens", None) if usage else None
-    estimated = not isinstance(tokens, int)
+    tokens, tokens_in, tokens_out = _usage(getattr(response, "usage", None))
+    estimated = tokens is None
     if estimated:
         tokens = estimate_tokens(chars(messages) + chars([message]))
-    reply = Reply(message, calls, tokens, estimated, seconds, notes)
+        tokens_out = min(tokens, estimate_tokens(chars([message])))
+        tokens_in = tokens - tokens_out
+    reply = Reply(message, calls, tokens, estimated, seconds, notes, tokens_in=tokens_in, tokens_out=tokens_out)
     reply.cut = getattr(choice, "finish_reason", None) == "length"
     reply.written_calls = [] if calls else written_calls(content or "", names)
     reply.written_problems = written_problems(content or "", names) if reply.written_calls else []
     return reply
+
+
+def _usage(usage):
+    """(total, input, output) tokens as the server's usage says them: None for what it did not say (a total
+    it left out is the sum of the two parts when it gave both; the parts go only together)."""
+    total, given, made = (_count(usage, key) for key in ("total_tokens", "prompt_tokens", "completion_tokens"))
+    if given is None or made is None:
+        return total, None, None
+    return (given + made if total is None else total), given, made
+
+
+def _count(usage, key):
+    value = usage.get(key) if isinstance(usage, dict) else getattr(usage, key, None)    # a dict: a body read raw
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _valid(calls, content, notes):

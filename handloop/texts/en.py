@@ -373,4 +373,6 @@ EN = {
     "view.empty": "(an empty reply)",
     "view.nudge": "Loop nudge: {text}",
     "view.total": "Tokens in all: {tokens}",
+    "view.split": "in {tokens_in} · out {tokens_out}",
+    "view.total_split": " (turns whose split the server reported: in {tokens_in}, out {tokens_out})",
 }

@@ -374,4 +374,6 @@ ZH = {
     "view.empty": "（空回复）",
     "view.nudge": "循环提醒：{text}",
     "view.total": "共计 tokens：{tokens}",
+    "view.split": "输入 {tokens_in} · 输出 {tokens_out}",
+    "view.total_split": "（服务端报告了输入与输出的轮次：输入 {tokens_in}，输出 {tokens_out}）",
 }

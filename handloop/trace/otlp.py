@@ -3,8 +3,10 @@ opentelemetry (the `otel` extra).
 
 Spans (GenAI semantic conventions): `invoke_agent {agent}` per stretch of work (gen_ai.agent.name,
 gen_ai.conversation.id = the run id), and under it `chat {model}` per model call (gen_ai.request.model,
-gen_ai.usage.input_tokens / output_tokens, gen_ai.response.finish_reasons) and `execute_tool {tool}` per call
-(gen_ai.tool.name, gen_ai.tool.call.id; a blocked call names its guard and why, with error.type "blocked").
+gen_ai.usage.input_tokens / output_tokens as the server reported them, estimated only when it did not or
+the record predates the split: handloop.usage_split says which; gen_ai.response.finish_reasons) and
+`execute_tool {tool}` per call (gen_ai.tool.name, gen_ai.tool.call.id; a blocked call names its guard and
+why, with error.type "blocked").
 Suspension, resume, nudges and proposals are events of the stretch's span. Message contents (gen_ai.input.messages,
 gen_ai.output.messages, gen_ai.tool.call.arguments / result) only when `capture` says so.
 
@@ -127,13 +129,14 @@ def _stretch(tracer, timeline, stretch, turns, messages, started_ns, ended_ns, o
 
 
 def _chat(tracer, parent, timeline, turn, messages, at, capture):
-    output = _out_tokens(turn)
+    given, made = _usage(turn)
     attributes = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": PROVIDER,
                   "gen_ai.request.model": timeline.model, "gen_ai.conversation.id": timeline.run_id,
-                  "gen_ai.usage.input_tokens": max(0, turn.tokens - output), "gen_ai.usage.output_tokens": output,
+                  "gen_ai.usage.input_tokens": given, "gen_ai.usage.output_tokens": made,
                   "gen_ai.response.finish_reasons": [turn.finish], "handloop.turn": turn.number,
                   "handloop.tokens": turn.tokens, "handloop.tokens_estimated": turn.estimated,
-                  "handloop.usage_split": "estimated", "handloop.chars_sent": turn.chars_sent,
+                  "handloop.usage_split": "server" if turn.split else "estimated",
+                  "handloop.chars_sent": turn.chars_sent,
                   "handloop.chars_full": turn.chars_full}
     if turn.notes:
         attributes["handloop.notes"] = turn.notes
@@ -178,8 +181,19 @@ def _tool(tracer, parent, timeline, root, call, at, capture):
     span.end(end_time=at(call.end))
 
 
+def _usage(turn):
+    """(input, output) tokens of a turn: as the server reported them, else the record's estimates, else (an
+    older record: the total only) the total split by the reply's characters."""
+    if turn.split:
+        return turn.split
+    if turn.estimated and turn.tokens_in is not None and turn.tokens_out is not None:
+        return turn.tokens_in, turn.tokens_out
+    output = _out_tokens(turn)
+    return max(0, turn.tokens - output), output
+
+
 def _out_tokens(turn):
-    """The reply's share of a turn's tokens (the audit records their sum): its characters' estimate."""
+    """The reply's share of a turn's tokens (the record has their sum only): its characters' estimate."""
     if turn.message is None:
         return 0
     size = len(json.dumps({k: turn.message.get(k) for k in ("content", "tool_calls")}, ensure_ascii=False))

@@ -1,5 +1,6 @@
 """A run's timeline, rebuilt from its audit snapshot: its stretches of work (the first, then one per user
-reply), their turns (one per trace record: model seconds, tokens, the assistant message) and each turn's calls
+reply), their turns (one per trace record: model seconds, tokens and their split into input and output when
+the record has it, the assistant message) and each turn's calls
 (status, the guard that blocked, seconds, concurrency, result), laid out in work time.
 
 Invariants: reads a snapshot dict, never a file, and imports no project module (the view and the exporter
@@ -41,6 +42,8 @@ class Turn:
     model_seconds: float = 0.0
     tokens: int = 0
     estimated: bool = False
+    tokens_in: int | None = None  # the request's share of `tokens`, as recorded (None: an older record, or unknown)
+    tokens_out: int | None = None
     used_tokens: int = 0
     chars_sent: int = 0
     chars_full: int = 0
@@ -49,6 +52,13 @@ class Turn:
     calls: list = dataclasses.field(default_factory=list)
     notes: list = dataclasses.field(default_factory=list)
     nudges: list = dataclasses.field(default_factory=list)   # what the loop told the model after it
+
+    @property
+    def split(self):
+        """(input, output) tokens as the server reported them; None when it did not (or the record predates it)."""
+        if self.estimated or self.tokens_in is None or self.tokens_out is None:
+            return None
+        return self.tokens_in, self.tokens_out
 
     @property
     def finish(self):
@@ -175,6 +185,7 @@ def _turn(message, record, results):
     """One turn: its record's numbers, its message's words and calls, each call's tool message."""
     turn = Turn(_int(record.get("turn")), model_seconds=_num(record.get("model_seconds")),
                 tokens=_int(record.get("tokens")), estimated=bool(record.get("tokens_estimated")),
+                tokens_in=_count(record.get("tokens_in")), tokens_out=_count(record.get("tokens_out")),
                 used_tokens=_int(record.get("used_tokens")), chars_sent=_int(record.get("chars_sent")),
                 chars_full=_int(record.get("chars_full")), message=message,
                 text=_text(message) if message else "", notes=[str(n) for n in record.get("notes") or ()])
@@ -241,6 +252,10 @@ def _text(message):
 
 def _num(value):
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _count(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _int(value):

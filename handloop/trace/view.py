@@ -1,7 +1,8 @@
 """A run's timeline as one self-contained HTML page a person opens: its stretches of work (the goal, each user
 reply), each with the model's lane and as many tool lanes as calls overlapped (concurrent reads side by side),
 each call's status and the guard that blocked it, the proposal and the user's confirmation, tokens per turn and
-in all, the loop's nudges, where the run waited and how it ended.
+in all (split into input and output where the server reported it), the loop's nudges, where the run waited and
+how it ended.
 
 Invariants: the page references nothing outside itself (no script, style sheet, font or image from anywhere;
 its style is inline and it needs no script); every text comes from the loop's catalogue through `say` (the
@@ -142,11 +143,21 @@ def _table(timeline, say):
                          for c in turn.calls if c.guard and c.error)
         rows.append(f'<tr data-turn="{turn.number}"><td class="num">{turn.number}</td>'
                     f'<td class="num">{_s(turn.model_seconds)}</td>'
-                    f'<td class="num">{turn.tokens}{"~" if turn.estimated else ""}</td>'
+                    f'<td class="num">{turn.tokens}{"~" if turn.estimated else ""}{_split(turn, say)}</td>'
                     f'<td class="num">{turn.used_tokens}</td><td>{calls}</td>'
                     f'<td><div class="said">{said}</div>{nudges}{notes}</td></tr>')
     total = say("view.total", tokens=timeline.tokens)
+    known = [t.split for t in timeline.turns if t.split]
+    if known:
+        total += say("view.total_split", tokens_in=sum(s[0] for s in known), tokens_out=sum(s[1] for s in known))
     return f"<h2>{e(say('view.turns'))}</h2><table><tr>{cols}</tr>{''.join(rows)}</table><p><b>{e(total)}</b></p>"
+
+
+def _split(turn, say):
+    if not turn.split:
+        return ""
+    words = say("view.split", tokens_in=turn.split[0], tokens_out=turn.split[1])
+    return f'<div class="split"><small>{html.escape(words)}</small></div>'
 
 
 def _s(seconds):
