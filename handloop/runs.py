@@ -100,10 +100,12 @@ def _go_on(agent, run_id, audit_dir, how, text=None):
     return r, toolset
 
 
-def begin(audit_dir, run_id, goal, toolset, model, max_turns=None, budget=None, fsync=True, policy=None):
+def begin(audit_dir, run_id, goal, toolset, model, max_turns=None, budget=None, fsync=True, policy=None,
+          created=None):
     """A new run of `toolset.agent` under `policy` (default: the agent's, else config.policy();
     `max_turns`, `budget` override it): its first snapshot is on disk before the model is asked
-    anything. `goal` empty: the agent's default goal."""
+    anything. `goal` empty: the agent's default goal. `created`: its creation stamp when the starter chose it
+    (a run started on Temporal: its trace id is made from it), else now."""
     agent, path = toolset.agent, audit.path_for(audit_dir, run_id)
     if os.path.exists(path):
         raise audit.AuditError(agent.say("resume.exists", run_id=run_id, path=path))
@@ -113,11 +115,16 @@ def begin(audit_dir, run_id, goal, toolset, model, max_turns=None, budget=None, 
     policy = dataclasses.replace(policy or agent_policy(agent))
     policy.max_turns, policy.token_budget = max_turns or policy.max_turns, budget or policy.token_budget
     r = Run(run_id, path, toolset.mode, model, [{"role": "system", "content": ""}, {"role": "user", "content": goal}],
-            memory, toolset.schemas, policy=policy, created=time.strftime("%Y-%m-%dT%H:%M:%S%z"), fsync=fsync,
+            memory, toolset.schemas, policy=policy, created=created or stamp(), fsync=fsync,
             mcp_url=getattr(toolset, "mcp_url", None), agent=agent, declared=agent.declared(toolset.tools.values()))
     r.messages[0] = system_message(agent, memory, 0)
     save(r)
     return r
+
+
+def stamp():
+    """A run's creation stamp, now."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
 def agent_policy(agent):

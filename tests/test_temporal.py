@@ -534,6 +534,75 @@ def _turn(p, run_id):
         return 0
 
 
+def test_a_temporal_runs_trace_holds_the_workflow_and_its_activities_under_each_stretch(place):
+    """Issue 30: on Temporal the starter (and the --confirm, another process) exports the stretch from the audit
+    file the workflow's activities wrote, the same spans, trace and conversation id as on one machine; and
+    Temporal's own work joins that trace live: the client's start and update spans are children of the stretch's
+    invoke_agent span, the worker (a process of its own, its own OTEL_* environment) exports the workflow's and
+    each activity's spans under them. A run started untraced leaves no span in any worker."""
+    pytest.importorskip("opentelemetry.sdk")
+    from otlp_collector import Collector
+    from handloop.trace import otlp
+    collector = Collector()
+    try:
+        p = place()
+        p.worker(OTEL_EXPORTER_OTLP_ENDPOINT=collector.endpoint, OTEL_BSP_SCHEDULE_DELAY="100")
+        traced = dict(OTEL_EXPORTER_OTLP_ENDPOINT=collector.endpoint)
+        assert p.cli("--temporal", "--run-id", "traced", **traced).returncode == 0
+        confirmed = p.cli("--confirm", "traced", "--temporal", **traced)
+        assert confirmed.returncode == 0 and "Trace not exported" not in confirmed.stderr, confirmed.stderr
+        assert p.cli("--temporal", "--run-id", "plain").returncode == 0          # no endpoint for this starter
+        p.close()                                                                 # a worker sends what it holds
+        spans = collector.spans()
+    finally:
+        collector.close()
+    snap = p.snapshot("traced")
+    assert p.snapshot("plain")["status"] == "suspended"
+    assert {s["attributes"].get("gen_ai.conversation.id") for s in spans} == {"traced"}
+    assert {s["traceId"] for s in spans} == {f"{otlp.trace_id('traced', snap['created']):032x}"}
+    agents = [s for s in spans if s["name"].startswith("invoke_agent ")]
+    assert [a["attributes"]["handloop.opened"] for a in agents] == ["start", "confirm"]
+    books = [s for s in spans if s["name"] == "execute_tool book_hotel"]
+    assert len(books) == 1 and books[0]["attributes"]["handloop.tool.status"] == "ok"
+    assert len([s for s in spans if s["name"].startswith("chat ")]) == len(snap["trace"])
+    named = {}
+    for s in spans:
+        named.setdefault(s["name"], []).append(s)
+    starts, answers = named["StartWorkflow:AgentRun"], named.get("StartWorkflowUpdate:answer", [])
+    assert [s["parentSpanId"] for s in starts] == [agents[0]["spanId"]]           # the client's, under each stretch
+    assert answers and {s["parentSpanId"] for s in answers} == {agents[1]["spanId"]}
+    ran = named["RunWorkflow:AgentRun"]
+    assert [s["parentSpanId"] for s in ran] == [starts[0]["spanId"]]              # the worker's, under the client's
+    asks, tools = named["RunActivity:agent.ask"], named["RunActivity:agent.tool"]
+    assert len(asks) >= sum(1 for t in snap["trace"] if t["tokens_in"] is not None)   # each model call, an activity
+    assert "RunActivity:agent.begin" in named and "RunActivity:agent.save" in named
+    assert all(s["attributes"]["temporalWorkflowID"] == "traced" for s in asks + tools)
+    recorded = {c["id"]: c["name"] for t in snap["trace"] for c in t["tools"]}
+    assert {s["attributes"]["gen_ai.tool.call.id"]: s["attributes"]["gen_ai.tool.name"] for s in tools}.items() \
+        <= recorded.items() and "book_hotel" in {s["attributes"]["gen_ai.tool.name"] for s in tools}
+    assert [s for s in tools if int(s["startTimeUnixNano"]) > int(agents[1]["startTimeUnixNano"])]   # the booking
+    HISTORIES.append((p.address, "traced"))          # a traced history replays like the others
+
+
+
+def test_a_dead_collector_changes_nothing_of_a_run_on_temporal(place):
+    """The starter and the worker both export to an endpoint where nothing listens: the run suspends, is
+    confirmed and books once, as untraced; each command says in one line that no trace left, no traceback."""
+    pytest.importorskip("opentelemetry.sdk")
+    dead = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{_free_port()}", "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
+            "OTEL_BSP_SCHEDULE_DELAY": "100"}
+    p = place()
+    p.worker(**dead)
+    for args in (("--temporal", "--run-id", "dead"), ("--confirm", "dead", "--temporal")):
+        done = p.cli(*args, **dead)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        said = [line for line in done.stderr.splitlines() if line.startswith("未导出追踪")]    # the Xi'an agent's
+        assert len(said) == 1, done.stderr
+    _booked_once(p, "dead")
+    p.close()
+    assert "Traceback" not in (p.cwd / "worker-0.err").read_text()
+
+
 def test_the_recorded_histories_replay_deterministically(server, place):
     """Temporal's Replayer runs the workflow code again over the histories of the runs above (kills,
     retries and updates included; run alone, over a run of its own): any nondeterminism fails it."""
@@ -565,28 +634,3 @@ def test_temporal_flags_that_do_not_go_together_are_usage_errors(argv, capsys):
     with pytest.raises(SystemExit) as stopped:
         agent.main(argv)
     assert stopped.value.code == 2 and "Traceback" not in capsys.readouterr().err
-
-
-def test_the_command_line_exports_each_stretch_of_a_workflow_as_one_trace(place):
-    """Issue 30: on Temporal the starter (and the --confirm) exports the stretch from the audit file the
-    workflow's activities wrote: the same spans, trace and conversation id as on one machine."""
-    pytest.importorskip("opentelemetry.sdk")
-    from otlp_collector import Collector
-    collector = Collector()
-    try:
-        p = place()
-        p.worker()
-        p.env["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.endpoint
-        assert p.cli("--temporal", "--run-id", "traced").returncode == 0
-        confirmed = p.cli("--confirm", "traced", "--temporal")
-        assert confirmed.returncode == 0 and "Trace not exported" not in confirmed.stderr, confirmed.stderr
-        spans = collector.spans()
-    finally:
-        collector.close()
-    agents = [s for s in spans if s["name"].startswith("invoke_agent ")]
-    assert [a["attributes"]["handloop.opened"] for a in agents] == ["start", "confirm"]
-    assert {a["attributes"]["gen_ai.conversation.id"] for a in agents} == {"traced"}
-    assert len({s["traceId"] for s in spans}) == 1
-    books = [s for s in spans if s["name"] == "execute_tool book_hotel"]
-    assert len(books) == 1 and books[0]["attributes"]["handloop.tool.status"] == "ok"
-    assert len([s for s in spans if s["name"].startswith("chat ")]) == len(p.snapshot("traced")["trace"])

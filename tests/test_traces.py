@@ -151,16 +151,37 @@ def _no_sdk():
     sys.modules["opentelemetry"] = None                                    # import opentelemetry: ImportError
 
 
-def test_only_the_exporter_imports_opentelemetry():
+def test_only_the_exporters_import_opentelemetry():
     import re
-    importers = set()
+    importers, contrib = set(), set()
     for folder, _, files in os.walk(os.path.join(ROOT, "handloop")):
         for name in files:
             if name.endswith(".py"):
                 with open(os.path.join(folder, name), encoding="utf-8") as f:
-                    if re.search(r"^\s*(from|import) opentelemetry", f.read(), re.M):
-                        importers.add(os.path.relpath(os.path.join(folder, name), ROOT))
-    assert importers == {os.path.join("handloop", "trace", "otlp.py")}
+                    source = f.read()
+                where = os.path.relpath(os.path.join(folder, name), ROOT)
+                if re.search(r"^\s*(from|import) opentelemetry", source, re.M):
+                    importers.add(where)
+                if re.search(r"^\s*(from|import) temporalio\.contrib", source, re.M):
+                    contrib.add(where)
+    trace = os.path.join("handloop", "trace")
+    assert importers == {os.path.join(trace, "otlp.py"), os.path.join(trace, "temporal.py")}
+    assert contrib == {os.path.join(trace, "temporal.py")}
+
+
+def test_a_temporal_client_traces_only_when_an_endpoint_is_set():
+    """No endpoint: no interceptor, and neither opentelemetry nor the tracing module is imported (no cost)."""
+    pytest.importorskip("temporalio")
+    code = ("import sys; from handloop.durable import client; made = client._tracing(); "
+            "print(len(made), 'handloop.trace.temporal' in sys.modules, any(m.startswith('opentelemetry') "
+            "for m in sys.modules))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_", "OTEL_"))}
+    for more, expected in (({}, "0 False False"), ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}, "1 True True"),
+                           ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_SDK_DISABLED": "true"},
+                            "0 False False")):
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(env, **more), capture_output=True,
+                             text=True, timeout=60)
+        assert out.stdout.strip().splitlines()[-1] == expected, out.stderr[-2000:]
 
 
 def test_a_trace_file_without_messages_is_refused_with_its_reason(tmp_path, collector):

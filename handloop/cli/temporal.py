@@ -1,10 +1,10 @@
 """The command line's side of Temporal: --worker (a worker on the task queue), --temporal (a new run
 started as a workflow, or the user's part sent to its workflow, then the usual summary and, when asked for,
-the stretch's trace exported from the audit file the workflow wrote), and whether a run that lives on Temporal
-may be taken by this machine. Nothing else.
+the stretch's trace exported from the audit file the workflow wrote, Temporal's own spans its children), and
+whether a run that lives on Temporal may be taken by this machine. Nothing else.
 
-Invariant: the Temporal side (durable/client.py, durable/worker.py and the workflow, durable/workflow.py: the
-only modules that import temporalio) is imported here, lazily, and only when one of these is asked
+Invariant: the Temporal side (durable/client.py, durable/worker.py and the workflow, durable/workflow.py: with
+trace/temporal.py, the only modules that import temporalio) is imported here, lazily, and only when one of these is asked
 for; a missing temporalio is a usage error, never a traceback.
 """
 import os
@@ -109,10 +109,29 @@ def worker(env, named):
     return 0
 
 
+def _on_temporal(client, args, how, start, path, say, agent, policy):
+    """Start the run's workflow (how None) or send it the user's part; where the run stands then."""
+    import asyncio
+    from .. import audit
+    from .. import runs
+    from . import session
+    (address, queue), run_id = client.where(), start["run_id"]
+    if how is None:
+        if os.path.exists(path):
+            raise audit.AuditError(say("resume.exists", run_id=run_id, path=path))
+        goal = args.goal or (agent or session.agent_for(start["audit_dir"])).goal
+        start.update(goal=goal, policy=runs.start_policy(policy, agent, args.max_turns).to_dict())
+        return asyncio.run(client.start(address, queue, start, started=lambda: print(
+            say("cli.new_run", run_id=run_id, goal=goal) + "\n"
+            + say("temporal.started", run_id=run_id, queue=queue, address=address), flush=True)))
+    text = args.reply[0] if args.reply else None
+    opening = dict(start, open=True) if os.path.exists(path) else None
+    return asyncio.run(client.answer(address, queue, run_id, how, text, opening))
+
+
 def on_temporal(args, how, run_id, audit_dir, agent, policy):
     """--temporal: a new run started as a workflow, or the user's part sent to its workflow; then
     where the run stands, as a run on this machine ends (the summary, from its audit file)."""
-    import asyncio
     from .. import audit
     from .. import runs
     from . import session
@@ -123,28 +142,18 @@ def on_temporal(args, how, run_id, audit_dir, agent, policy):
     start = {"run_id": run_id, "audit_dir": audit_dir, "agent_file": agent.file if agent else None,
              "offline": args.offline, "model": args.model, "limits": client.limits(), "mcp": bool(args.mcp)}
     started = time.perf_counter()
-    before = 0
+    before, created = 0, (runs.stamp() if how is None else None)
     if how and os.path.exists(path):           # what one machine refuses, refused in the same words
         snap = audit.load(path)
         say = _recorded_say(snap, agent)
         session.accept(how, snap, say)
         _declaration_said(session, audit_dir, run_id, agent)
-        before = snap["turn"]
+        before, created = snap["turn"], snap.get("created")
     from ..trace.send import Stretch
     stretch = Stretch(path, before, how or "")  # the workflow's stretch, exported from its audit file
     try:
-        if how is None:
-            if os.path.exists(path):
-                raise audit.AuditError(say("resume.exists", run_id=run_id, path=path))
-            goal = args.goal or (agent or session.agent_for(audit_dir)).goal
-            start.update(goal=goal, policy=runs.start_policy(policy, agent, args.max_turns).to_dict())
-            state = asyncio.run(client.start(address, queue, start, started=lambda: print(
-                say("cli.new_run", run_id=run_id, goal=goal) + "\n"
-                + say("temporal.started", run_id=run_id, queue=queue, address=address), flush=True)))
-        else:
-            text = args.reply[0] if args.reply else None
-            opening = dict(start, open=True) if os.path.exists(path) else None
-            state = asyncio.run(client.answer(address, queue, run_id, how, text, opening))
+        with stretch.within(run_id, created):  # Temporal's own spans, children of the stretch's
+            state = _on_temporal(client, args, how, dict(start, created=created), path, say, agent, policy)
     except client.Unreachable as exc:
         print(error_line(UsageError(say("temporal.unreachable", address=address, error=exc)), agent), file=sys.stderr)
         return 3

@@ -9,7 +9,8 @@ ended in failure, or that the server (or anyone) terminated, is WorkflowFailed, 
 run stays resumable from its audit file; what a run's workflow refuses is runs.Refused, in its words,
 as one machine says it. Starting a run and answering it return where it stands once it waits or ends
 (what its workflow returned, when it ended meanwhile; when it continued as new meanwhile, what the
-next run of the workflow says once the run waits or ends).
+next run of the workflow says once the run waits or ends). With traces exported (trace/send.py), the
+connection carries Temporal's tracing interceptor (trace/temporal.py), and so do the workers made with it.
 """
 import os
 
@@ -52,7 +53,7 @@ class WorkflowFailed(Exception):
     """The run's workflow ended in failure (its audit file could not be written, say)."""
 
 
-_CLIENTS: dict = {}     # address -> (the event loop it was made in, the client): one connection per loop
+_CLIENTS: dict = {}     # (address, traced) -> (the event loop it was made in, the client): one connection per loop
 
 
 async def connect(address):
@@ -61,15 +62,29 @@ async def connect(address):
     import asyncio
     from temporalio.client import Client
     running = asyncio.get_running_loop()
-    made = _CLIENTS.get(address)
+    traced = _tracing()
+    made = _CLIENTS.get((address, bool(traced)))
     if made is not None and made[0] is running:
         return made[1]
     try:
-        client = await Client.connect(address)
+        client = await Client.connect(address, interceptors=traced)
     except RuntimeError as exc:                # the SDK's "Failed client connect"
         raise Unreachable(str(exc)[:300]) from None
-    _CLIENTS[address] = (running, client)
+    _CLIENTS[(address, bool(traced))] = (running, client)
     return client
+
+
+def _tracing():
+    """Temporal's tracing interceptor (trace/temporal.py) when the environment exports traces and the SDK is
+    installed, else none: without an endpoint nothing of OpenTelemetry is imported."""
+    from ..trace import send
+    if not send.wanted():
+        return []
+    try:
+        from ..trace import temporal as traced
+        return traced.interceptors()
+    except Exception:                          # no SDK or contrib, or a bad setting: the run goes on untraced
+        return []
 
 
 def _service_errors(fn):

@@ -118,7 +118,8 @@ class Activities:
             toolset = session.tool_set(audit_dir, run_id, mode, visible=policy.tools, agent=agent)
             try:                               # its MCP servers were asked for their tools; each call opens them again
                 with audit.RunLock(audit_dir, run_id):
-                    r = runs.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.name, policy=policy)
+                    r = runs.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.name, policy=policy,
+                                   created=start.get("created"))     # the starter's: the run's trace id
                     r.temporal = {"queue": queue}             # where the run lives, from its first snapshot on
                     loop.save(r)
             finally:
@@ -304,3 +305,12 @@ async def serve(address, queue, env, ready=None, stop=None):
             await stop.wait()
     finally:
         work.close()
+        _traced()
+
+
+def _traced():
+    """The spans this worker still holds, sent (when it traces: trace/temporal.py)."""
+    import sys
+    live = sys.modules.get("handloop.trace.temporal")
+    if live is not None:
+        live.flush()

@@ -1,5 +1,5 @@
-"""A stretch of a run's work as OpenTelemetry GenAI spans, sent over OTLP/HTTP: the only module that imports
-opentelemetry (the `otel` extra).
+"""A stretch of a run's work as OpenTelemetry GenAI spans, sent over OTLP/HTTP: with trace/temporal.py (Temporal's
+own spans), the only module that imports opentelemetry (the `otel` extra).
 
 Spans (GenAI semantic conventions): `invoke_agent {agent}` per stretch of work (gen_ai.agent.name,
 gen_ai.conversation.id = the run id), and under it `chat {model}` per model call (gen_ai.request.model,
@@ -40,12 +40,13 @@ def trace_id(run_id, created):
     return int.from_bytes(digest[:16], "big") or 1
 
 
-def spans(snap, timeline, turn_after, started_ns, ended_ns, opened="", capture=False):
+def spans(snap, timeline, turn_after, started_ns, ended_ns, opened="", capture=False, root=None):
     """The finished spans of the turns after `turn_after` (a stretch of work that began at `started_ns`,
-    ended at `ended_ns`, wall clock in ns); `opened`: how it began ("", "confirm", "reply", "resume")."""
+    ended at `ended_ns`, wall clock in ns); `opened`: how it began ("", "confirm", "reply", "resume");
+    `root`: the span id of its invoke_agent span, when chosen before the work (trace/temporal.py's parent)."""
     collected = _Collect()
     provider = TracerProvider(resource=_resource(timeline), id_generator=_Ids(trace_id(timeline.run_id,
-                                                                                         timeline.created)))
+                                                                                         timeline.created), root))
     provider.add_span_processor(collected)
     tracer = provider.get_tracer("handloop")
     messages = [m for m in snap.get("messages") or () if isinstance(m, dict)]
@@ -61,14 +62,20 @@ def send(finished, timeout=None):
     """Send the spans in one OTLP/HTTP request to the endpoint the environment names; True when accepted."""
     for name in QUIET:
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    if timeout is None and not (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
-                                or os.environ.get("OTEL_EXPORTER_OTLP_TIMEOUT")):
-        timeout = DEFAULT_TIMEOUT
-    exporter = OTLPSpanExporter(timeout=timeout)
+    exporter = exporter_for(timeout)
     try:
         return exporter.export(finished) == SpanExportResult.SUCCESS
     finally:
         exporter.shutdown()
+
+
+def exporter_for(timeout=None):
+    """An OTLP/HTTP span exporter to the endpoint the environment names, its timeout the environment's (else
+    DEFAULT_TIMEOUT)."""
+    if timeout is None and not (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
+                                or os.environ.get("OTEL_EXPORTER_OTLP_TIMEOUT")):
+        timeout = DEFAULT_TIMEOUT
+    return OTLPSpanExporter(timeout=timeout)
 
 
 class _Collect(SpanProcessor):
@@ -80,13 +87,17 @@ class _Collect(SpanProcessor):
 
 
 class _Ids(RandomIdGenerator):
-    """Random span ids; the run's trace id."""
+    """Random span ids, save the first when chosen before (`first`: the stretch's span); the run's trace id."""
 
-    def __init__(self, run_trace):
-        self.run_trace = run_trace
+    def __init__(self, run_trace, first=None):
+        self.run_trace, self.first = run_trace, first
 
     def generate_trace_id(self):
         return self.run_trace
+
+    def generate_span_id(self):
+        first, self.first = self.first, None
+        return first or super().generate_span_id()
 
 
 def _resource(timeline):

@@ -4,9 +4,14 @@ Invariants: nothing is sent unless the environment names an OTLP endpoint (OTEL_
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) and OpenTelemetry is not switched off (OTEL_SDK_DISABLED,
 OTEL_TRACES_EXPORTER=none); opentelemetry is imported (through otlp.py) only then. The spans are made from the
 audit file the stretch left, never from the live run; a missing SDK, a dead collector or anything else that goes
-wrong is one line the caller prints (`finish` returns it), never an exception, never a changed outcome.
+wrong is one line the caller prints (`finish` returns it), never an exception, never a changed outcome. Work done
+elsewhere for the stretch (a run's workflow on Temporal) can be made the children of the stretch's span while it
+runs (`within`): its span id is chosen when the stretch begins.
 """
+import contextlib
 import os
+import secrets
+import sys
 import time
 
 CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -38,6 +43,25 @@ class Stretch:
         self.path, self.turn, self.opened = path, turn, opened
         self.on = wanted()
         self.started = time.time_ns()
+        self.span_id = secrets.randbits(64) or 1          # its invoke_agent span's, chosen now
+
+    @contextlib.contextmanager
+    def within(self, run_id, created):
+        """While it lasts, what is traced live (Temporal's client and, through it, the workflow and its
+        activities: trace/temporal.py) is a child of this stretch's span in the trace of the run `run_id`
+        created at `created`; nothing when export is off, the SDK is missing or the run's creation is unknown."""
+        token = live = None
+        if self.on and created:
+            try:
+                from . import temporal as live
+                token = live.attach(run_id, created, self.span_id)
+            except Exception:                  # no SDK, no contrib: the stretch is exported without them
+                token = None
+        try:
+            yield
+        finally:
+            if token is not None:
+                live.detach(token)
 
     def finish(self, say):
         """Export the stretch when asked for; None when all went well or nothing was asked, else the line
@@ -54,12 +78,19 @@ class Stretch:
             from . import timeline
             snap = audit.load(self.path)
             finished = otlp.spans(snap, timeline.build(snap), self.turn, self.started, ended, self.opened,
-                                  capture())
-            if finished and not otlp.send(finished):
+                                  capture(), root=self.span_id)
+            sent = not finished or otlp.send(finished)
+            if not (_flushed() and sent):
                 return say("trace.not_sent", endpoint=_endpoint())
         except Exception as exc:               # an exporter's or a collector's fault never changes the run
             return say("trace.failed", error=f"{type(exc).__name__}: {exc}"[:300])
         return None
+
+
+def _flushed():
+    """Temporal's spans of this process (trace/temporal.py, when it was used) sent; False when some did not leave."""
+    live = sys.modules.get(__package__ + ".temporal")
+    return live.flush() if live is not None else True
 
 
 def _endpoint():

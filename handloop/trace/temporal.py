@@ -1,0 +1,132 @@
+"""Temporal's own work as spans of the run's trace: the tracing interceptor of temporalio's OpenTelemetry
+contrib on a Temporal client (and so on the workers made with it), and the parent a command line attaches
+while it starts or answers a run's workflow. Imported (by durable/client.py, trace/send.py) only when traces
+are exported (send.wanted) and the `otel` and `temporal` extras are installed; with otlp.py, the only modules
+that import opentelemetry, and with durable/, the only ones that import temporalio.
+
+Spans: the client's `StartWorkflow:AgentRun` / `StartWorkflowUpdate:answer|settle` (children of the
+stretch's `invoke_agent` span, whose id the command line chose before the work: trace id from the run id and
+its creation time, as otlp.py makes it), then, in the worker, `RunWorkflow:AgentRun`, `HandleUpdate:...`,
+`StartActivity:agent.*` (the contrib's instant workflow spans) and `RunActivity:agent.*` (each activity as it
+ran, with its attempt; a tool's with its call's gen_ai.tool.name and gen_ai.tool.call.id, which pair it with
+the call's execute_tool span), each with `gen_ai.conversation.id` = the run id (the workflow id).
+
+Invariants: our own tracer provider per set of OTEL_* settings (a program's global provider is never
+touched), exporting in the background in batches (a workflow task never waits on a collector), its SDK log
+lines kept quiet; a workflow or an activity is traced only when the work that started it carried a run's
+trace (no orphan traces from runs started untraced); nothing here changes what a workflow or an activity
+does or returns, and replaying a history makes no span.
+"""
+import json
+import logging
+import os
+import threading
+
+from opentelemetry import context as contexts
+from opentelemetry import trace as api
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from temporalio import activity
+from temporalio.contrib.opentelemetry import TracingInterceptor
+from temporalio.worker import ActivityInboundInterceptor
+
+from . import otlp
+
+SERVICE = "handloop"              # service.name of Temporal's spans unless OTEL_SERVICE_NAME says
+FLUSH_MS = 5000                   # at most this long waiting for the batch at the end of a stretch or a worker
+
+_PROVIDERS: dict = {}             # the environment's OTEL_* settings -> our provider for them
+_LOCK = threading.Lock()
+
+
+def interceptors():
+    """The interceptors a Temporal client takes to trace what it and its workers do."""
+    return [_Interceptor(_provider().get_tracer("handloop.temporal"))]
+
+
+def attach(run_id, created, span_id):
+    """Make the stretch's `invoke_agent` span (`span_id`, in the run's trace) the current parent; a token for
+    detach."""
+    parent = SpanContext(otlp.trace_id(run_id, created), span_id, is_remote=True,
+                         trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    return contexts.attach(api.set_span_in_context(NonRecordingSpan(parent)))
+
+
+def detach(token):
+    contexts.detach(token)
+
+
+def flush():
+    """Send what the batches hold now (bounded by FLUSH_MS); False when some of it did not leave."""
+    with _LOCK:
+        providers = list(_PROVIDERS.values())
+    return all([p.force_flush(FLUSH_MS) for p in providers])
+
+
+def _provider():
+    settings = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("OTEL_")))
+    with _LOCK:
+        made = _PROVIDERS.get(settings)
+        if made is None:
+            for name in otlp.QUIET:
+                logging.getLogger(name).setLevel(logging.CRITICAL)
+            named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": SERVICE}
+            made = TracerProvider(resource=Resource.create(dict(named, **{"service.namespace": "handloop"})))
+            made.add_span_processor(_Conversation())
+            made.add_span_processor(BatchSpanProcessor(otlp.exporter_for()))
+            _PROVIDERS[settings] = made
+    return made
+
+
+class _Conversation(SpanProcessor):
+    """Each Temporal span names the run it worked for: gen_ai.conversation.id = the workflow id = the run id."""
+
+    def on_start(self, span, parent_context=None):
+        run_id = (span.attributes or {}).get("temporalWorkflowID")
+        if run_id:
+            span.set_attribute("gen_ai.conversation.id", run_id)
+
+
+class _Interceptor(TracingInterceptor):
+    """temporalio's tracing interceptor on our tracer; an activity is traced only when its workflow was."""
+
+    def intercept_activity(self, next):
+        return _InRun(next, super().intercept_activity(_Named(next)), self.header_key)
+
+
+class _InRun(ActivityInboundInterceptor):
+    """An activity through the tracing interceptor when its input carries a trace, else untouched."""
+
+    def __init__(self, plain, traced, key):
+        super().__init__(plain)
+        self.traced, self.key = traced, key
+
+    def init(self, outbound):
+        self.traced.init(outbound)              # the traced one wraps the plain one: one init down the chain
+
+    async def execute_activity(self, input):
+        chosen = self.traced if self.key in (input.headers or {}) else self.next
+        return await chosen.execute_activity(input)
+
+
+class _Named(ActivityInboundInterceptor):
+    """Inside a traced activity's span: its attempt and, for a tool's, the call it runs."""
+
+    async def execute_activity(self, input):
+        span = api.get_current_span()
+        if span.is_recording():
+            span.set_attributes(_named(activity.info(), input.args))
+        return await self.next.execute_activity(input)
+
+
+def _named(info, args):
+    named = {"handloop.attempt": info.attempt}
+    if info.activity_type == "agent.tool" and args and isinstance(args[0], str):
+        try:
+            call = json.loads(args[0]).get("call") or {}
+            named.update({"gen_ai.tool.name": str(call["function"]["name"]), "gen_ai.tool.call.id": str(call["id"])})
+        except (ValueError, TypeError, KeyError, AttributeError):
+            pass                               # a request of another shape: the span without the call
+    return named
