@@ -7,10 +7,15 @@ network is not what is measured):
   demo's first turn), with and without message contents; the slope is the cost per model turn;
 - end to end: `python agent.py --offline` (the Xi'an run up to its proposal, 2 model turns) in a fresh
   process with export off and on (the difference adds importing the SDK and the exporter once per
-  process).
+  process);
+- with --temporal: the Xi'an run on a Temporal dev server (bench/durable_bench.py's), begun and confirmed,
+  alternating between a worker and a client that trace (Temporal's tracing interceptor, trace/temporal.py,
+  exporting to the sink) and ones that do not; the per-turn overhead of each side and the difference: what
+  Temporal's own spans cost a turn (the stretch's spans from the audit file are the first measure's).
 
-    python -m bench.otel_bench [--reps N]
-Needs the `otel` extra (pip install -r requirements-otel.txt).
+    python -m bench.otel_bench [--reps N] [--temporal]
+Needs the `otel` extra (pip install -r requirements-otel.txt), and for --temporal the `temporal` one. With
+--temporal this process is a Temporal client: it leaves with os._exit (see bench/durable_bench.py).
 """
 import argparse
 import http.server
@@ -127,9 +132,74 @@ def end_to_end(reps):
     return out
 
 
+def on_temporal(runs):
+    """Per-turn overhead of the Xi'an run on Temporal, traced and not, alternating: {side: [seconds per turn]}."""
+    import asyncio
+    from bench import durable_bench
+    sink, found = Sink(), {"export off": [], "export on": []}
+    with tempfile.TemporaryDirectory() as folder, durable_bench.dev_server(folder) as address:
+        server = durable_bench.Model(0.0)
+        places = {"export off": _place(durable_bench, address, folder, server, None),
+                  "export on": _place(durable_bench, address, folder, server, sink.endpoint)}
+        try:
+            for n in range(runs + 1):                          # the first round warms both up
+                for side in (("export off", "export on") if n % 2 else ("export on", "export off")):
+                    _environ(sink.endpoint if side == "export on" else None)
+                    served, started = server.served(), time.perf_counter()
+                    turns = asyncio.run(places[side].one(f"{side[7:]}{n}"))
+                    if n:
+                        found[side].append((time.perf_counter() - started - (server.served() - served)) / turns)
+        finally:
+            _environ(None)
+            for place in places.values():
+                place.close()
+            server.endpoint.close()
+            sink.close()
+    found["bytes"] = sink.bytes
+    return found
+
+
+def per_span(count=2000):
+    """Microseconds of this process's CPU-side work per Temporal span (trace/temporal.py's provider: made, ended,
+    batched and sent to the sink), the thing the noise of a Temporal round trip hides."""
+    sink, before = Sink(), os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    _environ(sink.endpoint)
+    try:
+        from handloop.trace import temporal
+        tracer = temporal._provider().get_tracer("bench")
+        started = time.perf_counter()
+        for n in range(count):
+            with tracer.start_as_current_span("RunActivity:agent.tool", attributes={
+                    "temporalWorkflowID": "bench", "temporalRunID": "r", "temporalActivityID": str(n)}) as span:
+                span.set_attributes({"handloop.attempt": 1, "gen_ai.tool.name": "get_weather"})
+        made = time.perf_counter()
+        temporal.flush()
+        return {"made_us": 1e6 * (made - started) / count, "sent_us": 1e6 * (time.perf_counter() - started) / count,
+                "bytes": sink.bytes}
+    finally:
+        _environ(before)
+        sink.close()
+
+
+def _place(durable_bench, address, folder, server, endpoint):
+    """A queue whose worker traces to `endpoint` (None: no export)."""
+    _environ(endpoint)
+    try:
+        return durable_bench.Place(address, folder, server, 1)
+    finally:
+        _environ(None)
+
+
+def _environ(endpoint):
+    os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+    if endpoint:
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--temporal", action="store_true")
     args = p.parse_args(argv)
     rows = in_process(args.reps)
     print("| contents | turns | spans | build ms | build + send ms | bytes sent | ms per turn |")
@@ -144,7 +214,21 @@ def main(argv=None):
     wall = end_to_end(max(3, args.reps // 4))
     print(f"\n`python agent.py --offline` (2 model turns), fresh process: export off {wall['off']:.3f} s, "
           f"on {wall['on']:.3f} s (+{1000 * (wall['on'] - wall['off']):.0f} ms: SDK import, exporter, one request)")
+    cost = per_span()
+    print(f"\nTemporal's spans (trace/temporal.py): {cost['made_us']:.0f} µs per span made, {cost['sent_us']:.0f} µs "
+          f"with its share of the batched export")
+    if args.temporal:
+        found = on_temporal(max(4, args.reps // 2))
+        off, on = (statistics.median(found[k]) for k in ("export off", "export on"))
+        print(f"\nOn Temporal (the Xi'an run begun and confirmed, one worker, instant model, "
+              f"{len(found['export on'])} runs per side, alternating): overhead per turn {1000 * off:.1f} ms "
+              f"untraced, {1000 * on:.1f} ms with Temporal's spans exported (+{1000 * (on - off):.1f} ms per turn; "
+              f"{found['bytes']} bytes sent in all)")
 
 
 if __name__ == "__main__":
     main()
+    if "--temporal" in sys.argv:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

@@ -142,3 +142,7 @@ def test_the_export_bench_measures_real_spans_sent_to_its_sink():
     assert {(r["capture"], r["turns"]) for r in rows} == {(c, t) for c in (False, True) for t in (1, 4, 16, 64)}
     assert all(r["spans"] == 1 + r["turns"] + 2 * (r["turns"] - 1) and r["bytes"] > 0 for r in rows)
     assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in os.environ             # the measure leaves the environment as it was
+    pytest.importorskip("temporalio")
+    cost = otel_bench.per_span(20)                                     # Temporal's spans, through our provider
+    assert cost["sent_us"] >= cost["made_us"] > 0 and cost["bytes"] > 0
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in os.environ

@@ -1,5 +1,5 @@
-"""A stretch of a run's work as OpenTelemetry GenAI spans, sent over OTLP/HTTP: with trace/temporal.py (Temporal's
-own spans), the only module that imports opentelemetry (the `otel` extra).
+"""A stretch of a run's work as OpenTelemetry GenAI spans, sent over OTLP/HTTP: one of the two modules that import
+opentelemetry (the `otel` extra; trace/temporal.py, Temporal's own spans, is the other).
 
 Spans (GenAI semantic conventions): `invoke_agent {agent}` per stretch of work (gen_ai.agent.name,
 gen_ai.conversation.id = the run id), and under it `chat {model}` per model call (gen_ai.request.model,
