@@ -92,6 +92,13 @@ class FunctionModel:
         """Nothing to release."""
 
 
+def _added(split, reply):
+    """The input and output tokens of the attempts so far, with this reply's (None once one has no split)."""
+    if split is None or reply.tokens_in is None or reply.tokens_out is None:
+        return None
+    return split[0] + reply.tokens_in, split[1] + reply.tokens_out
+
+
 def as_model(ask: Model | Callable[..., Reply]) -> Model:
     """`ask` as a Model: itself when it is one, else a plain function wrapped (it neither streams nor forces)."""
     return ask if isinstance(ask, Model) else FunctionModel(ask)
@@ -147,7 +154,7 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
             request.update(tools=tools, tool_choice="none" if final else tool_choice(force, refused))
         names = {t.get("function", {}).get("name"): list((t.get("function", {}).get("parameters") or {})
                                                          .get("properties") or ()) for t in tools or ()}
-        started, spent, earlier = time.perf_counter(), 0, []
+        started, spent, earlier, split = time.perf_counter(), 0, [], (0, 0)
 
         def send():
             if streaming[0]:
@@ -159,10 +166,11 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
         for _ in (1, 2):                    # a cut-off reply is asked for once more
             reply = _forced(send, request, (force, refused), earlier, lambda: _streamless(
                 lambda: _with_retries(send, openai, retries, on_retry, sleep, where, model), streaming, earlier))
-            spent += reply.tokens
+            spent, split = spent + reply.tokens, _added(split, reply)
             problem = _unusable(reply)
             if problem is None:
                 reply.tokens, reply.notes = spent, earlier + reply.notes
+                reply.tokens_in, reply.tokens_out = split or (None, None)
                 return reply
             if streaming[0] and on_event:
                 on_event("discard", why=ModelError(problem, Said("model." + problem)))

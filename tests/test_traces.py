@@ -268,14 +268,16 @@ def _desk_run(tmp_path, monkeypatch, respond, stream, run_id="u1"):
     return r
 
 
-@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("stream", ["final", "last", None])
 def test_the_servers_input_and_output_tokens_are_recorded_and_exported_streamed_or_not(tmp_path, collector,
                                                                                       monkeypatch, stream):
+    """Streamed with the usage in a final chunk of its own or on the last chunk with choices, or unstreamed."""
     import policies
     import trace_agent
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint)
     server = policies.Usage(trace_agent.respond, _usage)
-    r = _desk_run(tmp_path, monkeypatch, server, stream)
+    respond = (lambda request: dict(server(request), _stream={"usage": stream})) if stream else server
+    r = _desk_run(tmp_path, monkeypatch, respond, bool(stream))
     snap = read_audit(tmp_path, "u1")
     assert snap["status"] == "done"
     asked = [t for t in snap["trace"] if t["tokens_in"] is not None]       # the confirmed write: not asked of the model
@@ -347,3 +349,23 @@ def test_an_audit_file_from_before_the_split_still_loads_exports_and_shows(tmp_p
         a = chat.attributes
         assert a["handloop.usage_split"] == "estimated"
         assert a["gen_ai.usage.input_tokens"] + a["gen_ai.usage.output_tokens"] == record["tokens"]
+
+
+def test_a_reply_cut_off_and_asked_again_counts_both_attempts_in_each_part(new_run, fake_model, collector, monkeypatch):
+    """The turn's tokens are what its attempts cost: the input and output of the cut-off one are in them too."""
+    from conftest import text
+    from handloop import loop
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint)
+    r, ts, _ = new_run(run_id="cut1")
+    cut = dict(text("Let me think about the weather in Xi'an and"), finish_reason="length",
+               usage={"prompt_tokens": 900, "completion_tokens": 64, "total_tokens": 964})
+    whole = dict(text("Which hotel would you like?"), usage={"prompt_tokens": 910, "completion_tokens": 9,
+                                                             "total_tokens": 919})
+    ask, _ = fake_model([cut, whole])
+    stretch = send.Stretch(r.path, r.turn)
+    loop.run(r, ask, ts)
+    assert stretch.finish(r.say) is None
+    first = read_audit(os.path.dirname(r.path), "cut1")["trace"][0]
+    assert (first["tokens"], first["tokens_in"], first["tokens_out"]) == (964 + 919, 900 + 910, 64 + 9)
+    chat = by_name(collector.spans(), "chat ")[0]["attributes"]
+    assert (chat["gen_ai.usage.input_tokens"], chat["gen_ai.usage.output_tokens"]) == (1810, 73)
