@@ -39,7 +39,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 from . import config
 from .llm import replies
 from .llm import streams
-from .values import valid_text
+from .values import chars, valid_text
 from .llm.replies import ModelError, Reply, estimate_tokens, written_calls  # noqa: F401  (re-exported, as before)
 from .texts import Said
 
@@ -71,8 +71,10 @@ class Model(Protocol):
 
 @dataclasses.dataclass
 class FunctionModel:
-    """A plain function `fn(messages, tools, final=False) -> Reply` as a Model. It is told `on_event` only
-    when `streams`, and `force` only when `forces`; called as `fn(messages, tools)` otherwise."""
+    """A plain function `fn(messages, tools, final=False)` as a Model. It is told `on_event` only when
+    `streams`, and `force` only when `forces`; called as `fn(messages, tools)` otherwise. It returns a Reply,
+    or what Reply.of takes (an assistant message as a dict, or the text of an answer); anything else is a
+    ModelError ("bad_response"). A reply that counts no tokens of its own has the request's estimated too."""
 
     fn: Callable[..., Reply]
     name: str = ""
@@ -86,10 +88,28 @@ class FunctionModel:
             extra["on_event"] = on_event
         if self.forces and force:
             extra["force"] = force
-        return self.fn(messages, tools, final=True, **extra) if final else self.fn(messages, tools, **extra)
+        got = self.fn(messages, tools, final=True, **extra) if final else self.fn(messages, tools, **extra)
+        return _counted(_as_reply(got), messages)
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+def _as_reply(got: Any) -> Reply:
+    """A function model's answer as a Reply (see FunctionModel)."""
+    if isinstance(got, Reply):
+        return got
+    if isinstance(got, (dict, str)):
+        return Reply.of(got)
+    raise ModelError("bad_response", Said("model.not_a_reply", kind=type(got).__name__))
+
+
+def _counted(reply: Reply, messages: list[Message]) -> Reply:
+    """An estimated reply's tokens with the request's own (Reply.of cannot know the request)."""
+    if reply.estimated and not reply.tokens_in:
+        reply.tokens_in = estimate_tokens(chars(messages))
+        reply.tokens = reply.tokens_in + (reply.tokens_out if reply.tokens_out is not None else reply.tokens)
+    return reply
 
 
 def _added(split, reply):

@@ -309,3 +309,47 @@ def test_a_plain_function_is_wrapped_and_never_told_force(tmp_path):
     handloop.run(r, ask, ts)
     ts.close()
     assert seen and r.status in ("suspended", "done")
+
+
+def test_a_plain_function_may_answer_with_messages_and_texts_read_as_a_servers_reply_is(tmp_path):
+    """A user's model function returns what it has: an assistant message (a call without an id, its
+    arguments an object) or a text. The loop records them as the API's rules want them, and estimates the
+    request's tokens along with the reply's."""
+    agent, db = _notes_agent(tmp_path)
+
+    def ask(messages, tools, final=False):
+        if not any(m["role"] == "tool" for m in messages):
+            return {"role": "assistant", "content": None, "tool_calls": [
+                {"type": "function", "function": {"name": "find_user", "arguments": {"email": "ann@example.com"}}}]}
+        if not any(m["role"] == "user" and m["content"] == "yes, add it" for m in messages):
+            return "Ann is U-7. Shall I add the note 'call back' to U-7?"
+        if sum(m["role"] == "tool" for m in messages) < 2:
+            return handloop.Reply.of({"tool_calls": [{"id": "w1", "type": "function", "function": {
+                "name": "add_note", "arguments": '{"user_id": "U-7", "body": "call back"}'}}]}, tokens_in=40, tokens_out=9)
+        return "Added."
+
+    r, ts = handloop.start(agent, "f1", audit_dir=str(tmp_path), model="mine")
+    handloop.run(r, ask, ts)
+    ts.close()
+    assert (r.status, r.reason) == ("suspended", "awaiting_confirmation")
+    r, ts = handloop.confirm(agent, "f1", audit_dir=str(tmp_path))
+    handloop.run(r, ask, ts)
+    ts.close()
+    assert r.status == "done" and _notes(db) == [("U-7", "call back")]
+    snap = json.load(open(tmp_path / "run-f1.json", encoding="utf-8"))
+    called = [c for m in snap["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    assert all(c["id"] and isinstance(c["function"]["arguments"], str) for c in called)
+    assert json.loads(called[0]["function"]["arguments"]) == {"email": "ann@example.com"}
+    first, write = snap["trace"][0], next(t for t in snap["trace"] if t.get("tokens_in") == 40)
+    assert first["tokens_estimated"] and first["tokens_in"] > 0 and first["tokens"] == first["tokens_in"] + first["tokens_out"]
+    assert (write["tokens"], write["tokens_out"], write["tokens_estimated"]) == (49, 9, False)
+
+
+@pytest.mark.parametrize("answer", [42, None, ["not", "a", "reply"]])
+def test_a_function_model_answering_what_no_reply_is_ends_the_run_on_record(tmp_path, answer):
+    agent, _ = _notes_agent(tmp_path)
+    r, ts = handloop.start(agent, "f2", audit_dir=str(tmp_path), model="mine")
+    handloop.run(r, lambda messages, tools, final=False: answer, ts)
+    ts.close()
+    snap = json.load(open(tmp_path / "run-f2.json", encoding="utf-8"))
+    assert (snap["status"], snap["reason"]) == ("error", "bad_response") and type(answer).__name__ in snap["detail"]

@@ -65,8 +65,44 @@ class Reply:
     tokens_out: int | None = None  # the reply's tokens (completion_tokens); estimates when `estimated`
 
     @property
-    def text(self):
+    def text(self) -> str:
         return (self.message.get("content") or "").strip()
+
+    @classmethod
+    def of(cls, message: dict | str, *, tokens: int | None = None, tokens_in: int | None = None,
+           tokens_out: int | None = None, cut: bool = False) -> Reply:
+        """The reply of a model of your own (a FunctionModel's function returns it): `message` an assistant
+        message in the OpenAI chat format (`content` and/or `tool_calls`, each `{"id", "type": "function",
+        "function": {"name", "arguments"}}`), or the text of an answer. It is read as a server's reply is: a
+        call without an id (or with one seen before) gets one, arguments given as an object become JSON text,
+        content parts are joined. `tokens` (or `tokens_in` and `tokens_out`) as your model counted them;
+        estimated from the reply's characters when not given. `cut`: the reply was cut off (a length limit)."""
+        body = {"content": message} if isinstance(message, str) else message
+        if not isinstance(body, dict):
+            raise TypeError(f"Reply.of takes an assistant message (a dict) or a text, not {type(body).__name__}")
+        usage = {"total_tokens": tokens, "prompt_tokens": tokens_in, "completion_tokens": tokens_out}
+        choice = {"message": body, "finish_reason": "length" if cut else "stop"}
+        return normalised(_Read({"choices": [choice], "usage": usage}), [], 0.0)
+
+
+class _Read:
+    """A plain dict read as the openai client's response objects are (attributes; None for what it lacks); a
+    call's arguments and a message's content stay as given (the client keeps them as the body had them)."""
+
+    def __init__(self, data):
+        self._data = data
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        value = self._data.get(name)
+        return value if name in ("arguments", "content") else _read(value)
+
+
+def _read(value):
+    if isinstance(value, dict):
+        return _Read(value)
+    return [_read(v) for v in value] if isinstance(value, list) else value
 
 
 def estimate_tokens(chars):

@@ -289,6 +289,7 @@ EN = {
     "usage.mcp_server": "--mcp-server cannot be empty",
     "usage.env": "error: an environment variable is not valid: {error}",
     # ---- the model service's failures (llm/replies.py, llm/streams.py, model.py) ----
+    "model.not_a_reply": "the model function returned a {kind}, not a Reply, an assistant message (dict) or a text",
     "model.no_message": "The model service's reply has no message",
     "model.no_choices": "The model service answered without choices",
     "model.auth": "The API key is not valid or has no access (HTTP {status}): {detail}",

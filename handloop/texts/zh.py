@@ -290,6 +290,7 @@ ZH = {
     "usage.mcp_server": "--mcp-server 不能为空",
     "usage.env": "错误：环境变量不合法：{error}",
     # ---- the model service's failures (llm/replies.py, llm/streams.py, model.py) ----
+    "model.not_a_reply": "模型函数返回的是 {kind}，不是 Reply、assistant 消息（dict）或文本",
     "model.no_message": "模型服务的回复里没有 message",
     "model.no_choices": "模型服务返回了没有 choices 的回复",
     "model.auth": "API key 无效或没有权限（HTTP {status}）：{detail}",
