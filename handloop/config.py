@@ -152,7 +152,7 @@ def armed(point):
 def fault(point):
     """Fault injection for crash tests: with AGENT_FAULT=POINT (or POINT:N for its Nth hit in this
     process) the process dies here at once, as under kill -9. Points: before_ask, after_reply,
-    after_tool, after_commit, mid_audit."""
+    after_tool, after_commit, mid_audit, after_begin (a Temporal worker, once a new run's first snapshot is written)."""
     if _FAULT is None or _FAULT.split(":")[0] != point:
         return
     _fault_hits[point] = _fault_hits.get(point, 0) + 1

@@ -177,7 +177,7 @@ def _booked_once(p, run_id):
     snap = p.snapshot(run_id)
     assert snap["status"] == "done", (snap["status"], snap["reason"], snap["detail"])
     assert p.bookings(run_id) == 1 and snap["memory"]["booking"]["room_type"] == "Suite"
-    assert snap["temporal"] == {"queue": p.queue}
+    assert snap["temporal"]["queue"] == p.queue and set(snap["temporal"]) <= {"queue", "begun_by"}
     users = [m["content"] for m in snap["messages"] if m["role"] == "user" and m.get("name") != "loop"]
     assert users[-1] == "确认"                      # the confirmation, recorded as one machine records it
     HISTORIES.append((p.address, run_id))
@@ -357,6 +357,22 @@ def test_a_worker_killed_after_the_booking_commits_the_other_finishes_with_one_b
     snap = _booked_once(p, "commit")
     receipts = [m["content"] for m in snap["messages"] if m["role"] == "tool" and "booking_id" in m["content"]]
     assert json.loads(receipts[0])["reconciled"] is True   # the key decided: reconciled, not booked again
+
+
+def test_a_worker_killed_right_after_it_began_a_run_the_other_takes_the_file_it_wrote(place):
+    """The begin is a local activity: the worker that takes the workflow's first task over begins again, as a
+    first attempt, and finds the file the lost worker wrote for this very workflow: it takes it, never refuses."""
+    p = place()
+    first = p.worker(AGENT_FAULT="after_begin")
+    starting = p.cli("--temporal", "--run-id", "begun", wait=False)
+    assert first.wait(60) == -signal.SIGKILL         # died with the run's first snapshot written
+    assert p.snapshot("begun")["temporal"]["begun_by"]
+    p.worker()
+    out, err = starting.communicate(timeout=120)
+    assert starting.returncode == 0, err
+    assert p.snapshot("begun")["status"] == "suspended"
+    assert p.cli("--confirm", "begun", "--temporal").returncode == 0
+    _booked_once(p, "begun")
 
 
 def test_a_run_suspended_on_one_machine_moves_onto_temporal_with_its_confirmation(place):

@@ -103,18 +103,34 @@ def _service_errors(fn):
 
 @_service_errors
 async def start(address, queue, start_input, started=None):
-    """Start the run as a workflow (then `started()`) and return where it stands once it waits or ends."""
-    from temporalio.common import WorkflowIDReusePolicy
+    """Start the run as a workflow (then `started()`) and return where it stands once it waits or ends: the
+    start and the starter's wait (`settle`) go in one request, so the workflow's first task takes both."""
+    import asyncio
+    from temporalio.client import WithStartWorkflowOperation, WorkflowUpdateStage
+    from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
     from temporalio.exceptions import WorkflowAlreadyStartedError
     client = await connect(address)
+    run_id = start_input["run_id"]
+    operation = WithStartWorkflowOperation(WORKFLOW, start_input, id=run_id, task_queue=queue,
+                                           id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                                           id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
+    sending = asyncio.ensure_future(client.start_update_with_start_workflow(
+        AgentRun.settle, start_workflow_operation=operation, wait_for_stage=WorkflowUpdateStage.ACCEPTED))
     try:
-        handle = await client.start_workflow(WORKFLOW, start_input, id=start_input["run_id"], task_queue=queue,
-                                             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE)
-    except WorkflowAlreadyStartedError:
-        raise runs.Refused(texts.Said("temporal.exists", run_id=start_input["run_id"])) from None
+        await operation.workflow_handle()          # the service started it (or said why not)
+    except BaseException as exc:
+        await asyncio.gather(sending, return_exceptions=True)
+        if isinstance(exc, WorkflowAlreadyStartedError):
+            raise runs.Refused(texts.Said("temporal.exists", run_id=run_id)) from None
+        raise
     if started:
         started()
-    return await _settled(client, start_input["run_id"], handle.execute_update(AgentRun.settle))
+    return await _settled(client, run_id, _outcome(sending))
+
+
+async def _outcome(sending):
+    """The result of an update sent with the start."""
+    return await (await sending).result()
 
 
 @_service_errors
@@ -140,6 +156,12 @@ async def answer(address, queue, run_id, how, text, opening=None):
     from temporalio.service import RPCError, RPCStatusCode
     client = await connect(address)
     handle = client.get_workflow_handle(run_id)
+    try:                                       # a workflow that runs takes it at once, no question asked first
+        return await _settled(client, run_id, handle.execute_update(AgentRun.answer, args=[how, text]), quiet=True)
+    except WorkflowUpdateFailedError as exc:
+        raise runs.Refused(getattr(exc.cause, "message", None) or str(exc.cause)) from None
+    except _NotRunning:
+        pass
     try:
         description = await handle.describe()
         running = description.status is not None and description.status.name == "RUNNING"
@@ -163,18 +185,26 @@ async def answer(address, queue, run_id, how, text, opening=None):
         raise runs.Refused(getattr(cause, "message", None) or str(cause)) from None
 
 
-async def _settled(client, run_id, waiting, tries=20):
+class _NotRunning(Exception):
+    """The update found no workflow running under the run's id (quiet: the caller looks again)."""
+
+
+async def _settled(client, run_id, waiting, tries=20, quiet=False):
     """What an update returns. When the workflow moved on while it waited: continued as new, the
     next run of the workflow is asked where the run stands once it waits or ends (`settle`); ended,
-    what it returned; terminated or failed, WorkflowFailed with why."""
-    from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
-    from temporalio.service import RPCError
+    what it returned; terminated or failed, WorkflowFailed with why. `quiet`: an update the service
+    refuses because no workflow runs under the id raises _NotRunning."""
+    from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
+    from temporalio.service import RPCError, RPCStatusCode
     try:
         return await waiting
     except WorkflowUpdateFailedError as exc:
         if getattr(exc.cause, "type", None) == "Refused":
             raise                                   # the workflow's own refusal: the caller says it
-    except RPCError:
+    except RPCError as exc:
+        if quiet and exc.status == RPCStatusCode.NOT_FOUND:
+            raise _NotRunning() from None
+    except WorkflowUpdateRPCTimeoutOrCancelledError:
         pass
     handle = client.get_workflow_handle(run_id)     # the workflow as it is now: its newest run
     for _ in range(tries):

@@ -100,14 +100,14 @@ class Activities:
     @activity.defn(name="agent.begin")
     async def begin(self, start):
         info = activity.info()
-        return pack(await self._blocking(self._begin, start, info.attempt, info.task_queue))
+        return pack(await self._blocking(self._begin, start, info.attempt, info.task_queue, info.workflow_run_id))
 
-    def _begin(self, start, attempt, queue):
+    def _begin(self, start, attempt, queue, workflow_run=None):
         audit_dir, run_id = start["audit_dir"], start["run_id"]
         path, say = audit.path_for(audit_dir, run_id), texts.ZH_TEXTS
         try:
-            if start.get("open") or attempt > 1 and os.path.exists(path):   # opened, or begun by a lost attempt
-                return reference(path, audit.load(path))
+            if start.get("open") or os.path.exists(path) and (attempt > 1 or _begun_by(path, workflow_run)):
+                return reference(path, audit.load(path))                  # opened, or begun by a lost attempt
             given = session.load_file(start["agent_file"]) if start.get("agent_file") else None
             agent = session.agent_for(audit_dir, given)
             say = agent.say                    # refusals from here on in the agent's language
@@ -120,8 +120,9 @@ class Activities:
                 with audit.RunLock(audit_dir, run_id):
                     r = runs.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.name, policy=policy,
                                    created=start.get("created"))     # the starter's: the run's trace id
-                    r.temporal = {"queue": queue}             # where the run lives, from its first snapshot on
+                    r.temporal = {"queue": queue, "begun_by": workflow_run}   # where the run lives, from its first snapshot on
                     loop.save(r)
+                config.fault("after_begin")
             finally:
                 toolset.close()
             return reference(path, audit.load(path))
@@ -254,6 +255,16 @@ class Activities:
         return reference(request["path"], self._held(request["path"])["snap"])
 
 
+def _begun_by(path, workflow_run):
+    """Whether the run's file was begun by this very workflow run (a local begin whose worker was lost after
+    it wrote the file: the next worker begins again, as attempt 1); an unreadable file is not ours."""
+    try:
+        temporal = audit.load(path).get("temporal")
+    except (audit.AuditError, OSError, ValueError):
+        return False
+    return workflow_run is not None and isinstance(temporal, dict) and temporal.get("begun_by") == workflow_run
+
+
 def reference(path, snap):
     """The run's snapshot for a workflow to start from: inline when small, else as a checkpoint file
     beside the audit file, named by its digest and never changed (older ones of the run removed,
@@ -284,8 +295,9 @@ def reference(path, snap):
     return {"checkpoint": target, "digest": name}
 
 
-async def serve(address, queue, env, ready=None, stop=None):
-    """A worker on `queue` until `stop` is set (or SIGINT/SIGTERM in the main thread)."""
+async def serve(address, queue, env, ready=None, stop=None, sandboxed=True):
+    """A worker on `queue` until `stop` is set (or SIGINT/SIGTERM in the main thread); its workflows in
+    Temporal's sandbox unless `sandboxed` is false (see workflow.runner)."""
     import signal
     import threading
     from temporalio.worker import Worker
@@ -296,7 +308,7 @@ async def serve(address, queue, env, ready=None, stop=None):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     work = Activities(env)
     try:
-        async with Worker(client, task_queue=queue, workflows=[AgentRun], workflow_runner=runner(),
+        async with Worker(client, task_queue=queue, workflows=[AgentRun], workflow_runner=runner(sandboxed),
                           activities=[work.begin, work.ask, work.tool, work.save, work.checkpoint],
                           max_concurrent_activities=64, graceful_shutdown_timeout=datetime.timedelta(seconds=5),
                           sticky_queue_schedule_to_start_timeout=datetime.timedelta(seconds=STICKY)):

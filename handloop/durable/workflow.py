@@ -11,7 +11,8 @@ the world goes out as an activity: `agent.ask` (the model client of the worker's
 `agent.tool` (one call, run by the executor with its tool's timeout; the calls of a turn are ordered
 here as the executor orders them: reads together, the others in request order, pure inline tools in
 workflow code), `agent.save` (a local activity: audit.Writer, the same file, atomically, under the
-run lock) and `agent.begin` (a new run's first snapshot, or an existing run's file, loaded and checked).
+run lock) and `agent.begin` (a local activity too: a new run's first snapshot, or an existing run's file,
+loaded and checked).
 
 Bounded whatever the run's length: no payload carries the record. A save carries what changed
 since the last one (the loop only appends messages and trace records, and replaces messages[0]
@@ -52,9 +53,14 @@ with workflow.unsafe.imports_passed_through():     # absolute: the sandbox passe
 WORKFLOW = "AgentRun"
 
 
-def runner():
+def runner(sandboxed=True):
     """The workflow runner every worker and replayer uses: Temporal's sandbox, with our package passed through
-    (its modules are imported once per process, as the workflow's deterministic code and its pure helpers)."""
+    (its modules are imported once per process, as the workflow's deterministic code and its pure helpers);
+    unsandboxed when asked (`--worker --unsandboxed`): the same code, without the sandbox's checks that workflow
+    code (an agent's inline tools included) reads no clock, file or random number."""
+    if not sandboxed:
+        from temporalio.worker import UnsandboxedWorkflowRunner
+        return UnsandboxedWorkflowRunner()
     from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
     return SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules("handloop"))
 
@@ -309,6 +315,19 @@ def toolset_for(audit_dir, run_id):
     return make
 
 
+async def _begin(start):
+    """The begin activity's reference to the run's first snapshot: a local activity, in the worker that runs
+    the workflow's first task (no round trip through the server, no workflow task of its own); a workflow
+    whose history began it as an activity (before this change) replays as it ran."""
+    timeout, retry = datetime.timedelta(seconds=60), RetryPolicy(initial_interval=datetime.timedelta(seconds=1),
+                                                                 maximum_attempts=5)
+    if workflow.patched(BEGIN_LOCAL):
+        return await workflow.execute_local_activity("agent.begin", start, start_to_close_timeout=timeout,
+                                                     retry_policy=retry)
+    return await workflow.execute_activity("agent.begin", start, start_to_close_timeout=timeout, retry_policy=retry)
+
+
+BEGIN_LOCAL = "begin-local"          # workflow.patched: the begin activity became a local activity
 FINAL = ("done", "stopped")
 HISTORY_BYTES = 4 * 1024 * 1024      # a workflow continues as new before its history passes this (server limit: 50 MB)
 HISTORY_EVENTS = 4000                # or this many events (server limit: 51,200)
@@ -326,9 +345,7 @@ class AgentRun:
     async def run(self, start):
         ref = start.get("opened")                     # continued as new: the run's state, by reference
         if ref is None:
-            ref = unpack(await workflow.execute_activity(
-                "agent.begin", start, start_to_close_timeout=datetime.timedelta(seconds=60),
-                retry_policy=RetryPolicy(initial_interval=datetime.timedelta(seconds=1), maximum_attempts=5)))
+            ref = unpack(await _begin(start))
         if "refused" in ref:
             self.state = {"status": "refused", "detail": ref["refused"]}
             return self.state
