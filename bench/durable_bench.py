@@ -19,14 +19,15 @@ proposal, confirmed, done with one booking (checked after every run).
     by an update. Per run (start to the answer, the approval given as soon as the run waits) and per
     model turn (that ÷ the model calls it took). Fair by construction: every system's worker runs in
     this process, on the bench's event loop, beside its client (ours through durable.worker.serve, what
-    `--worker` runs); every system's workflows are sandboxed, or none are (`--sandboxed`: Temporal's
-    sandbox for all, each with its framework's passthroughs; else all unsandboxed); every model is the
+    `--worker` runs); every system's workflows are sandboxed (Temporal's sandbox, each with its framework's
+    passthroughs: the default of all three), or none are (`--unsandboxed`; ours as with
+    AGENT_TEMPORAL_SANDBOX=0 or serve(sandboxed=False)); every model is the
     system's own OpenAI chat client asking a loopback endpoint with instant scripted replies, so each
     model turn pays the same HTTP round trip. `--breakdown` adds what each workflow's history says of
     where a run's time goes (workflow tasks queued and at work, activities, the client) and our
     activities' bodies timed where they run.
 
-    python -m bench.durable_bench [--quick] [--peers [--sandboxed] [--breakdown] [--rounds N]]   # --peers: (c) alone
+    python -m bench.durable_bench [--quick] [--peers [--unsandboxed] [--breakdown] [--rounds N]]   # --peers: (c) alone
     python -m bench.durable_bench --json RUNS N DELAY      # the raw figures as JSON (tests/test_bench.py)
 
 This process is a Temporal client: it leaves with os._exit once it has printed everything
@@ -274,7 +275,7 @@ def throughput(address, folder, n, delay=DELAY):
     return out
 
 
-def beside_peers(address, folder, runs, sandboxed=False, breakdown=None):
+def beside_peers(address, folder, runs, sandboxed=True, breakdown=None):
     """(c): {side: [(seconds per run, model calls)]}, the sides interleaved (the order turns every
     round), after one warm-up round; a peer that is not installed or fails: {side: "skipped: why"}.
     Every system's worker runs in this process, on its event loop, with the bench's client; every
@@ -375,10 +376,10 @@ def _history(history):
     activation and its local activities, and the round trip); the time between a workflow task and the
     next, spent on activities or waiting for the client (an update); the span from the first event to the last."""
     out = {"events": 0, "workflow tasks": 0, "activities": 0, "local activities": 0, "queue": 0.0, "work": 0.0,
-           "on activities": 0.0, "on the client": 0.0}
+           "on activities": 0.0, "on the client": 0.0, "by type": {}}
     first = last_done = None
     scheduled = started = None
-    activity_since = False
+    activity_since, names = False, {}
     for event in history.events:
         kind = event.WhichOneof("attributes")[:-len("_event_attributes")]
         at = event.event_time.ToMicroseconds() / 1000
@@ -398,8 +399,11 @@ def _history(history):
             last_done = at
         elif kind == "activity_task_scheduled":
             out["activities"] += 1
+            names[event.event_id] = (event.activity_task_scheduled_event_attributes.activity_type.name, at)
         elif kind == "activity_task_completed":
             activity_since = True
+            name, since = names[event.activity_task_completed_event_attributes.scheduled_event_id]
+            out["by type"].setdefault(name, []).append(at - since)
         elif kind == "marker_recorded":
             out["local activities"] += 1
         out["span"] = at - first
@@ -420,6 +424,16 @@ def breakdown_table(found):
         lines.append(f"| {side} | {med['wall']:.0f} | {med['span']:.0f} | {outside:.0f} | " + " | ".join(
             f"{med[k]:g}" if k in ("events", "workflow tasks", "activities", "local activities") else f"{med[k]:.0f}"
             for k in keys[2:]) + " |")
+    lines += ["", "| system | activity type | count per run | scheduled -> completed, median ms |", "| --- | --- | --- | --- |"]
+    for side, runs in found.items():
+        if side == "activity bodies":
+            continue
+        kinds = {}
+        for r in runs:
+            for name, values in r["by type"].items():
+                kinds.setdefault(name, []).extend(values)
+        for name, values in kinds.items():
+            lines.append(f"| {side} | {name} | {len(values) / len(runs):g} | {statistics.median(values):.1f} |")
     bodies = found.get("activity bodies") or {}
     if bodies:
         lines += ["", "| our activity body | count | median ms | p90 ms |", "| --- | --- | --- | --- |"]
@@ -470,7 +484,7 @@ def measure(runs, n, delay=DELAY):
 def main(argv):
     quick = "--quick" in argv
     if "--peers" in argv:
-        sandboxed, parts = "--sandboxed" in argv, {} if "--breakdown" in argv else None
+        sandboxed, parts = "--unsandboxed" not in argv, {} if "--breakdown" in argv else None
         rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 4 if quick else 12
         load = os.getloadavg()[0]
         with tempfile.TemporaryDirectory() as folder, dev_server(folder) as address:

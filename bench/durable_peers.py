@@ -172,7 +172,7 @@ class Peer:
     """One peer's worker in this process, on a queue of its own, with a client; `one(run_id)` runs the task
     once (start, wait until it waits for the approval, approve, the answer) and returns its model calls."""
 
-    def __init__(self, address, name, sandboxed=False, url=None):
+    def __init__(self, address, name, sandboxed=True, url=None):
         self.address, self.name, self.sandboxed, self.url = address, name, sandboxed, url
 
     async def __aenter__(self):

@@ -46,6 +46,18 @@ async def race(address, queue, start, run_id):
     return [x if isinstance(x, dict) else {"refused": str(x), "kind": type(x).__name__} for x in results]
 
 
+async def twice(address, queue, start, run_id):
+    """A run begun, then begun again under the same id: where the first stood, and how the second was refused."""
+    from handloop import runs
+    first = await durable_client.start(address, queue, dict(start, run_id=run_id))
+    try:
+        await durable_client.start(address, queue, dict(start, run_id=run_id))
+        again = None
+    except runs.Refused as exc:
+        again = str(exc)
+    return {"first": first, "again": again}
+
+
 async def identities(address, ids):
     """The identities of the workers that started the activities of these runs."""
     client = await durable_client.connect(address)
@@ -109,7 +121,7 @@ class Altered:
         return {}
 
 
-CALLS = {"ready": ready, "many": many, "race": race, "identities": identities, "replay": replay, "chain": chain}
+CALLS = {"ready": ready, "many": many, "race": race, "twice": twice, "identities": identities, "replay": replay, "chain": chain}
 
 
 def main():

@@ -91,3 +91,27 @@ def test_a_large_state_goes_to_a_workflow_as_a_checkpoint_named_by_its_digest(tm
     with pytest.raises(Exception) as info:
         workflow.opened(refs[2])
     assert "not the one recorded" in str(info.value)
+
+
+def test_a_worker_applies_a_save_to_the_file_as_another_worker_left_it_not_to_what_it_held(fake_model, new_run):
+    """Saves go with asks, and asks run on any worker: a worker whose snapshot of the run is older than the file
+    (another worker replaced messages[0] since) reads the file again before it applies a save."""
+    r, ts, _ = new_run()
+    r.writer = workflow.Pending(r)
+    first, second = worker.Activities({}), worker.Activities({})
+    try:
+        ask, _ = fake_model([tool_calls(("set_plan", {"steps": PLAN})), text("Shall I book XA-001 Suite for 2 nights?")])
+        loop.run(r, ask, ts, _saved_through_deltas(r, first, []))
+        _saved_through_deltas(r, first, [])("end", r)
+        r.messages[0] = dict(r.messages[0], content=r.messages[0]["content"] + "\n\nsummary of an earlier epoch")
+        loop.save(r)
+        _saved_through_deltas(r, second, [])("end", r)   # the other worker writes the new messages[0]
+        r.messages.append({"role": "user", "content": "yes"})
+        loop.save(r)
+        _saved_through_deltas(r, first, [])("end", r)    # this one held the file as it was before that
+        on_disk = audit.load(r.path)
+        assert on_disk["messages"][0]["content"].endswith("summary of an earlier epoch")
+        assert on_disk["messages"] == json.loads(json.dumps(r.messages))
+    finally:
+        first.close()
+        second.close()

@@ -375,6 +375,23 @@ def test_a_worker_killed_right_after_it_began_a_run_the_other_takes_the_file_it_
     _booked_once(p, "begun")
 
 
+def test_an_unsandboxed_worker_runs_the_same_workflow_and_a_run_id_in_use_is_refused_at_the_start(place):
+    """AGENT_TEMPORAL_SANDBOX=0: the worker runs the workflow without Temporal's sandbox (its history replays
+    in the sandbox below); a second start under a run's id, sent with its wait in one request, is refused."""
+    from handloop.durable import client as durable_client
+    from handloop.durable.workflow import runner as workflow_runner
+    from temporalio.worker import UnsandboxedWorkflowRunner
+    assert not durable_client.sandboxed({"AGENT_TEMPORAL_SANDBOX": "0"}) and durable_client.sandboxed({})
+    assert isinstance(workflow_runner(False), UnsandboxedWorkflowRunner) and not isinstance(workflow_runner(),
+                                                                                              UnsandboxedWorkflowRunner)
+    p = place()
+    p.worker(AGENT_TEMPORAL_SANDBOX="0")
+    got = client("twice", address=p.address, queue=p.queue, start=_start_input(p), run_id="bare")
+    assert got["first"]["status"] == "suspended" and got["again"] and "bare" in got["again"]
+    assert p.cli("--confirm", "bare", "--temporal").returncode == 0
+    _booked_once(p, "bare")
+
+
 def test_a_run_suspended_on_one_machine_moves_onto_temporal_with_its_confirmation(place):
     p = place()
     p.worker()

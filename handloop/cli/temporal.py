@@ -102,7 +102,8 @@ def worker(env, named):
     banner = (say,) if named else tuple(texts.of(language) for language in texts.LANGUAGES)   # it serves any agent
     try:
         asyncio.run(work.serve(address, queue, env, ready=lambda: print(
-            "\n".join(told("temporal.worker", queue=queue, address=address) for told in banner), flush=True)))
+            "\n".join(told("temporal.worker", queue=queue, address=address) for told in banner), flush=True),
+            sandboxed=client.sandboxed()))
     except client.Unreachable as exc:
         print(error_line(UsageError(say("temporal.unreachable", address=address, error=exc)), named), file=sys.stderr)
         return 3

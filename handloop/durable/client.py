@@ -30,6 +30,13 @@ def where(env=None):
     return env.get("AGENT_TEMPORAL_ADDRESS") or ADDRESS, env.get("AGENT_TEMPORAL_QUEUE") or QUEUE
 
 
+def sandboxed(env=None):
+    """Whether a worker runs its workflows in Temporal's sandbox: yes, unless AGENT_TEMPORAL_SANDBOX=0 (the same
+    workflow code without the sandbox's checks; see workflow.runner)."""
+    env = os.environ if env is None else env
+    return (env.get("AGENT_TEMPORAL_SANDBOX") or "1").strip() != "0"
+
+
 def limits(env=None):
     """The activities' time limits and the history's bound (AGENT_TEMPORAL_HISTORY_KB, _EVENTS: past
     either, the workflow continues as new) a new workflow records, from the starter's environment."""

@@ -3,7 +3,8 @@
 with durable.AgentRun on a task queue. Imported by the command line only for --worker (cli/temporal.py).
 
 Payloads stay bounded (see workflow.py): a save brings what changed and is applied to the snapshot
-this worker holds of the run (or the file, read again when it holds none or another); an ask
+this worker holds of the run (or the file, read again when it holds none or the file was written since
+by another worker); an ask may bring the save due before it (written first, as `agent.save` would); an ask
 assembles its request from that snapshot, as the workflow made it (the digests must agree, else the
 workflow sends the request); a run's state goes to a workflow inline when small, else as a
 checkpoint: a copy of the audit file under <audit dir>/.checkpoints, named by its digest, never
@@ -139,6 +140,8 @@ class Activities:
 
     def _ask(self, request):
         ref = request["run"]
+        if "save" in request:                          # the newest snapshot first: the file before the world
+            self._save({"path": request["path"], "snapshot": request["save"]})
         agent = self._agent(ref)
         if "outgoing" in request:
             outgoing, tools = request["outgoing"], request["tools"]
@@ -184,11 +187,15 @@ class Activities:
         return window.request(messages, tool_of, agent.say)
 
     def _held(self, path):
-        """What this worker holds of a run: its newest snapshot (read from the file when it holds none)."""
+        """What this worker holds of a run: its newest snapshot (read from the file when it holds none, or
+        when the file is not the one it wrote or read last: another worker wrote it since)."""
         with self.lock:
             held = self.held.get(path)
+            if held is not None and held["stamp"] != _stamp(path):
+                held = None
             if held is None:
-                held = self.held[path] = {"snap": audit.load(path), "writer": audit.Writer(path)}
+                stamp = _stamp(path)
+                held = self.held[path] = {"snap": audit.load(path), "writer": audit.Writer(path), "stamp": stamp}
                 while len(self.held) > HELD:
                     self.held.popitem(last=False)
             self.held.move_to_end(path)
@@ -244,7 +251,7 @@ class Activities:
             messages[0] = delta["first"]
         snap = dict(delta["head"], messages=messages, trace=before["trace"][:delta["trace_from"]] + delta["trace"])
         held["writer"].write(snap)
-        held["snap"] = snap
+        held["snap"], held["stamp"] = snap, _stamp(path)
 
     @activity.defn(name="agent.checkpoint")
     async def checkpoint(self, request):
@@ -253,6 +260,15 @@ class Activities:
     def _checkpoint(self, request):
         """A reference to the run's state as its audit file holds it (see reference)."""
         return reference(request["path"], self._held(request["path"])["snap"])
+
+
+def _stamp(path):
+    """What tells one write of the audit file from another (each write links a new spare at the path)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size
 
 
 def _begun_by(path, workflow_run):

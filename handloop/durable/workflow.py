@@ -12,7 +12,10 @@ the world goes out as an activity: `agent.ask` (the model client of the worker's
 here as the executor orders them: reads together, the others in request order, pure inline tools in
 workflow code), `agent.save` (a local activity: audit.Writer, the same file, atomically, under the
 run lock) and `agent.begin` (a local activity too: a new run's first snapshot, or an existing run's file,
-loaded and checked).
+loaded and checked). Round trips are few: begin and save run in the worker that runs the workflow task
+(no trip through the server, no workflow task of their own), and the save due before an ask goes with
+that ask, written by its activity before it asks (a save of its own only before a tool call, a wait or
+the end); workflows whose histories began before that (workflow.patched FEWER_TRIPS) replay as they ran.
 
 Bounded whatever the run's length: no payload carries the record. A save carries what changed
 since the last one (the loop only appends messages and trace records, and replaces messages[0]
@@ -27,9 +30,10 @@ workflow id, audit file and run; an update waiting on it is answered by the next
 workflow (durable_client.py waits again there).
 
 Invariants: workflow code reads no clock but the workflow's (loop.Run.clock), writes nothing but
-through the save activity (loop.Run.writer keeps what changed since the last save, written before the
-workflow touches the world again and before it waits or ends), starts no thread and draws no random
-number; our modules are passed through the sandbox, the agent file of a run is loaded as code once per
+through the save activity or an ask carrying it (loop.Run.writer keeps what changed since the last save,
+written before the workflow touches the world again and before it waits or ends; a carried save not known
+written is sent again), starts no thread and draws no random
+number; our modules are passed through the sandbox (or run unsandboxed when a worker says so: runner), the agent file of a run is loaded as code once per
 workflow, like an import, and so is a checkpoint (immutable, checked against the digest its history
 records). No payload grows with the run: saves and asks as above, tool results as the policy cuts them. A suspended run is a workflow waiting for an update
 (workflow.wait_condition): no worker is busy with it. Every way out records status and reason in
@@ -164,11 +168,22 @@ class World:
         r = self.r
         if not r.writer.current(r):                   # an epoch began in this turn: the file has it first
             loop.save(r)
-            await self.flush()
+            if not self.carries():
+                await self.flush()
         head = effect.outgoing[0] if effect.outgoing[0] is not r.messages[0] else None
         request = {"run": self.ref, "path": r.path, "count": len(r.messages), "head": head,
                    "digest": digest(pack(effect.outgoing)), "final": effect.final, "force": effect.force}
-        got = await self._ask(request)
+        saving = r.writer.snapshot if self.carries() else None
+        if saving is not None:                        # the save due before it goes with it, written first
+            r.writer.snapshot = None
+        try:
+            got = await self._ask(dict(request, save=saving) if saving is not None else request)
+        except BaseException:
+            if saving is not None and r.writer.snapshot is None:
+                r.writer.snapshot = saving            # not known written: the next flush sends it again
+            raise
+        if saving is not None:
+            r.writer.written()
         if got.get("mismatch"):
             got = await self._ask(dict(request, outgoing=effect.outgoing, tools=r.tools))
         if "error" in got:
@@ -182,8 +197,17 @@ class World:
                 "agent.ask", pack(request),
                 start_to_close_timeout=datetime.timedelta(seconds=self.start["limits"]["ask"]), **self.options)
         except ActivityError as exc:
+            if _cause_type(exc) == "AuditLost":        # the save it carried could not be written: as flush says
+                raise ApplicationError(self.r.say("temporal.lost", what="agent.save", error=_cause(exc)),
+                                       type="AuditLost", non_retryable=True) from None
             raise ModelError("unreachable", self.r.say("temporal.lost", what="agent.ask", error=_cause(exc)))
         return unpack(got)
+
+    @staticmethod
+    def carries():
+        """Whether an ask carries the save due before it (workflows begun before that change replay as they ran:
+        the save a local activity of its own; workflow.patched answers the same all along a workflow run)."""
+        return workflow.patched(FEWER_TRIPS)
 
     def grown(self):
         """Whether the history has grown past its bound (or the server suggests continuing as new)."""
@@ -260,6 +284,11 @@ class World:
         writer.written()
 
 
+def _cause_type(exc):
+    cause = getattr(exc, "cause", None)
+    return getattr(cause, "type", None)
+
+
 def _cause(exc):
     cause = exc.cause if getattr(exc, "cause", None) is not None else exc
     return str(getattr(cause, "message", None) or cause)[:300]
@@ -281,7 +310,8 @@ async def drive(steps, world):
             loop.hook_failed(world.r, exc)
             await world.flush()
             return world.r
-        await world.flush()                   # the audit file first: audit after flatten, before the next touch
+        if not (isinstance(effect, loop.Ask) and world.carries()):
+            await world.flush()               # the audit file first: audit after flatten, before the next touch
         if isinstance(effect, loop.Ask) and not effect.final and world.grown():
             steps.close()
             loop.stop_clock(world.r)
@@ -321,13 +351,14 @@ async def _begin(start):
     whose history began it as an activity (before this change) replays as it ran."""
     timeout, retry = datetime.timedelta(seconds=60), RetryPolicy(initial_interval=datetime.timedelta(seconds=1),
                                                                  maximum_attempts=5)
-    if workflow.patched(BEGIN_LOCAL):
+    if workflow.patched(FEWER_TRIPS):
         return await workflow.execute_local_activity("agent.begin", start, start_to_close_timeout=timeout,
                                                      retry_policy=retry)
     return await workflow.execute_activity("agent.begin", start, start_to_close_timeout=timeout, retry_policy=retry)
 
 
-BEGIN_LOCAL = "begin-local"          # workflow.patched: the begin activity became a local activity
+FEWER_TRIPS = "begin-local-save-with-ask"   # workflow.patched: the begin activity became a local activity, the
+#                                           save due before an ask goes with the ask, no save of its own after an answer
 FINAL = ("done", "stopped")
 HISTORY_BYTES = 4 * 1024 * 1024      # a workflow continues as new before its history passes this (server limit: 50 MB)
 HISTORY_EVENTS = 4000                # or this many events (server limit: 51,200)
@@ -378,7 +409,8 @@ class AgentRun:
             how, text = self.inbox.pop(0)
             self.working = True
             runs.answer(r, how, text)                                   # recorded as on one machine
-            await world.flush()
+            if not world.carries():                 # else saved before its first effect, or with it (drive)
+                await world.flush()
             await drive(loop.turns(r, toolset), world)
 
     def _settle(self):
