@@ -490,7 +490,7 @@ def test_a_run_that_continues_as_new_keeps_its_id_audit_file_updates_and_confirm
     and the confirmation wait on it; the run is the same run, suspended, confirmed once, booked once."""
     p = place()
     p.worker(), p.worker()
-    started = p.cli("--temporal", "--run-id", "onward", AGENT_TEMPORAL_HISTORY_EVENTS="20")
+    started = p.cli("--temporal", "--run-id", "onward", AGENT_TEMPORAL_HISTORY_EVENTS="12")
     assert started.returncode == 0, started.stderr
     snap = p.snapshot("onward")
     assert (snap["status"], snap["reason"], p.bookings()) == ("suspended", "awaiting_confirmation", 0)
@@ -499,7 +499,7 @@ def test_a_run_that_continues_as_new_keeps_its_id_audit_file_updates_and_confirm
     _booked_once(p, "onward")
     chain = client("chain", address=p.address, run_id="onward")
     assert len(chain["runs"]) >= 3, chain                      # it continued as new, more than once
-    assert max(chain["events"]) < 100, chain                  # each history stayed near its bound of 20 events
+    assert max(chain["events"]) < 100, chain                  # each history stayed near its bound of 12 events
     assert chain["continued"] == len(chain["runs"]) - 1
     again = p.cli("--confirm", "onward", "--temporal")        # done: takes nothing, whichever run of it answers
     assert again.returncode == 2 and p.bookings() == 1

@@ -73,15 +73,18 @@ class Activities:
 
     async def _blocking(self, fn, *args):
         """fn(*args) on a thread of this worker, heartbeating while it works (a worker that dies
-        stops heartbeating, and the activity is given to another)."""
+        stops heartbeating, and the activity is given to another; a local activity's workflow task
+        times out instead)."""
         future = asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
-        timeout = activity.info().heartbeat_timeout
+        info = activity.info()
+        timeout = info.heartbeat_timeout
         every = max(0.2, timeout.total_seconds() / 4) if timeout else 1.0
         while True:
             done, _ = await asyncio.wait({future}, timeout=every)
             if done:
                 return future.result()
-            activity.heartbeat()
+            if not info.is_local:             # a local activity lives with its workflow task: no heartbeat
+                activity.heartbeat()
 
     def _agent(self, ref):
         return session.agent_for(ref["audit_dir"], None, ref.get("agent"))

@@ -12,10 +12,11 @@ the world goes out as an activity: `agent.ask` (the model client of the worker's
 here as the executor orders them: reads together, the others in request order, pure inline tools in
 workflow code), `agent.save` (a local activity: audit.Writer, the same file, atomically, under the
 run lock) and `agent.begin` (a local activity too: a new run's first snapshot, or an existing run's file,
-loaded and checked). Round trips are few: begin and save run in the worker that runs the workflow task
-(no trip through the server, no workflow task of their own), and the save due before an ask goes with
-that ask, written by its activity before it asks (a save of its own only before a tool call, a wait or
-the end); workflows whose histories began before that (workflow.patched FEWER_TRIPS) replay as they ran.
+loaded and checked). Round trips are few: begin, save and short reads (a read tool's call whose timeout
+is at most LOCAL_READ_SECONDS) run in the worker that runs the workflow task (no trip through the
+server, no workflow task of their own), and the save due before an ask goes with that ask, written by
+its activity before it asks (a save of its own only before another call, a wait or the end); workflows
+whose histories began before that (workflow.patched FEWER_TRIPS) replay as they ran.
 
 Bounded whatever the run's length: no payload carries the record. A save carries what changed
 since the last one (the loop only appends messages and trace records, and replaces messages[0]
@@ -254,15 +255,21 @@ class World:
         return executor.settle(value, error, self.r.policy.result_max_chars, self.r.say)
 
     async def _call(self, call, view):
-        """One call as an activity: the tool's own timeout inside (the executor's), a margin outside."""
+        """One call as an activity: the tool's own timeout inside (the executor's), a margin outside. A read
+        whose tool answers within LOCAL_READ_SECONDS is a local activity (no round trip through the server; a
+        read may run again when its worker is lost); a write, a state call and a long read go to any worker,
+        each attempt numbered (a write's later attempt reconciles by its key first)."""
         raw = {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
         seconds = self.toolset.timeout_for(call)
+        request = pack({"run": self.ref, "call": raw, "plan": view.plan, "done": sorted(view.done_tools),
+                        "limit": self.r.policy.result_max_chars, **({"tools": self.r.tools} if self.r.mode == "mcp" else {})})
+        limit = datetime.timedelta(seconds=seconds + 30)
         try:
-            got = await workflow.execute_activity(
-                "agent.tool", pack({"run": self.ref, "call": raw, "plan": view.plan, "done": sorted(view.done_tools),
-                                    "limit": self.r.policy.result_max_chars,
-                                    **({"tools": self.r.tools} if self.r.mode == "mcp" else {})}),
-                start_to_close_timeout=datetime.timedelta(seconds=seconds + 30), **self.options)
+            if call.kind == "read" and seconds <= LOCAL_READ_SECONDS and self.carries():
+                got = await workflow.execute_local_activity(      # a short read, done where the workflow runs
+                    "agent.tool", request, start_to_close_timeout=limit, retry_policy=self.options["retry_policy"])
+            else:
+                got = await workflow.execute_activity("agent.tool", request, start_to_close_timeout=limit, **self.options)
         except ActivityError as exc:
             raise Lost(self.r.say("temporal.lost", what=f"agent.tool {call.name}", error=_cause(exc))) from None
         return Outcome(**unpack(got))
@@ -358,7 +365,9 @@ async def _begin(start):
 
 
 FEWER_TRIPS = "begin-local-save-with-ask"   # workflow.patched: the begin activity became a local activity, the
-#                                           save due before an ask goes with the ask, no save of its own after an answer
+#                                           save due before an ask goes with the ask, no save of its own after an answer,
+#                                           short reads are local activities
+LOCAL_READ_SECONDS = 10.0            # a read whose tool's timeout is at most this runs as a local activity
 FINAL = ("done", "stopped")
 HISTORY_BYTES = 4 * 1024 * 1024      # a workflow continues as new before its history passes this (server limit: 50 MB)
 HISTORY_EVENTS = 4000                # or this many events (server limit: 51,200)
