@@ -150,7 +150,7 @@ def test_the_worker_banner_speaks_its_agents_language_and_every_language_without
     from handloop.cli import temporal as cli_temporal
     from handloop.durable import worker as durable_worker
 
-    async def serve(address, queue, env, ready):
+    async def serve(address, queue, env, ready, sandboxed=True):
         ready()
     monkeypatch.setattr(durable_worker, "serve", serve)
     english = session.load_file(helpdesk_agent.write(str(tmp_path / "desk")))

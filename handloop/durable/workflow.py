@@ -33,8 +33,8 @@ workflow (durable_client.py waits again there).
 Invariants: workflow code reads no clock but the workflow's (loop.Run.clock), writes nothing but
 through the save activity or an ask carrying it (loop.Run.writer keeps what changed since the last save,
 written before the workflow touches the world again and before it waits or ends; a carried save not known
-written is sent again), starts no thread and draws no random
-number; our modules are passed through the sandbox (or run unsandboxed when a worker says so: runner), the agent file of a run is loaded as code once per
+written is sent again), starts no thread and draws no random number; our modules are passed through the
+sandbox (or run unsandboxed when a worker says so: runner), the agent file of a run is loaded as code once per
 workflow, like an import, and so is a checkpoint (immutable, checked against the digest its history
 records). No payload grows with the run: saves and asks as above, tool results as the policy cuts them. A suspended run is a workflow waiting for an update
 (workflow.wait_condition): no worker is busy with it. Every way out records status and reason in
@@ -61,8 +61,8 @@ WORKFLOW = "AgentRun"
 def runner(sandboxed=True):
     """The workflow runner every worker and replayer uses: Temporal's sandbox, with our package passed through
     (its modules are imported once per process, as the workflow's deterministic code and its pure helpers);
-    unsandboxed when asked (`--worker --unsandboxed`): the same code, without the sandbox's checks that workflow
-    code (an agent's inline tools included) reads no clock, file or random number."""
+    unsandboxed when asked (AGENT_TEMPORAL_SANDBOX=0, serve(sandboxed=False)): the same code, without the sandbox's
+    checks that workflow code (an agent's inline tools included) reads no clock, file or random number."""
     if not sandboxed:
         from temporalio.worker import UnsandboxedWorkflowRunner
         return UnsandboxedWorkflowRunner()
