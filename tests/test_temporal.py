@@ -601,7 +601,7 @@ def test_a_temporal_runs_trace_holds_the_workflow_and_its_activities_under_each_
     named = {}
     for s in spans:
         named.setdefault(s["name"], []).append(s)
-    starts, answers = named["StartWorkflow:AgentRun"], named.get("StartWorkflowUpdate:answer", [])
+    starts, answers = named["StartUpdateWithStartWorkflow:AgentRun"], named.get("StartWorkflowUpdate:answer", [])
     assert [s["parentSpanId"] for s in starts] == [agents[0]["spanId"]]           # the client's, under each stretch
     assert answers and {s["parentSpanId"] for s in answers} == {agents[1]["spanId"]}
     ran = named["RunWorkflow:AgentRun"]

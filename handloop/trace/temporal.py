@@ -4,7 +4,7 @@ while it starts or answers a run's workflow. Imported (by durable/client.py, tra
 are exported (send.wanted) and the `otel` and `temporal` extras are installed; with otlp.py, the only modules
 that import opentelemetry, and with durable/, the only ones that import temporalio.
 
-Spans: the client's `StartWorkflow:AgentRun` / `StartWorkflowUpdate:answer|settle` (children of the
+Spans: the client's `StartUpdateWithStartWorkflow:AgentRun` / `StartWorkflowUpdate:answer|settle` (children of the
 stretch's `invoke_agent` span, whose id the command line chose before the work: trace id from the run id and
 its creation time, as otlp.py makes it), then, in the worker, `RunWorkflow:AgentRun`, `HandleUpdate:...`,
 `StartActivity:agent.*` (the contrib's instant workflow spans) and `RunActivity:agent.*` (each activity as it
