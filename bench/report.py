@@ -29,10 +29,29 @@ def render(results, label):
     return "\n\n".join(p for p in parts if p)
 
 
-def document(text, results):
+KEPT = "not written by `bench.run`"     # a section of RESULTS.md saying this is kept when the file is written again
+
+
+def document(text, results, before=""):
+    """RESULTS.md: this run's tables, then the sections of the file `before` (its old text) that another bench
+    wrote (those that say KEPT), as they were."""
     when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    kept = "".join(f"\n{section.rstrip()}\n" for section in kept_sections(before))
     return (f"# Benchmark results\n\nOne full run of `python -m bench.run` on {when}; how the harness works and what "
-            f"each system runs: `bench/README.md`.\n\n{text}\n")
+            f"each system runs: `bench/README.md`.\n\n{text}\n{kept}")
+
+
+def kept_sections(text):
+    """The `### ` sections of a RESULTS.md text that say KEPT (each up to the next `### ` or `## ` heading)."""
+    sections, current = [], None
+    for line in text.splitlines(keepends=True):
+        if line.startswith(("### ", "## ", "# ")):
+            current = [line] if line.startswith("### ") else None
+            if current is not None:
+                sections.append(current)
+        elif current is not None:
+            current.append(line)
+    return ["".join(s) for s in sections if KEPT in "".join(s)]
 
 
 def _header(results):

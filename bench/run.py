@@ -316,8 +316,9 @@ def main(argv=None):
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(results, f, ensure_ascii=False, indent=1)
     if args.markdown:
+        before = open(args.markdown, encoding="utf-8").read() if os.path.exists(args.markdown) else ""
         with open(args.markdown, "w", encoding="utf-8") as f:
-            f.write(report.document(text, results))
+            f.write(report.document(text, results, before))
     return 0
 
 

@@ -146,3 +146,12 @@ def test_the_export_bench_measures_real_spans_sent_to_its_sink():
     cost = otel_bench.per_span(20)                                     # Temporal's spans, through our provider
     assert cost["sent_us"] >= cost["made_us"] > 0 and cost["bytes"] > 0
     assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in os.environ
+
+
+def test_results_written_again_keep_the_sections_another_bench_wrote():
+    from bench import report
+    old = open(os.path.join(ROOT, "bench", "RESULTS.md"), encoding="utf-8").read()
+    kept = report.kept_sections(old)
+    assert kept and all(report.KEPT in s for s in kept)
+    new = report.document("### 1. Loop overhead per model turn\n\nnew table\n", {}, old)
+    assert all(s.rstrip() in new for s in kept) and new.count("### 1. Loop overhead") == 1

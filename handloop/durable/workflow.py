@@ -389,8 +389,12 @@ class AgentRun:
         if "refused" in ref:
             self.state = {"status": "refused", "detail": ref["refused"]}
             return self.state
-        path = audit.path_for(start["audit_dir"], start["run_id"])
-        r, toolset, _ = runs.restore(path, opened(ref), toolset_for(start["audit_dir"], start["run_id"]))
+        path, snap = audit.path_for(start["audit_dir"], start["run_id"]), opened(ref)
+        try:
+            r, toolset, _ = runs.restore(path, snap, toolset_for(start["audit_dir"], start["run_id"]))
+        except HookError as exc:                      # the agent's own code fails on its record: said, not retried
+            self.state = {"status": "refused", "detail": texts.told(exc, runs.language_of(snap))}
+            return self.state
         r.clock, r.writer, self.r = WorkflowClock(), Pending(r), r
         world = World(r, toolset, start)
         try:
