@@ -483,7 +483,5 @@ def result_payload(result, say=texts.ZH_TEXTS):
     raise MCPError(say("mcp.no_json"))
 
 
-if __name__ == "__main__":            # this module is a library: the demo's server has its own command
-    print("mcp_tools is the MCP client, not a server; the demo's weather server starts as "
-          "`python -m handloop.demo.weather_server [--http HOST:PORT]`", file=sys.stderr)
-    sys.exit(2)
+if __name__ == "__main__":            # the contract's `python mcp_tools.py`: the demo's server, as its own program
+    os.execv(sys.executable, [sys.executable, "-m", "handloop.demo.weather_server", *sys.argv[1:]])

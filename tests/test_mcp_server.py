@@ -305,3 +305,15 @@ def test_exits_promptly_on_eof_even_mid_session(peer):
     assert p.close() == 0
     assert time.perf_counter() - started < 2.0
 
+
+
+def test_the_contracts_command_python_mcp_tools_still_starts_the_weather_server():
+    """`python -m handloop.mcp_tools` (the contract's `python mcp_tools.py`) is the client's module; run as a
+    program it hands over to the demo's server, which answers as under its own command."""
+    import subprocess
+    import sys
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}})
+    out = subprocess.run([sys.executable, "-m", "handloop.mcp_tools"], input=line + "\n", capture_output=True,
+                         text=True, timeout=60, env=server_env())
+    answer = json.loads(out.stdout.splitlines()[0])
+    assert out.returncode == 0 and answer["result"]["serverInfo"]["name"] == "hotel-agent-weather", out.stderr
