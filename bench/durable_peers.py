@@ -18,6 +18,7 @@ installed, or whose flow fails, is reported with why.
 import asyncio
 import datetime
 import json
+import os
 import time
 
 from bench import finish
@@ -122,6 +123,8 @@ def agents_peer(url):
         def get_model(self, model_name):
             return OpenAIChatCompletionsModel(model="offline", openai_client=self.client)
 
+    os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"   # by default it exports traces to OpenAI (ours exports nothing
+                                                         # without an endpoint); the plugin's own trace provider reads this
     activities = _activities()
 
     timeout = datetime.timedelta(seconds=30)
