@@ -21,6 +21,7 @@ import pytest
 
 from handloop import audit
 import policies
+from handloop import texts
 from handloop import tools
 from conftest import ROOT
 from handloop.llm.endpoint import Endpoint
@@ -667,3 +668,47 @@ def test_temporal_flags_that_do_not_go_together_are_usage_errors(argv, capsys):
     with pytest.raises(SystemExit) as stopped:
         agent.main(argv)
     assert stopped.value.code == 2 and "Traceback" not in capsys.readouterr().err
+
+
+HOOKED_AGENT = '''
+import os
+from handloop import Agent, Tool
+
+def absorb(facts, args, result):
+    if os.environ.get("NOTES_HOOK_BROKEN"):
+        raise KeyError("no notes")
+    facts["user"] = result["user_id"]
+
+LOOK = Tool("look_up", "Look the user up.", {"type": "object", "properties": {}}, lambda: {"user_id": "U-1"},
+            absorb=absorb)
+ADD = Tool("add_note", "Add a note for a user.", {"type": "object", "properties": {"user_id": {"type": "string"}},
+           "required": ["user_id"]}, lambda user_id, idempotency_key: {"added": user_id}, kind="write",
+           takes=("idempotency_key",), effect=(("user_id", "id"),))
+AGENT = Agent("notes", "You add notes.", (LOOK, ADD), goal="Add a note for U-1.", language="en", confirm=("yes",),
+              planning=False)
+'''
+
+
+def _notes_model(request):
+    """Look the user up, then add the note (blocked: the proposal), then answer."""
+    done = [m for m in request["messages"] if m["role"] == "tool"]
+    if len(done) < 2:
+        name, args = ("look_up", {}) if not done else ("add_note", {"user_id": "U-1"})
+        return {"content": None, "tool_calls": [{"id": f"n{len(done)}", "type": "function",
+                                                 "function": {"name": name, "arguments": json.dumps(args)}}]}
+    return {"content": "Added."}
+
+
+def test_a_run_whose_agents_hook_fails_on_its_record_is_refused_on_temporal_in_one_line(place):
+    """Moved onto Temporal, a run's record is folded again by the workflow: a hook of the agent's that now
+    raises ends that workflow refused, said in the agent's language (no task failing for ever, no
+    traceback), and the run stays as its audit file had it, to go on once the code is fixed."""
+    p = place(_notes_model)
+    agent = p.cwd / "notes.py"
+    agent.write_text(HOOKED_AGENT, encoding="utf-8")
+    local = p.cli("--agent", str(agent), "--run-id", "hk")
+    assert local.returncode == 0 and p.snapshot("hk")["status"] == "suspended", local.stderr
+    p.worker(NOTES_HOOK_BROKEN="1")
+    broken = p.cli("--confirm", "hk", "--temporal", timeout=90)
+    assert broken.returncode == 2 and "absorb" in broken.stderr and "Traceback" not in broken.stderr, broken.stderr
+    assert not texts.CJK.search(broken.stderr) and p.snapshot("hk")["status"] == "suspended"
