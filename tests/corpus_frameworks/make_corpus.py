@@ -261,8 +261,26 @@ def run_langgraph(s):
             "anthropic": {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": SYSTEM, "messages": anthropic}}
 
 
+
+def drive_pydantic_ai(agent, events, after_each=lambda: None):
+    """A pydantic-ai agent through a scenario's events: the user's messages, and each approval or denial of
+    the deferred booking; `after_each()` after every run. Returns the whole message history."""
+    from pydantic_ai import DeferredToolResults, ToolDenied
+    history, result = [], None
+    for event in events:
+        if event[0] == "user":
+            result = agent.run_sync(event[1], message_history=history)
+        else:
+            answer = True if event[0] == "approve" else ToolDenied()
+            answers = DeferredToolResults(approvals={c.tool_call_id: answer for c in result.output.approvals})
+            result = agent.run_sync(message_history=history, deferred_tool_results=answers)
+        history = result.all_messages()
+        after_each()
+    return history
+
+
 def run_pydantic_ai(s):
-    from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ModelRetry, Tool, ToolDenied
+    from pydantic_ai import Agent, DeferredToolRequests, ModelRetry, Tool
     from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models import ModelRequestParameters
     from pydantic_ai.models.anthropic import AnthropicModel
@@ -288,15 +306,7 @@ def run_pydantic_ai(s):
     agent = Agent(FunctionModel(scripted), system_prompt=SYSTEM, output_type=[str, DeferredToolRequests],
                   tools=[Tool(f) for f in (set_plan, get_weather, search_hotels)] +
                   [Tool(book, name="book_hotel", requires_approval=s["gate"])])
-    history, result = [], None
-    for event in script.events:
-        if event[0] == "user":
-            result = agent.run_sync(event[1], message_history=history)
-        else:
-            answer = True if event[0] == "approve" else ToolDenied()
-            answers = DeferredToolResults(approvals={c.tool_call_id: answer for c in result.output.approvals})
-            result = agent.run_sync(message_history=history, deferred_tool_results=answers)
-        history = result.all_messages()
+    history = drive_pydantic_ai(agent, script.events)
     params = ModelRequestParameters()
     chat = asyncio.run(OpenAIChatModel("gpt-4o", provider=OpenAIProvider(api_key="unused"))
                        ._map_messages(history, params))

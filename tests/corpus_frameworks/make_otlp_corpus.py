@@ -15,7 +15,7 @@ import json
 import os
 import warnings
 
-from make_corpus import HERE, IDS, SCENARIOS, STORE, SYSTEM, VERDICTS, Scripted, book_hotel, get_weather, \
+from make_corpus import HERE, IDS, SCENARIOS, STORE, SYSTEM, VERDICTS, Scripted, book_hotel, drive_pydantic_ai, get_weather, \
     search_hotels, set_plan, tools
 
 from handloop.llm.endpoint import Endpoint
@@ -29,8 +29,8 @@ def run(s):
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, InstrumentationSettings, ModelRetry, \
-        Tool, ToolDenied
+    from pydantic_ai import Agent, DeferredToolRequests, InstrumentationSettings, ModelRetry, \
+        Tool
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
     script = Scripted(s["script"])
@@ -50,18 +50,13 @@ def run(s):
                   tools=[Tool(f) for f in (set_plan, get_weather, search_hotels)] +
                   [Tool(book, name="book_hotel", requires_approval=s["gate"])])
     agent.instrument = InstrumentationSettings(tracer_provider=provider, include_content=True)
-    history, result, requests = [], None, []
+    requests = []
+
+    def collect():
+        requests.append(_hex_ids(json_format.MessageToDict(encode_spans(spans.get_finished_spans()))))
+        spans.clear()
     try:
-        for event in script.events:
-            if event[0] == "user":
-                result = agent.run_sync(event[1], message_history=history)
-            else:
-                answer = True if event[0] == "approve" else ToolDenied()
-                answers = DeferredToolResults(approvals={c.tool_call_id: answer for c in result.output.approvals})
-                result = agent.run_sync(message_history=history, deferred_tool_results=answers)
-            history = result.all_messages()
-            requests.append(_hex_ids(json_format.MessageToDict(encode_spans(spans.get_finished_spans()))))
-            spans.clear()
+        drive_pydantic_ai(agent, script.events, collect)
     finally:
         endpoint.close()
         provider.shutdown()
