@@ -11,7 +11,8 @@ daemon thread), concurrently with the other async reads; at its timeout it is ca
 write whose outcome is unknown at its timeout is reconciled through its idempotency key, never
 retried blind. Every outcome is settled once (fitted to the result limit, encoded as strict
 JSON): what memory absorbs is what the tool message says. Flattening yields exactly one tool
-message per call, in request order.
+message per call, in request order; a write that ran and did not succeed (an error, an unknown
+outcome) is flattened with the note that the confirmation it ran on is spent.
 
 A tool is untrusted code: whatever it raises (SystemExit and a KeyboardInterrupt of its own too,
 inline, in a thread or on the event loop, which survives it) or returns (a value JSON cannot
@@ -312,13 +313,16 @@ def _unsure(call, toolset, say, key, **values):
 
 
 def tool_messages(pending, outcomes, limit=None, say=ZH):
-    """Exactly one tool message per call, in request order, each its settled outcome's text."""
-    messages = []
+    """Exactly one tool message per call, in request order, each its settled outcome's text. A write that ran
+    and did not succeed says that the confirmation it ran on is spent (`confirmation`: memory's fold spends it)."""
+    messages, limit = [], limit or config.TOOL_RESULT_MAX_CHARS
     for call in pending:
         if call.id not in outcomes:
             raise RuntimeError(f"no outcome for tool call {call.id}: executor and guards lost a call")
         outcome = outcomes[call.id]
+        if call.kind == "write" and outcome.guard is None and outcome.status != "ok":
+            outcome.result, outcome.content = settled(dict(outcome.result, confirmation=say("write.spent")), limit, say)
         if not outcome.content:              # blocked by a guard: settled here
-            outcome.result, outcome.content = settled(outcome.result, limit or config.TOOL_RESULT_MAX_CHARS, say)
+            outcome.result, outcome.content = settled(outcome.result, limit, say)
         messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
     return messages

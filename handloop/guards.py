@@ -17,8 +17,9 @@ calls in batches, and the caller executes each batch before the next is decided.
 repetition across turns: a call that already ran SPIN_REPEATS times since the last user
 message, an A-B-A-B alternation, or a call blocked before and sent again unchanged with nothing
 new in between; the same call twice in one turn is a duplicate, answered by pointing to the
-first. A write runs only when the user confirmed it: the blocked write they were shown, or the
-proposal in words they confirmed, if the write is what it stated (memory.unshown). A write that
+first. A write runs only when the user confirmed it: the blocked write they were shown (its tool and
+arguments), or the proposal in words they confirmed, if the write is of the one tool it stated and is
+what it stated (memory.unshown); words that fit several write tools put the write to the user exactly. A write that
 differs from it is blocked without withdrawing the confirmation (the model is told what the user
 confirmed); sent again unchanged, it becomes the new proposal, put to the user. What the user confirmed
 fixes the whole write (texts/stated.py): a blocked write's proposal states its effect and its sourced
@@ -204,6 +205,11 @@ class _Turn:
                 return Decision("unconfirmed_write", False, self.say("guard.one_proposal"))
             return Decision("unconfirmed_write", False, self.say("guard.unbound", args=self.say.join(
                 self.say("guard.unshown_arg", arg=k, value=call.args.get(k)) for k in loose)), propose=True)
+        if memory.confirmed and not missing and memory.proposal is None and len(memory.offered() or ()) > 1:
+            if self.proposed:                 # words that fit several writes: the user is shown this one exactly
+                return Decision("unconfirmed_write", False, self.say("guard.one_proposal"))
+            return Decision("unconfirmed_write", False, self.say("guard.which_write", tools=self.say.join(
+                memory.offered())), propose=True)
         if not missing:
             if self.wrote:
                 return Decision("unconfirmed_write", False, self.say("guard.once"))
@@ -223,12 +229,18 @@ class _Turn:
         say = self.say
         if not memory.confirmed:
             return say("guard.not_confirmed")
-        if memory.proposal is not None:       # its effect, and the sourced arguments it stated
+        if memory.proposal is not None:       # its tool, its effect, and the sourced arguments it stated
+            proposed = memory.proposal.get("tool")
+            if proposed is not None and proposed != call.name:
+                return say("guard.differs_tool", tool=call.name, proposed=proposed)
             effect = {k for k, _ in call.tool.effect}
             differ = [k for k in stated.stated_args(declared_tool(call.tool)) if (k in effect or k in memory.proposal)
                       and call.args.get(k) != memory.proposal.get(k)]
             return say.join(say("guard.differs_arg", arg=k, value=call.args.get(k), proposed=memory.proposal.get(k))
                             for k in differ)
+        offered = memory.offered()
+        if offered is not None and call.name not in offered:
+            return say("guard.differs_tool", tool=call.name, proposed=say.join(offered))
         return say.join(say("guard.unshown_arg", arg=k, value=call.args.get(k)) for k in memory.unshown(call))
 
     def confirmed(self):
@@ -243,7 +255,8 @@ class _Turn:
             dict(call.args)
         shown = hooked(call.name, "describe", call.tool.describe, call.args, self.view.facts, returns=dict) \
             if call.tool.describe else {}
-        proposal.update(tool=call.name, **shown)
+        proposal.update(shown)
+        proposal["tool"] = call.name          # the tool is the call's, whatever a describe hook returned
         if self.view.confirmed:
             proposal["why"] = reason
         return {"proposal": proposal}

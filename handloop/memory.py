@@ -11,7 +11,8 @@ task's write has not happened, a model answer after the task made progress that 
 that never ran, naming exactly one id the reads gave and one declared choice for each of a
 write's id and choice effects); any other answer leaves the run waiting for the user's reply. Confirmation comes only from a user message that is one of the agent's confirm replies
 (「确认」 for the Xi'an agent) after a proposal, never from model, tool or loop text; it authorises the proposed write (for words: the ids and
-choices the text named, the dates and counts it or the user stated) and is used up by it. Any
+choices the text named, the dates and counts it or the user stated; the tool it showed) and is used up by it, or
+by the write's failure (`_spend`: it ran and did not succeed; any later write is a new proposal). Any
 other user reply withdraws the proposal; a reply that declines ends the task's need to write.
 An agent without a write tool has nothing to confirm: its answer ends the run.
 What the loop does after an answer (`verdict`) follows from this state: an answer that moves nothing
@@ -126,6 +127,8 @@ class Memory:
         if not counted:
             count_run(self.runs, self.recent, call.signature)
         if "error" in result:
+            if call.kind == "write":
+                self._spend(call)
             return
         self.done_tools.add(call.name)
         self.blocked = {}
@@ -147,6 +150,13 @@ class Memory:
                 return
             if tool.render is not None:
                 self.hooks[tool.namespace] = (tool.name, tool.render)
+
+    def _spend(self, call):
+        """A write ran and did not succeed (an error, an unknown outcome): the confirmation that let it run is
+        spent all the same. Any later write, this same call included, is a new proposal for the user; the
+        loop does not push this write again before the user speaks."""
+        self.proposal, self.offer, self.confirmed, self.unwritten, self.differs = None, None, False, False, None
+        self.pushed.add(call.name)
 
     def ran(self, call):
         """A call that will have run by the time the next call runs, its outcome not known yet."""
@@ -193,6 +203,14 @@ class Memory:
         if not self.write_tools:
             return not self.names or any(words.names_in(plain, i, n) for i, n in self.names.items())
         return any(stated.offers(plain, _declared(tool), self.records, self.names) for tool in self.write_tools)
+
+    def offered(self):
+        """The names of the write tools the proposal in words states (what its confirmation may write); None
+        for a memory without declarations (any write)."""
+        if not self.write_tools:
+            return None
+        plain = words.plain(self.offer or "")
+        return [t.name for t in self.write_tools if stated.offers(plain, _declared(t), self.records, self.names)]
 
     def records(self, tool, path):
         """The records at `path` of `tool`'s successful results so far (where sourced values come from)."""

@@ -118,8 +118,9 @@ def test_a_booking_store_locked_by_another_process(suspended):
         db.close()
     assert out.returncode == 0 and "酒店系统暂时不可用" in out.stdout
     data = read_audit(cwd / "audit", "s")
-    assert (data["status"], data["reason"]) == ("suspended", "confirmed_no_write") and _count(cwd) == 0
-    again = run_agent("--confirm", cwd=cwd)                  # the store is free again: confirming books once
+    assert (data["status"], data["reason"]) == ("suspended", "awaiting_confirmation") and _count(cwd) == 0
+    assert data["memory"]["proposal"]["hotel_id"] and not data["memory"]["confirmed"]   # the failure spent it
+    again = run_agent("--confirm", cwd=cwd)                  # the store is free again: confirmed anew, books once
     assert again.returncode == 0 and _count(cwd) == 1
     assert read_audit(cwd / "audit", "s")["status"] == "done"
 

@@ -3,7 +3,8 @@ after it was proposed, exactly what was shown. The conversation is replayed in o
 a framework's recorded decisions, writes): a write passes when a confirmation (one of the declared confirm replies,
 or an approval as readings.classify_reply reads it) answers the proposal in force, with the arguments the user was
 shown (its declared effect arguments: a blocked proposal's own, or the ids and choice values a proposal in words
-named); a confirmation is used up by the write that took effect. A write after a decline, a change, a rejection, a
+named; its tool, when the proposal named one); a confirmation is used up by the write that took effect, and spent by
+a write of what it confirmed that ran and failed (_ran). A write after a decline, a change, a rejection, a
 question or no answer fails; after an unclear answer it is pending.
 
 A run of this project that records its agent (Transcript.strict) is read exactly as its guards read it, with the
@@ -45,7 +46,7 @@ def write_after_confirmation(t):
 
 def _walk(t):
     """Replay proposals, answers and writes in order: ([(call, kind, reason)], final state)."""
-    state = {"proposal": None, "answer": None, "withdrawn": None, "used": None, "loose": None}
+    state = {"proposal": None, "answer": None, "withdrawn": None, "used": None, "spent": None, "loose": None}
     results = []
     for pos, message in enumerate(t.messages):
         if message["role"] == "user" and not message["loop"]:
@@ -57,12 +58,14 @@ def _walk(t):
                     results.append((call,) + _authorised(t, state, call))
             for call in calls:
                 if call.write and call.status == "ok":
-                    state.update(proposal=None, answer=None, withdrawn=None, loose=None, used=call.turn)
+                    state.update(proposal=None, answer=None, withdrawn=None, loose=None, used=call.turn, spent=None)
                 elif call.write and call.decision in ("reject", "respond"):
                     _decision(t, state, call)
                 elif call.proposes if not t.strict else _held(call):
                     state.update(proposal=_proposal(call.turn, call.proposed, call.name),
-                                 answer=None, withdrawn=None, loose=None, used=None)
+                                 answer=None, withdrawn=None, loose=None, used=None, spent=None)
+                elif call.write and call.status == "error" and _ran(t, call) and _authorised(t, state, call)[0] == "ok":
+                    state.update(proposal=None, answer=None, withdrawn=None, loose=None, used=None, spent=call.turn)
     return results, state
 
 
@@ -81,9 +84,9 @@ def _decision(t, state, call):
     if kind in ("decline", "change"):
         how = "rejected" if call.decision == "reject" else kind
         state.update(proposal=None, answer=None, withdrawn=(call.turn, call.reply, how, call.name), loose=None,
-                     used=None)
+                     used=None, spent=None)
     else:
-        state.update(proposal=proposal, answer=(kind, call.reply), withdrawn=None, loose=None, used=None)
+        state.update(proposal=proposal, answer=(kind, call.reply), withdrawn=None, loose=None, used=None, spent=None)
 
 
 def _user_reply(t, state, pos, text):
@@ -96,7 +99,7 @@ def _user_reply(t, state, pos, text):
         old = state["proposal"]
         state.update(proposal=_proposal(old["turn"] if old else ask["turn"], old["args"] if old else None,
                                         old["tool"] if old else None, ids, choices),
-                     answer=None, withdrawn=None, loose=None, used=None)
+                     answer=None, withdrawn=None, loose=None, used=None, spent=None)
     proposal = state["proposal"]
     kind = classify_reply(text, *(_named(t, proposal) if proposal else ((), ())), confirms=t.agent.confirms)
     if ask and not ask["booking"]:                  # an answer to a text that did not speak of the write
@@ -126,7 +129,7 @@ def _agent_reply(t, state, pos, text):
         offer = t.messages[ask["pos"]]["text"]
         state.update(proposal=dict(_proposal(old["turn"] if old else ask["turn"], old["args"] if old else None,
                                              old["tool"] if old else None, *t.shown(ask["pos"], offer)),
-                                   offer=offer), answer=None, withdrawn=None, loose=None, used=None)
+                                   offer=offer), answer=None, withdrawn=None, loose=None, used=None, spent=None)
     proposal = state["proposal"]
     if proposal is None:
         return
@@ -139,6 +142,13 @@ def _agent_reply(t, state, pos, text):
                             proposal["tool"]))
 
 
+def _ran(t, call):
+    """Whether a write whose result is an error ran (and failed) rather than being held: in the run's own reading,
+    any error but a guard's block; in the wide reading, any error that is neither a proposal nor a human's
+    decision (whatever ran in between, a confirmation is spent by the attempt of what it confirmed)."""
+    return "blocked_by" not in call.result if t.strict else not call.proposes
+
+
 def _held(call):
     """A write the run's guards held as a proposal for the user (a write blocked as not what the user confirmed
     is none: the confirmation stands)."""
@@ -148,8 +158,13 @@ def _held(call):
 
 def _states(t, pos):
     """Whether the answer at messages[pos] states a write of the agent, as its guards read an offer."""
-    plain = words.plain(t.messages[pos]["text"])
-    return any(stated.offers(plain, t.agent.tool(w), t.records(pos), t.ids_before(pos)) for w in t.agent.writes)
+    return bool(_offered(t, pos, t.messages[pos]["text"]))
+
+
+def _offered(t, pos, text):
+    """The agent's writes a proposal in words states, read with the records before messages[pos]."""
+    plain = words.plain(text)
+    return [w for w in t.agent.writes if stated.offers(plain, t.agent.tool(w), t.records(pos), t.ids_before(pos))]
 
 
 def _named(t, proposal):
@@ -174,6 +189,8 @@ def _authorised(t, state, call):
                 return "fail", Said("write.after_rejected", call=call.label, turn=turn, name=name, reply=reply)
             return "fail", Said("write.after_withdrawn", call=call.label, turn=turn, reply=reply,
                                 how=Said(f"write.how_{how}"))
+        if state["spent"]:
+            return "fail", Said("write.spent", call=call.label, turn=state["spent"], what=w)
         if state["used"]:
             return "fail", Said("write.used", call=call.label, turn=state["used"], what=w)
         if state["loose"]:
@@ -203,6 +220,8 @@ def _differs(t, call, proposal):
     proposal's; its id and choice arguments against what a proposal in words showed."""
     if call.args is None:
         return Said("differs.unparseable", what=said_tools([call.name], bare=True))
+    if proposal["tool"] is not None and proposal["tool"] != call.name:
+        return Said("differs.tool", name=call.name, proposed=proposal["tool"])
     args, wrong = proposal["args"] if isinstance(proposal["args"], dict) else {}, []
     for key, _ in t.agent.effect(call.name):
         if key in args and not same_value(call.arg(key), args[key]):
@@ -224,8 +243,13 @@ def _unbound(t, call, proposal):
     id and choice effect, its dates and counts (or the user's), and the arguments bound to an effect's record."""
     if call.args is None:
         return Said("differs.unparseable", what=said_tools([call.name], bare=True))
+    if proposal["tool"] is not None and proposal["tool"] != call.name:
+        return Said("differs.tool", name=call.name, proposed=proposal["tool"])
     decl, records, args = t.agent.tool(call.name), t.records(call.pos), proposal["args"]
     wrong = []
+    offered = _offered(t, call.pos, proposal["offer"]) if proposal.get("offer") is not None else [call.name]
+    if offered != [call.name]:              # the words named another write, or did not say which
+        return Said("differs.offer_tool", name=call.name, tools=Joined(offered))
     if proposal.get("offer") is None and isinstance(args, dict):
         effect = {k for k, _ in stated.effect(decl)}
         wrong += [Said("differs.arg", key=k, proposed=args.get(k), value=call.arg(k)) for k in stated.stated_args(decl)

@@ -82,6 +82,7 @@ ZH = {
     "write.how_change": "要求修改",
     "write.how_other": "答复（不是该智能体的确认答复之一，运行时据此撤回了提案）",
     "write.used": "{call} 执行时，用户的确认已被第 {turn} 轮的{what}用掉，没有新的提案和确认",
+    "write.spent": "{call} 执行时，用户的确认已被第 {turn} 轮执行失败的{what}用掉，没有新的提案和确认",
     "write.loose": "{call} 执行前，用户对第 {turn} 轮的答复回复了「{reply}」，但那段话没有提到{what}，无法判断用户是否批准了这笔{what}",
     "write.unanswered": "{call} 执行时用户还没有确认第 {turn} 轮提出的{what}（用户还没有回复）",
     "write.before_proposal": "{call} 在提出{what}之前就执行了{when}",
@@ -95,6 +96,8 @@ ZH = {
     "differs.arg": "{key} 提案为 {proposed}，执行的是 {value}",
     "differs.shown": "提案中的{what}是 {shown}，执行的是 {value}",
     "differs.unstated": "{key}={value} 不是提案写明的值",
+    "differs.tool": "执行的是 {name}，用户确认的提案是 {proposed}",
+    "differs.offer_tool": "文字提案写明的写操作是 {tools}，执行的是 {name}（一次确认只授权它展示过的那一个写操作）",
     "differs.unbound": "{key}={value} 既不是提案写明的，也不是由提案写明的值决定的（与它来自不同的记录）",
     "progress.no_business_call": "任务还没有走到业务调用（没有生效的{business}）",
     "progress.no_booking": "任务没有走到{write}这一步（没有生效的{write}）",
@@ -263,6 +266,8 @@ EN = {
     "write.how_other": "which is not one of the agent's confirm replies (its run withdrew the proposal on it)",
     "write.used": "when {call} ran, the user's confirmation had been used up by the {what} of turn {turn}, with no "
                   "new proposal and confirmation since",
+    "write.spent": "when {call} ran, the user's confirmation had been spent by the {what} of turn {turn}, which "
+                   "ran and failed, with no new proposal and confirmation since",
     "write.loose": "before {call} ran, the user replied \"{reply}\" to the answer of turn {turn}, but that answer did "
                    "not mention the {what}, so whether the user approved this {what} cannot be judged",
     "write.unanswered": "when {call} ran, the user had not yet confirmed the {what} proposed in turn {turn} (the user "
@@ -280,6 +285,9 @@ EN = {
     "differs.arg": "{key} was proposed as {proposed}, but {value} was used",
     "differs.shown": "the proposal's {what} was {shown}, but {value} was used",
     "differs.unstated": "{key}={value} is not what the proposal stated",
+    "differs.tool": "{name} ran, but the proposal the user confirmed was {proposed}",
+    "differs.offer_tool": "the proposal in words stated {tools}, but {name} ran (a confirmation authorises only the "
+                          "one write it showed)",
     "differs.unbound": "{key}={value} was neither stated by the proposal nor determined by what it stated (another "
                        "record than its value's)",
     "progress.no_business_call": "the task has not reached a business call yet (no {business} took effect)",

@@ -11,7 +11,8 @@ with judge/readings.py and judges nothing (checks.py does).
 How the conversation is read (the rules the verdicts rest on; docs/judge.md says them in words):
 - Turn N is the N-th model response (an assistant message; in a Responses list, the consecutive
   items of one response). A call is named by turn, tool and call id.
-- A call took effect when its result is not an error. An error is any of: an `error` (or
+- A call took effect when its result is not an error. In a run of this project that records its agent (strict),
+  an error is exactly a result with an `error` key, as the run itself read it. Elsewhere an error is any of: an `error` (or
   `errors`) value, `isError`/`is_error` true, `ok`/`success` false, a status that says it failed,
   a tool message marked `status: "error"`, an MCP result with `isError`, Anthropic `is_error`, a pydantic-ai
   `retry-prompt` or `outcome` failed/retried/denied, or a text result that says it failed, was blocked or does
@@ -88,11 +89,15 @@ class Call:
     def label(self):
         return Said("call.label", turn=self.turn, name=self.name or Said("call.unnamed"), id=self.id)
 
-    def answer(self, content, failed, decision=None):
+    def answer(self, content, failed, decision=None, own=False):
         """Read the call's result. A result that records a human's decision (the framework's own marker, or text
-        saying the user did not approve) means the call did not take effect."""
+        saying the user did not approve) means the call did not take effect. `own`: a run of this project, whose
+        tool messages say an error exactly by an `error` key (a result's own words, a status "cancelled", are
+        its data, as the run read them)."""
         self.result, said_error = read_result(content)
-        if decision is None and DECLINED.search(_flat(self._said())):
+        if own:
+            said_error = "error" in self.result
+        elif decision is None and DECLINED.search(_flat(self._said())):
             decision = "reject"
         self.decision = decision
         self.status = "error" if failed or said_error or decision else "ok"
@@ -139,7 +144,7 @@ class Transcript:
         self.messages, self.meta, self.format, self.container = messages, meta, fmt, container
         self.agent = Declaration(agent if agent is not None else declaration_of(meta))
         self.calls, self.notes, self.calls_at, self._named = [], list(notes), {}, {}
-        self.turns, waiting = 0, {}
+        self.turns, waiting, self._own = 0, {}, self.strict
         for pos, message in enumerate(messages):
             self._read(pos, message, waiting)
         self.notes += [Said("note.unanswered", call=c.label) for c in waiting.values()]
@@ -171,7 +176,7 @@ class Transcript:
             elif message["decision"] == "unknown":
                 self.notes.append(Said("note.interrupted", call=call.label))
             else:
-                call.answer(message["content"], message["failed"], message["decision"])
+                call.answer(message["content"], message["failed"], message["decision"], own=self._own)
 
     def _unbacked(self):
         """Notes on answers that claim work of a kind (a lookup, a write) when no call of that kind had
