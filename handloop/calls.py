@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable
 
 from . import texts
 from .texts.catalogue import Texts
-from .values import _unencodable
+from .values import _unencodable, redacted_url
 
 ZH = texts.ZH_TEXTS
 KINDS = ("read", "state", "write")                   # a tool's kind
@@ -205,7 +205,8 @@ DESCRIPTION_LIMIT = 500                                       # characters of a 
 class MCPServer:
     """One MCP server of an agent, declared once: how to reach it (`command`: argv of a stdio server,
     or `url`: a Streamable HTTP endpoint, with the bearer token read from the environment variable
-    `token_env` when the run starts, never recorded) and which of its tools the agent uses.
+    `token_env` when the run starts, sent to this server only, never recorded; a URL never carries a user
+    name or password) and which of its tools the agent uses.
 
     `tools` maps each allowed tool to the result fields kept (a tuple of names), or to a dict of its
     declaration: `fields` (kept; JSON scalars), `required` (fields a result must have, else a tool
@@ -262,7 +263,10 @@ def _server_problems(server):
                                            all(isinstance(a, str) and a for a in server.command)):
         problems.append(f"command={server.command!r} must be a non-empty list of strings (argv)")
     if server.url is not None and not (isinstance(server.url, str) and re.match(r"https?://", server.url)):
-        problems.append(f"url={server.url!r} must be an http:// or https:// URL")
+        problems.append(f"url={redacted_url(server.url)!r} must be an http:// or https:// URL")
+    elif server.url is not None and "@" in server.url.partition("://")[2].split("/")[0]:
+        problems.append(f"url={redacted_url(server.url)!r} must not carry a user name or password: "
+                        f"name the environment variable of its token in token_env")
     if server.token_env is not None and not (isinstance(server.token_env, str) and
                                              re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", server.token_env)):
         problems.append(f"token_env={server.token_env!r} must name an environment variable")

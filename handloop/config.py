@@ -41,6 +41,7 @@ CHARS_PER_TOKEN = 3             # rough estimate when a server reports no usage
 
 MCP_TIMEOUT = 8.0               # seconds per MCP request (a server may declare its own); under TOOL_TIMEOUT, so the MCP error is what the model sees
 MCP_RESTARTS = 3                # server restarts allowed in one process before calls fail fast
+MCP_TOKEN_ENV = "AGENT_MCP_TOKEN"   # the token of the server --mcp-url names (and our --http server's), no other
 
 class PolicyError(ValueError):
     """What is wrong with a policy, as data: `problem` (not_object, unknown_field, out_of_range,
@@ -126,7 +127,7 @@ def settings(env=None):
         "audit_dir": env.get("AGENT_AUDIT_DIR") or "audit",
         "mcp_server": env.get("AGENT_MCP_SERVER") or None,
         "mcp_url": env.get("AGENT_MCP_URL") or None,          # a Streamable HTTP MCP server instead of a process
-        "mcp_token": env.get("AGENT_MCP_TOKEN") or None,      # its bearer token (and our --http server's); never recorded
+        "mcp_token": env.get(MCP_TOKEN_ENV) or None,          # its bearer token (and our --http server's); never recorded
         # the MCP server's own settings (read by `python -m handloop.demo.weather_server`)
         "mcp_weather": env.get("AGENT_MCP_WEATHER") or "offline",
         "mcp_geocoding_url": env.get("AGENT_MCP_GEOCODING_URL") or "https://geocoding-api.open-meteo.com/v1/search",

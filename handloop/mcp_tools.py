@@ -117,10 +117,11 @@ def _ours(command):
         command[2].split(".")[0] == __name__.split(".")[0]
 
 
-def child_environment(env=None):
-    """The server's environment: ours, minus the model service's credentials."""
+def child_environment(env=None, hidden=()):
+    """The server's environment: ours, minus the model service's credentials and the variables `hidden` names
+    (the tokens of other MCP servers)."""
     env = os.environ if env is None else env
-    return {key: value for key, value in env.items() if not key.startswith("OPENAI_")}
+    return {key: value for key, value in env.items() if not key.startswith("OPENAI_") and key not in hidden}
 
 
 class _Slot:

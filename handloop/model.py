@@ -39,7 +39,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 from . import config
 from .llm import replies
 from .llm import streams
-from .values import chars, valid_text
+from .values import chars, redacted_url, valid_text
 from .llm.replies import ModelError, Reply, estimate_tokens, written_calls  # noqa: F401  (re-exported, as before)
 from .texts import Said
 
@@ -163,7 +163,7 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
             pass
     client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0, **kwargs)
     _warm(openai)
-    where = base_url or "https://api.openai.com/v1"
+    where = redacted_url(base_url or "https://api.openai.com/v1")      # as errors name it: a password as ***
 
     refused: set[str] = set()       # the forced tool_choice forms the server rejected ("named", "required")
     streaming = [stream]            # False once the server refused `stream`: asked unstreamed since

@@ -10,7 +10,8 @@ declarations (calls.Tool). The planning tools are always there.
 MCP: the agent declares its servers (calls.MCPServer) and, for each, the tools it allows; only
 those reach the model, standing where the local tools a server `replaces` stood (and taking over
 their memory and screen hooks); every MCP result is cut to that tool's declared fields, always,
-and every MCP failure (isError, protocol error, timeout, dead server) is a ToolError. One session
+and every MCP failure (isError, protocol error, timeout, dead server) is a ToolError. A bearer token goes to
+the one server it belongs to (its own `token_env`; AGENT_MCP_TOKEN only to the server `mcp_url` names). One session
 per server per tool set, started when first needed (a new run needs it at once, for the schemas;
 a resumed run reuses the schemas it recorded and starts a server only for its first call).
 """
@@ -103,11 +104,12 @@ class ToolSet:
         """`agent`: the agent whose tools these are (required: a tool set is given its agent and picks
         none); `mode` "mcp": every MCP server the agent declares (else those not optional); `schemas`: the tool list a resumed run recorded (its MCP
         tools are taken from it instead of asking the servers, which start at their first call);
-        `mcp_command` / `mcp_url` (`mcp_token`: its bearer token): the agent's first MCP server runs as
-        that process or is reached at that URL instead of where it is declared (the command line's
-        --mcp-server, --mcp-url); `visible`: the names this run may see (the planning tools always),
-        filtered before the schemas are built; `env`: where a server's `token_env` is read (default
-        os.environ). TypeError when `agent` is not an Agent."""
+        `mcp_command` / `mcp_url`: the agent's first MCP server runs as that process or is reached at that URL
+        instead of where it is declared (the command line's --mcp-server, --mcp-url); `mcp_token`: the bearer
+        token of the server at `mcp_url` and of no other (default: AGENT_MCP_TOKEN of `env`); every server at
+        its declared URL gets the token its own `token_env` names, or none; `visible`: the names this run may
+        see (the planning tools always), filtered before the schemas are built; `env`: where the tokens are
+        read (default os.environ). TypeError when `agent` is not an Agent."""
         if not isinstance(agent, Agent):
             raise TypeError(f"ToolSet(run_id, agent): agent must be a handloop.Agent (the agent whose tools "
                             f"these are), not {type(agent).__name__}")
@@ -143,16 +145,24 @@ class ToolSet:
         self.schemas = [t.spec(t.parameters if n in self.remote else shown(t.parameters)) for n, t in self.tools.items()]
 
     def _client(self, server, command, url, token, env):
-        """A session with one server (not connected yet): over HTTP when it has a URL, else a process."""
-        url = url or (None if command else server.url)
+        """A session with one server (not connected yet): over HTTP when it has a URL, else a process. A
+        token goes only to the server it belongs to: the server at the caller's `url` gets the caller's `token`
+        (else AGENT_MCP_TOKEN), a server at its declared URL the variable it declares (`token_env`), if any; a
+        process gets our environment without the model's key and the other servers' tokens."""
+        env = os.environ if env is None else env
         timeout = server.timeout or config.MCP_TIMEOUT
-        if url:
+        if url or (server.url and not command):
             from .mcp import http as mcp_http
-            token = token if token is not None or not server.token_env else \
-                ((os.environ if env is None else env).get(server.token_env) or None)
-            return mcp_http.HTTPClient(url, token, timeout=timeout, max_restarts=config.MCP_RESTARTS, say=self.say)
-        return mcp_tools.Client(command or server.command, timeout=timeout, max_restarts=config.MCP_RESTARTS,
-                                say=self.say)
+            named = config.MCP_TOKEN_ENV if url else server.token_env
+            if url and token is not None:
+                named = named if token == env.get(named) else None         # the caller's own token
+            else:
+                token = (env.get(named) or None) if named else None
+            return mcp_http.HTTPClient(url or server.url, token, timeout=timeout, max_restarts=config.MCP_RESTARTS,
+                                       say=self.say, token_env=named)
+        others = {config.MCP_TOKEN_ENV, *(s.token_env for s in self.agent.mcp if s.token_env)} - {server.token_env}
+        return mcp_tools.Client(command or server.command, env=mcp_tools.child_environment(hidden=others),
+                                timeout=timeout, max_restarts=config.MCP_RESTARTS, say=self.say)
 
     def _listed(self, server):
         """The allowed tools of one MCP server, as OpenAI function specs (one tools/list)."""

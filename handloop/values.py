@@ -1,6 +1,7 @@
 """The measures every layer shares, on plain values: JSON Schema validation and normalisation of a call's
 arguments, how many characters a request's messages hold, how a long text or result is cut to a limit, how a
-tool's result is settled into the strict JSON text of its tool message, and text made valid Unicode.
+tool's result is settled into the strict JSON text of its tool message, text made valid Unicode, and a URL or a
+line shown without the secrets it may hold (a URL's user name and password, values the caller names) as ***.
 
 Invariants: imports only texts/__init__.py (the catalogue); holds no state; pure functions of their arguments;
 each fact here is defined once and nowhere else. Texts come from the caller's catalogue (`say`, default Chinese).
@@ -180,3 +181,25 @@ def _fitted(value, size, items, say):
     if isinstance(value, dict):
         return {k: _fitted(v, size, items, say) for k, v in list(value.items())[:items * 2]}
     return value
+
+
+HIDDEN = "***"                                   # what a secret is shown as
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")     # scheme://user:password@ in a text
+
+
+def redacted_url(url):
+    """`url` with everything between its `scheme://` and the last `@` after it (a user name and password)
+    as ***; any other value as it is. Hides too much rather than too little: an `@` in a path hides the host."""
+    if not isinstance(url, str):
+        return url
+    head, sep, rest = url.partition("://")
+    return f"{head}{sep}{HIDDEN}@{rest.rpartition('@')[2]}" if sep and "@" in rest else url
+
+
+def scrubbed(text, secrets=()):
+    """`text` (a line about to be shown) with every URL's user name and password and every one of `secrets`
+    (values the caller knows are secret: a token, a header value) as ***."""
+    text = _USERINFO.sub(lambda m: f"{m.group(1)}{HIDDEN}@", str(text))
+    for secret in sorted({s for s in secrets if isinstance(s, str) and s.strip()}, key=len, reverse=True):
+        text = text.replace(secret, HIDDEN)
+    return text

@@ -318,8 +318,9 @@ def test_the_bearer_token_is_required_when_set(ours):
     server = ours(AGENT_MCP_TOKEN="s3cret")
     status, headers, body = post(server.url, INIT)
     assert status == 401 and headers["www-authenticate"].startswith("Bearer") and b"s3cret" not in body
-    for token, hint in ((None, "AGENT_MCP_TOKEN"), ("wrong", "令牌")):
-        c = client(server.url, token=token)
+    for token, named, hint in ((None, "AGENT_MCP_TOKEN", "AGENT_MCP_TOKEN"), (None, None, "token_env"),
+                               ("wrong", "AGENT_MCP_TOKEN", "AGENT_MCP_TOKEN 里的令牌"), ("wrong", None, "给定的令牌")):
+        c = client(server.url, token=token, token_env=named)
         with pytest.raises(mcp_tools.MCPAuthError) as refused:
             c.start()
         assert server.url in refused.value.message and "401" in refused.value.message and hint in refused.value.message

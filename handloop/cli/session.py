@@ -15,6 +15,7 @@ from .. import model
 from .. import texts
 from .. import tools
 from .. import toolset
+from ..values import redacted_url
 
 
 Refused = runs.Refused
@@ -168,7 +169,7 @@ def chat(env, offline=False, name=None, on_retry=None, agent=None, stream=True):
         name = name or env["model"]
         ask = model.connect(env["base_url"], env["api_key"], name, env["model_timeout"], env["model_retries"],
                             on_retry=on_retry, **limits)
-        return ask, ask.close, say("cli.online", model=name, url=env["base_url"] or "https://api.openai.com/v1")
+        return ask, ask.close, say("cli.online", model=name, url=redacted_url(env["base_url"] or "https://api.openai.com/v1"))
     respond = agent.offline if agent is not None and agent.offline else None
     if respond is None and agent is not None and agent.file is not None:
         raise Refused(say("cli.no_offline", name=agent.name))

@@ -16,7 +16,9 @@ MCPTimeout, MCPAuthError, SessionExpired); a 401/403 is an MCPAuthError naming t
 remembered, so the server is never asked again with the same credentials; a 404 on a live session
 (expired) ends it and the request is tried once on a new session; a dropped kept-alive connection
 is retried once on a fresh connection, nothing else is retried. The token is only ever sent in the
-Authorization header, never put in a message, the URL we show, or any file. Standard library only.
+Authorization header, never put in a message, the URL we show, or any file (a server's words that quote it
+show *** instead); a refusal names the variable the token comes from (`token_env`), not its value. A URL
+with a user name or password is refused, shown with them as ***. Standard library only.
 """
 import base64
 import heapq
@@ -32,6 +34,7 @@ import urllib.parse
 
 from .. import mcp_tools
 from .. import texts
+from ..values import redacted_url, scrubbed
 from ..mcp_tools import META_VERSION, MCPAuthError, MCPError, MCPTimeout, encode, valid_id
 
 MAX_REPLY = mcp_tools.CLIENT_MAX_LINE       # bytes of one reply body or one SSE event
@@ -48,7 +51,7 @@ class Target:
 
     def __init__(self, url, say=ZH):
         if not isinstance(url, str) or not url.strip():
-            raise MCPError(say("mcp.bad_url", url=url, why=say("mcp.url_host")))
+            raise MCPError(say("mcp.bad_url", url=redacted_url(url), why=say("mcp.url_host")))
         parts = urllib.parse.urlsplit(url.strip())
         why = None
         if parts.scheme not in ("http", "https"):
@@ -63,7 +66,7 @@ class Target:
             except ValueError:
                 why = say("mcp.url_port")
         if why:
-            raise MCPError(say("mcp.bad_url", url=url, why=why))
+            raise MCPError(say("mcp.bad_url", url=redacted_url(url.strip()), why=why))
         self.url, self.scheme, self.host = url.strip(), parts.scheme, parts.hostname
         self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
@@ -72,10 +75,11 @@ class Target:
         return kind(self.host, self.port, timeout=timeout)
 
 
-def check_token(token, say=ZH):
-    """The token, or ValueError when it cannot go into a header as it is."""
+def check_token(token, say=ZH, env="AGENT_MCP_TOKEN"):
+    """The token, or ValueError when it cannot go into a header as it is (naming `env`, the variable it was
+    read from; None: the caller's own)."""
     if token is not None and not SAFE_HEADER.fullmatch(token):
-        raise ValueError(say("mcp.bad_token"))
+        raise ValueError(say("mcp.bad_token", env=env or say("mcp.the_token")))
     return token
 
 
@@ -90,8 +94,9 @@ class _Session:
     """One MCP session over HTTP: what mcp_tools.Client needs of a connection (request, notify,
     closed, death, close), with a small pool of kept-alive HTTP connections under it."""
 
-    def __init__(self, target, token, notify_timeout, say=ZH):
+    def __init__(self, target, token, notify_timeout, say=ZH, token_env=None):
         self.target, self.token, self.notify_timeout, self.say = target, token, notify_timeout, say
+        self.token_env = token_env
         self.session_id = self.version = self.refused = None
         self.closed = self.expired = False
         self.lock, self.idle, self.next_id = threading.Lock(), [], 1
@@ -187,15 +192,15 @@ class _Session:
         kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
         if status in (401, 403):
             self._drain(response, deadline, timeout, method, limit=64 << 10)
-            hint = "mcp.auth_forbidden" if status == 403 else "mcp.auth_wrong" if self.token else "mcp.auth_missing"
-            self.refused = MCPAuthError(self.say("mcp.auth", url=self.target.url, status=status, hint=self.say(hint)),
-                                        code=status)
+            self.refused = MCPAuthError(self.say("mcp.auth", url=self.target.url, status=status,
+                                                 hint=self._refusal(status)), code=status)
             raise self.refused
         if status == 404 and self.session_id and rid is not None:
             self.expired = self.closed = True
             raise SessionExpired(self.say("mcp.expired", url=self.target.url), code=404)
         if 300 <= status < 400:
-            raise MCPError(self.say("mcp.redirect", url=self.target.url, location=response.getheader("Location") or "?"))
+            location = self._shown(redacted_url(response.getheader("Location") or "?"))
+            raise MCPError(self.say("mcp.redirect", url=self.target.url, location=location))
         if rid is None:                             # a notification or a reply of ours: 202, nothing to read
             self._drain(response, deadline, timeout, method, limit=64 << 10)
             return None, True
@@ -211,10 +216,23 @@ class _Session:
         if status in (200, 202, 204) and (not body.strip() or kind == "application/json"):
             raise MCPError(self.say("mcp.no_reply", url=self.target.url, method=method, status=status))
         if status != 200:
-            detail = "" if kind == "text/html" or not body.strip() else "：" + body[:160].decode("utf-8", "replace")
+            detail = "" if kind == "text/html" or not body.strip() else \
+                "：" + self._shown(body[:160].decode("utf-8", "replace"))
             raise MCPError(self.say("mcp.status", url=self.target.url, status=status, reason=response.reason, detail=detail),
                            code=status)
         raise MCPError(self.say("mcp.not_mcp", url=self.target.url, what=kind or "?"))
+
+    def _refusal(self, status):
+        """Why a 401/403 came, naming where the token comes from (never the token)."""
+        if status == 403:
+            return self.say("mcp.auth_forbidden")
+        if self.token:
+            return self.say("mcp.auth_wrong", env=self.token_env) if self.token_env else self.say("mcp.auth_given")
+        return self.say("mcp.auth_missing", env=self.token_env) if self.token_env else self.say("mcp.auth_undeclared")
+
+    def _shown(self, text):
+        """A server's words as we show them: our token in them as ***."""
+        return scrubbed(text, (self.token,) if self.token else ())
 
     def _begin(self, response, reply):
         """A successful initialize: the session id (if any) and the version for later headers."""
@@ -273,7 +291,7 @@ class _Session:
     def _result(self, reply):
         if "error" in reply:
             error = reply["error"] if isinstance(reply["error"], dict) else {}
-            code, text = error.get("code"), str(error.get("message") or "?")[:300]
+            code, text = error.get("code"), self._shown(str(error.get("message") or "?")[:300])
             raise MCPError(self.say("mcp.error_reply", code=code, text=text), code=code, data=error.get("data"))
         if not isinstance(reply.get("result"), dict):
             raise MCPError(self.say("mcp.no_result"))
@@ -456,17 +474,23 @@ def _why(exc):
 class HTTPClient(mcp_tools.Client):
     """A session with one Streamable HTTP MCP server, for one run: mcp_tools.Client's handshake
     (both eras), tools/list and tools/call over _Session. Thread-safe. `token`: sent as a bearer
-    token. A request that meets an expired session is tried once more on a new session."""
+    token; `token_env`: the environment variable it was read from (None: the caller's own), which a refusal
+    names. A request that meets an expired session is tried once more on a new session. MCPError for a URL
+    or a token that cannot be used."""
 
     def __init__(self, url, token=None, timeout=8.0, mode="auto", probe_timeout=3.0, max_restarts=3, close_grace=2.0,
-                 say=ZH):
+                 say=ZH, token_env=None):
         super().__init__(command=[url], env={}, timeout=timeout, mode=mode, probe_timeout=probe_timeout,
                          max_restarts=max_restarts, close_grace=close_grace, say=say)
-        self.target, self.token = Target(url, say), check_token(token, say)
-        self.url, self.refused = self.target.url, None
+        self.target = Target(url, say)
+        try:
+            self.token = check_token(token, say, token_env)
+        except ValueError as exc:
+            raise MCPError(str(exc)) from None
+        self.token_env, self.url, self.refused = token_env, self.target.url, None
 
     def _connect(self):
-        return _Session(self.target, self.token, self.timeout, self.say)
+        return _Session(self.target, self.token, self.timeout, self.say, self.token_env)
 
     @property
     def where(self):
