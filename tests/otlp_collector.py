@@ -1,6 +1,8 @@
 """A fake OpenTelemetry collector for the trace tests: a real HTTP server on 127.0.0.1 that takes OTLP/HTTP
 protobuf export requests at /v1/traces (the official opentelemetry-proto messages decode them) and keeps each
-as the OTLP JSON the Collector's file exporter writes (resourceSpans / scopeSpans / spans, ids in hex)."""
+as the OTLP JSON the Collector's file exporter writes (resourceSpans / scopeSpans / spans, ids in hex), beside
+the headers each request came with. `status` other than 200: every export is answered so and kept nowhere
+(`location`: the Location header such an answer carries, a redirect's target)."""
 import base64
 import http.server
 import threading
@@ -11,8 +13,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 
 class Collector:
-    def __init__(self, status=200):
-        self.requests, self.status = [], status
+    def __init__(self, status=200, location=None):
+        self.requests, self.status, self.location, self.headers = [], status, location, []
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -65,11 +67,14 @@ def _handler(collector):
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            collector.headers.append({k.lower(): v for k, v in self.headers.items()})
             if self.path == "/v1/traces" and collector.status == 200:
                 collector.requests.append(otlp_json(raw))
             body = ExportTraceServiceResponse().SerializeToString()
             self.send_response(collector.status if self.path == "/v1/traces" else 404)
             self.send_header("Content-Type", "application/x-protobuf")
+            if collector.location:
+                self.send_header("Location", collector.location)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from conftest import ROOT, read_audit, run_agent
+from conftest import ROOT, read_audit, run_agent, run_cli
 from handloop.demo import weather_server
 from handloop.mcp import http_server as mcp_http_server
 
@@ -164,6 +164,155 @@ def test_a_password_in_the_mcp_url_given_is_refused_and_never_printed(tmp_path, 
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert "***@127.0.0.1" in refused.stderr and PASSWORD not in everything(tmp_path, refused)
     assert sky.seen == []
+
+
+# ---------------------------------------------------------------- finding 1: the OTLP endpoint and its headers
+@pytest.fixture
+def collector():
+    from otlp_collector import Collector
+    made = []
+
+    def start(**options):
+        made.append(Collector(**options))
+        return made[-1]
+
+    yield start
+    for c in made:
+        c.close()
+
+
+def not_exported(done):
+    """The lines saying no trace left, in either language (the OTel tests run the CLI in a process of its own:
+    the SDK logs through the logging module, which pytest takes over in a forked child)."""
+    return [line for line in done.stderr.splitlines() if line.startswith(("Trace not exported", "未导出追踪"))]
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_password_in_the_otlp_endpoint_is_never_printed(tmp_path, collector, language):
+    pytest.importorskip("opentelemetry.sdk")
+    refusing = collector(status=503)
+    endpoint = refusing.endpoint.replace("http://", f"http://otel:{PASSWORD}@")
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_TIMEOUT": "1", "SECRET_LANG": language,
+           "AGENT_AUDIT_DIR": str(tmp_path / "audit")}
+    done = run_cli("--agent", CLINIC, "--offline", "--run-id", "c1", cwd=tmp_path, env=env)
+    assert done.returncode == 0 and read_audit(tmp_path / "audit", "c1")["status"] == "suspended"
+    lines = not_exported(done)
+    assert len(lines) == 1 and "***@127.0.0.1" in lines[0] and "503" in lines[0], done.stderr
+    assert PASSWORD not in everything(tmp_path, done) and "Traceback" not in done.stderr
+    assert refusing.headers                                    # it was asked (and said no)
+
+
+@pytest.mark.parametrize("headers", ["x-api-key=hdr-secret-7777", "x-api-key:hdr-secret-7777",
+                                     "x-api-key=hdr secret 7777\n", "Authorization=Bearer hdr-secret-7777,bad"])
+def test_no_header_value_of_otel_exporter_otlp_headers_is_ever_printed(tmp_path, collector, headers):
+    """Well formed (the collector refuses it), malformed (the SDK's own warning would print it whole), with a line
+    break (the HTTP client's own error would quote it), one of two parts malformed."""
+    pytest.importorskip("opentelemetry.sdk")
+    refusing = collector(status=401)
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": refusing.endpoint, "OTEL_EXPORTER_OTLP_HEADERS": headers,
+           "OTEL_EXPORTER_OTLP_TIMEOUT": "1", "AGENT_AUDIT_DIR": str(tmp_path / "audit")}
+    done = run_cli("--agent", CLINIC, "--offline", "--run-id", "c2", cwd=tmp_path, env=env)
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    assert len(not_exported(done)) == 1, done.stderr
+    assert "hdr-secret" not in everything(tmp_path, done) and "hdr secret" not in everything(tmp_path, done)
+    if headers.startswith("x-api-key="):                         # sent where it belongs, and only there
+        assert [h.get("x-api-key") for h in refusing.headers] == [headers.partition("=")[2].strip()]
+
+
+# ---------------------------------------------------------------- finding 2: no content without the opt-in
+def _run_clinic(tmp_path, collector, language, capture):
+    received = collector()
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": received.endpoint, "SECRET_LANG": language,
+           "AGENT_AUDIT_DIR": str(tmp_path / "audit"),
+           **({"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"} if capture else {})}
+    done = run_cli("--agent", CLINIC, "--offline", "--run-id", "c3", cwd=tmp_path, env=env)
+    assert done.returncode == 0 and not not_exported(done), done.stderr
+    snap = read_audit(tmp_path / "audit", "c3")
+    assert snap["status"] == "suspended"
+    return received, snap
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_without_the_opt_in_no_span_carries_a_tools_error_a_guards_reason_or_any_content(tmp_path, collector,
+                                                                                         language):
+    import secret_clinic
+    received, snap = _run_clinic(tmp_path, collector, language, capture=False)
+    sent = json.dumps(received.requests, ensure_ascii=False)
+    assert not [p for p in secret_clinic.PRIVATE if p in sent]
+    recorded = json.dumps(snap["messages"], ensure_ascii=False)
+    assert all(p in recorded for p in secret_clinic.PRIVATE)       # the record has them all: the spans left them out
+    for text in [m["content"] for m in snap["messages"] if isinstance(m.get("content"), str)]:
+        assert text not in sent                                    # no message's words, whoever said them
+    spans = {s["name"]: s for s in received.spans()}
+    failed, blocked = spans["execute_tool check_account"], spans["execute_tool admit"]
+    assert failed["status"]["code"] == "STATUS_CODE_ERROR" and failed["attributes"]["error.type"] == "tool_error"
+    assert blocked["attributes"]["handloop.guard"] == "provenance" and blocked["attributes"]["error.type"] == "blocked"
+    assert blocked["status"]["code"] == "STATUS_CODE_ERROR" and "handloop.guard.reason" not in blocked["attributes"]
+    assert spans["execute_tool find_patient"]["attributes"]["handloop.tool.status"] == "ok"
+    agent = spans["invoke_agent clinic"]
+    assert agent["attributes"]["handloop.turns"] == 3 and agent["attributes"]["handloop.status"] == "suspended"
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_with_the_opt_in_the_same_spans_carry_the_contents(tmp_path, collector, language):
+    import secret_clinic
+    received, _ = _run_clinic(tmp_path, collector, language, capture=True)
+    spans = {s["name"]: s for s in received.spans()}
+    failed, blocked = spans["execute_tool check_account"], spans["execute_tool admit"]
+    assert secret_clinic.ACCOUNT in failed["status"]["message"]
+    assert secret_clinic.INVENTED in blocked["attributes"]["handloop.guard.reason"]
+    assert secret_clinic.INVENTED in blocked["attributes"]["gen_ai.tool.call.arguments"]
+
+
+# ---------------------------------------------------------------- finding 3: an answer that is not a success
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_collector_redirecting_elsewhere_is_trace_not_exported_in_one_line(tmp_path, collector, status, language):
+    pytest.importorskip("opentelemetry.sdk")
+    elsewhere = collector()
+    redirecting = collector(status=status, location=elsewhere.endpoint + "/v1/traces")
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": redirecting.endpoint, "SECRET_LANG": language,
+           "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=hdr-secret-7777", "AGENT_AUDIT_DIR": str(tmp_path / "audit")}
+    done = run_cli("--agent", CLINIC, "--offline", "--run-id", "c4", cwd=tmp_path, env=env)
+    assert done.returncode == 0 and read_audit(tmp_path / "audit", "c4")["status"] == "suspended"
+    lines = not_exported(done)
+    assert len(lines) == 1 and str(status) in lines[0] and redirecting.endpoint in lines[0], done.stderr
+    assert len(redirecting.headers) == 1                         # asked once
+    assert elsewhere.headers == [] and elsewhere.requests == []  # never followed: no span, no header elsewhere
+    assert "hdr-secret" not in everything(tmp_path, done)
+
+
+# ---------------------------------------------------------------- Temporal's own spans: the same two rules
+def test_temporal_spans_carry_no_exceptions_words_without_the_opt_in_and_a_redirect_is_not_sent(collector,
+                                                                                                monkeypatch):
+    """The contrib's interceptor records an activity's exception (its message and stack trace) and puts its words
+    in the status: they leave as the exception's type and the status code only; a redirecting collector makes
+    flush() say False (the command line's "Trace not exported")."""
+    pytest.importorskip("temporalio.contrib.opentelemetry")
+    from opentelemetry.trace import Status, StatusCode
+    from otlp_collector import plain
+    from handloop.trace import temporal
+    words = "no bed for Ann Smith, account 55-1234"
+    for capture in (False, True):
+        received = collector()
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", received.endpoint)
+        monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true" if capture else "false")
+        span = temporal._provider().get_tracer("t").start_span("RunActivity:agent.tool")
+        span.record_exception(ValueError(words))
+        span.set_status(Status(StatusCode.ERROR, f"ValueError: {words}"))
+        span.end()
+        assert temporal.flush()
+        [sent] = received.spans()
+        [event] = sent["events"]
+        assert event["name"] == "exception" and sent["status"]["code"] == "STATUS_CODE_ERROR"
+        assert (words in json.dumps(received.requests)) == capture
+        assert plain(event.get("attributes", []))["exception.type"] == "ValueError"
+    elsewhere = collector()
+    redirecting = collector(status=307, location=elsewhere.endpoint + "/v1/traces")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", redirecting.endpoint)
+    temporal._provider().get_tracer("t").start_span("RunActivity:agent.ask").end()
+    assert temporal.flush() is False and len(redirecting.headers) == 1 and elsewhere.headers == []
+    assert temporal.flush() is True                               # said once: nothing new failed since
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

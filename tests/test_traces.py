@@ -74,7 +74,7 @@ def test_an_english_agents_blocked_write_names_its_guard_and_its_reads_overlap(t
     blocked = tools["w1"]
     assert blocked["attributes"]["handloop.guard"] == "unconfirmed_write"
     assert blocked["attributes"]["error.type"] == "blocked" and blocked["status"]["code"] == "STATUS_CODE_ERROR"
-    assert "confirmation" in blocked["attributes"]["handloop.guard.reason"]
+    assert "handloop.guard.reason" not in blocked["attributes"]                      # its words: content (opt-in)
     assert "handloop.guard" not in tools["r1"]["attributes"]
     assert tools["r1"]["startTimeUnixNano"] == tools["r2"]["startTimeUnixNano"]        # concurrent reads, side by side
     agent = by_name(spans, "invoke_agent ")[0]

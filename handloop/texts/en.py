@@ -343,6 +343,7 @@ EN = {
     "help.trace": "write a self-contained HTML view of the run (default: the latest) and print its path",
     "trace.no_sdk": "Trace not exported: the OpenTelemetry SDK is not installed ({error}); pip install 'handloop[otel]'",
     "trace.not_sent": "Trace not exported: the collector at {endpoint} did not accept it (the run is not affected)",
+    "trace.answered": "Trace not exported: the collector at {endpoint} answered HTTP {status}, not a success (the run is not affected)",
     "trace.failed": "Trace not exported: {error} (the run is not affected)",
     "view.title": "Run {run_id} · {agent}",
     "view.meta": "Model {model} · mode {mode} · status {status} ({reason}) · {turns} turns · {tokens} tokens in all · {seconds} s of work",

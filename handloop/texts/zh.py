@@ -344,6 +344,7 @@ ZH = {
     "help.trace": "把运行写成一个自包含的 HTML 视图（默认最近一次运行），并打印文件路径",
     "trace.no_sdk": "未导出追踪：没有安装 OpenTelemetry SDK（{error}）；pip install 'handloop[otel]'",
     "trace.not_sent": "未导出追踪：{endpoint} 的收集器没有接收（运行不受影响）",
+    "trace.answered": "未导出追踪：{endpoint} 的收集器回答 HTTP {status}，不是成功（运行不受影响）",
     "trace.failed": "未导出追踪：{error}（运行不受影响）",
     "view.title": "运行 {run_id} · {agent}",
     "view.meta": "模型 {model} · 模式 {mode} · 状态 {status}（{reason}）· {turns} 轮 · 共 {tokens} tokens · 工作 {seconds} 秒",

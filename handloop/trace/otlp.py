@@ -5,22 +5,28 @@ Spans (GenAI semantic conventions): `invoke_agent {agent}` per stretch of work (
 gen_ai.conversation.id = the run id), and under it `chat {model}` per model call (gen_ai.request.model,
 gen_ai.usage.input_tokens / output_tokens as the server reported them, estimated only when it did not or
 the record predates the split: handloop.usage_split says which; gen_ai.response.finish_reasons) and
-`execute_tool {tool}` per call (gen_ai.tool.name, gen_ai.tool.call.id; a blocked call names its guard and
-why, with error.type "blocked").
-Suspension, resume, nudges and proposals are events of the stretch's span. Message contents (gen_ai.input.messages,
-gen_ai.output.messages, gen_ai.tool.call.arguments / result) only when `capture` says so.
+`execute_tool {tool}` per call (gen_ai.tool.name, gen_ai.tool.call.id; a blocked call names its guard, with
+error.type "blocked").
+Suspension, resume, nudges and proposals are events of the stretch's span. Contents only when `capture` says so
+(the GenAI conventions' opt-in): the messages (gen_ai.input.messages, gen_ai.output.messages,
+gen_ai.system_instructions), a call's arguments and result, a failed call's error text (its status description),
+a guard's reason (handloop.guard.reason: it quotes argument values), the loop's nudges and the turn's notes
+(a server's own words among them). Without it a span carries names, kinds, counts and statuses only.
 
 Invariants: spans are built after the work, from the timeline of what the run recorded (timeline.py), on a
 tracer provider of our own (a program's global provider is never touched); every stretch of a run shares one
 trace id, made from the run id and its creation time, so a resume in another process continues the same trace
-and conversation; everything is sent in one request, bounded by the exporter's timeout; the SDK's own log lines
-are kept quiet (send.py says what happened in one line).
+and conversation; everything is sent in one request, bounded by the exporter's timeout, and only an answer of
+2xx counts as sent (a redirect is never followed: it would take our headers to another origin); the SDK's own
+log lines are kept quiet, those quoting OTEL_EXPORTER_OTLP_HEADERS included (send.py says what happened in one
+line).
 """
 import hashlib
 import json
 import logging
 import os
 
+import requests
 from opentelemetry import trace as api
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -30,8 +36,9 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 PROVIDER = "openai"            # the API the loop speaks, whoever serves it
-QUIET = ("opentelemetry.exporter", "opentelemetry.sdk")
+QUIET = ("opentelemetry.exporter", "opentelemetry.sdk", "opentelemetry.util", "opentelemetry.attributes")
 DEFAULT_TIMEOUT = 3.0          # seconds, when OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT does not say
+NAME_LIMIT = 200               # characters of a tool's name or a call's id kept (the model chose them)
 
 
 def trace_id(run_id, created):
@@ -44,6 +51,7 @@ def spans(snap, timeline, turn_after, started_ns, ended_ns, opened="", capture=F
     """The finished spans of the turns after `turn_after` (a stretch of work that began at `started_ns`,
     ended at `ended_ns`, wall clock in ns); `opened`: how it began ("", "confirm", "reply", "resume");
     `root`: the span id of its invoke_agent span, when chosen before the work (trace/temporal.py's parent)."""
+    quiet()
     collected = _Collect()
     provider = TracerProvider(resource=_resource(timeline), id_generator=_Ids(trace_id(timeline.run_id,
                                                                                          timeline.created), root))
@@ -59,23 +67,65 @@ def spans(snap, timeline, turn_after, started_ns, ended_ns, opened="", capture=F
 
 
 def send(finished, timeout=None):
-    """Send the spans in one OTLP/HTTP request to the endpoint the environment names; True when accepted."""
-    for name in QUIET:
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    """Send the spans in one OTLP/HTTP request to the endpoint the environment names: (accepted, the HTTP status
+    of the collector's last answer, None when there was none)."""
+    quiet()
     exporter = exporter_for(timeout)
     try:
-        return exporter.export(finished) == SpanExportResult.SUCCESS
+        accepted = exporter.export(finished) == SpanExportResult.SUCCESS
+        return accepted, exporter.answers.status
     finally:
         exporter.shutdown()
 
 
+def quiet():
+    """The SDK's own log lines off: send.py says in one line what went wrong, and some of them quote secrets
+    (a malformed OTEL_EXPORTER_OTLP_HEADERS whole)."""
+    for name in QUIET:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def exporter_for(timeout=None):
     """An OTLP/HTTP span exporter to the endpoint the environment names, its timeout the environment's (else
-    DEFAULT_TIMEOUT)."""
+    DEFAULT_TIMEOUT), counting only a 2xx answer as sent."""
     if timeout is None and not (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
                                 or os.environ.get("OTEL_EXPORTER_OTLP_TIMEOUT")):
         timeout = DEFAULT_TIMEOUT
-    return OTLPSpanExporter(timeout=timeout)
+    return Exporter(timeout)
+
+
+class _Answers(requests.Session):
+    """The exporter's HTTP session: it never follows a redirect (whatever the SDK asks) and keeps the status of
+    the last answer."""
+
+    def __init__(self):
+        super().__init__()
+        self.status = None
+
+    def request(self, method, url, *args, **kwargs):
+        kwargs["allow_redirects"] = False
+        response = super().request(method, url, *args, **kwargs)
+        self.status = response.status_code
+        return response
+
+
+class Exporter(OTLPSpanExporter):
+    """The OTLP/HTTP span exporter, on a session that follows no redirect, for which an answer is a success only
+    when it is 2xx (the SDK takes any status under 400 for one: a 307 to another origin was "sent" though no span
+    arrived anywhere); `failures` counts the exports that were not."""
+
+    def __init__(self, timeout=None):
+        self.answers, self.failures = _Answers(), 0
+        super().__init__(timeout=timeout, session=self.answers)
+
+    def export(self, spans):
+        self.answers.status = None
+        result = super().export(spans)
+        if result == SpanExportResult.SUCCESS and not (self.answers.status and 200 <= self.answers.status < 300):
+            result = SpanExportResult.FAILURE
+        if result != SpanExportResult.SUCCESS:
+            self.failures += 1
+        return result
 
 
 class _Collect(SpanProcessor):
@@ -128,7 +178,8 @@ def _stretch(tracer, timeline, stretch, turns, messages, started_ns, ended_ns, o
         for call in turn.calls:
             _tool(tracer, parent, timeline, root, call, at, capture)
         for text in turn.nudges:
-            root.add_event("handloop.nudge", {"handloop.nudge.text": text[:500]}, timestamp=at(turn.end))
+            root.add_event("handloop.nudge", {"handloop.nudge.text": text[:500]} if capture else {},
+                           timestamp=at(turn.end))
     status = stretch.outcome if not last else timeline.status
     if status == "suspended":
         root.add_event("handloop.suspended", {"handloop.reason": (stretch.reason if not last else timeline.reason)
@@ -150,7 +201,9 @@ def _chat(tracer, parent, timeline, turn, messages, at, capture):
                   "handloop.chars_sent": turn.chars_sent,
                   "handloop.chars_full": turn.chars_full}
     if turn.notes:
-        attributes["handloop.notes"] = turn.notes
+        attributes["handloop.notes.count"] = len(turn.notes)
+        if capture:                            # a note may quote a server's words
+            attributes["handloop.notes"] = turn.notes
     if capture and turn.message is not None:
         index = next((i for i, m in enumerate(messages) if m is turn.message), len(messages))
         system = [m for m in messages[:index] if m.get("role") == "system"]
@@ -170,24 +223,27 @@ def _chat(tracer, parent, timeline, turn, messages, at, capture):
 
 
 def _tool(tracer, parent, timeline, root, call, at, capture):
-    attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name,
-                  "gen_ai.tool.call.id": call.id, "gen_ai.tool.type": "function",
-                  "gen_ai.conversation.id": timeline.run_id, "handloop.tool.status": call.status,
+    name, call_id = call.name[:NAME_LIMIT], call.id[:NAME_LIMIT]
+    attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                  "gen_ai.tool.call.id": call_id, "gen_ai.tool.type": "function",
+                  "gen_ai.conversation.id": timeline.run_id, "handloop.tool.status": call.status[:NAME_LIMIT],
                   "handloop.tool.concurrent": call.concurrent}
     if call.guard:
-        attributes.update({"handloop.guard": call.guard, "handloop.guard.reason": (call.error or "")[:1000],
-                           "error.type": "blocked"})
+        attributes.update({"handloop.guard": str(call.guard)[:NAME_LIMIT], "error.type": "blocked"})
     elif call.error is not None:
-        attributes["error.type"] = call.status if call.status not in ("ok", "error") else "tool_error"
+        attributes["error.type"] = call.status[:NAME_LIMIT] if call.status not in ("ok", "error") else "tool_error"
     if capture:
         attributes.update({"gen_ai.tool.call.arguments": call.arguments, "gen_ai.tool.call.result": call.result})
-    span = tracer.start_span(f"execute_tool {call.name}", context=parent, kind=SpanKind.INTERNAL,
+        if call.guard:
+            attributes["handloop.guard.reason"] = (call.error or "")[:1000]
+    span = tracer.start_span(f"execute_tool {name}", context=parent, kind=SpanKind.INTERNAL,
                              attributes=attributes, start_time=at(call.start))
     if call.guard or call.error is not None:
-        why = f"blocked by {call.guard}" if call.guard else (call.error or "")[:200]
+        why = f"blocked by {attributes['handloop.guard']}" if call.guard else \
+            (call.error or "")[:200] if capture else attributes["error.type"]
         span.set_status(Status(StatusCode.ERROR, why))
     if call.proposal:
-        root.add_event("handloop.proposal", {"gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.id},
+        root.add_event("handloop.proposal", {"gen_ai.tool.name": name, "gen_ai.tool.call.id": call_id},
                        timestamp=at(call.start))
     span.end(end_time=at(call.end))
 

@@ -4,7 +4,9 @@ Invariants: nothing is sent unless the environment names an OTLP endpoint (OTEL_
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) and OpenTelemetry is not switched off (OTEL_SDK_DISABLED,
 OTEL_TRACES_EXPORTER=none); opentelemetry is imported (through otlp.py) only then. The spans are made from the
 audit file the stretch left, never from the live run; a missing SDK, a dead collector or anything else that goes
-wrong is one line the caller prints (`finish` returns it), never an exception, never a changed outcome. Work done
+wrong is one line the caller prints (`finish` returns it), never an exception, never a changed outcome; an answer
+that is not a success (a redirect included) is such a line, naming its HTTP status; the line never shows a
+secret (the endpoint's user name and password, a header value of OTEL_EXPORTER_OTLP_[TRACES_]HEADERS: ***). Work done
 elsewhere for the stretch (a run's workflow on Temporal) can be made the children of the stretch's span while it
 runs (`within`): its span id is chosen when the stretch begins.
 """
@@ -13,6 +15,9 @@ import os
 import secrets
 import sys
 import time
+import urllib.parse
+
+from ..values import redacted_url, scrubbed
 
 CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 CAPTURE_ON = ("1", "true", "yes", "on", "span_only", "span_and_event")
@@ -79,11 +84,13 @@ class Stretch:
             snap = audit.load(self.path)
             finished = otlp.spans(snap, timeline.build(snap), self.turn, self.started, ended, self.opened,
                                   capture(), root=self.span_id)
-            sent = not finished or otlp.send(finished)
+            sent, status = otlp.send(finished) if finished else (True, None)
+            if not sent and status:
+                return say("trace.answered", endpoint=_endpoint(), status=status)
             if not (_flushed() and sent):
                 return say("trace.not_sent", endpoint=_endpoint())
         except Exception as exc:               # an exporter's or a collector's fault never changes the run
-            return say("trace.failed", error=f"{type(exc).__name__}: {exc}"[:300])
+            return say("trace.failed", error=scrubbed(f"{type(exc).__name__}: {exc}", _secrets())[:300])
         return None
 
 
@@ -94,4 +101,21 @@ def _flushed():
 
 
 def _endpoint():
-    return os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    """The endpoint the spans went to, as a line may show it (a user name and password as ***)."""
+    return redacted_url(os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or
+                        os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+
+
+def _secrets():
+    """What the exporter's settings hold that no line may show: each header value of OTEL_EXPORTER_OTLP_HEADERS and
+    ..._TRACES_HEADERS (as written and decoded; a part that is not name=value, whole) and the endpoints' passwords."""
+    found = []
+    for key in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
+        for part in str(os.environ.get(key) or "").split(","):
+            name, sep, value = part.partition("=")
+            found += [value.strip(), urllib.parse.unquote(value).strip()] if sep else [part.strip()]
+    for key in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        netloc = urllib.parse.urlsplit(str(os.environ.get(key) or "")).netloc
+        if "@" in netloc:
+            found += [netloc.rpartition("@")[0], *netloc.rpartition("@")[0].split(":", 1)]
+    return [s for s in found if len(s) >= 4]

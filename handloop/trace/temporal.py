@@ -12,32 +12,35 @@ ran, with its attempt; a tool's with its call's gen_ai.tool.name and gen_ai.tool
 the call's execute_tool span), each with `gen_ai.conversation.id` = the run id (the workflow id).
 
 Invariants: our own tracer provider per set of OTEL_* settings (a program's global provider is never
-touched), exporting in the background in batches (a workflow task never waits on a collector), its SDK log
-lines kept quiet; a workflow or an activity is traced only when the work that started it carried a run's
+touched), exporting in the background in batches (a workflow task never waits on a collector) through
+otlp.Exporter (only a 2xx answer is sent; `flush` says False when an export was not), its SDK log lines kept
+quiet; without OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT no span carries an exception's words (the
+contrib records an activity's or a workflow's exception as an event, its message and stack trace, and as the
+status description: only the exception's type leaves); a workflow or an activity is traced only when the work that started it carried a run's
 trace (no orphan traces from runs started untraced); nothing here changes what a workflow or an activity
 does or returns, and replaying a history makes no span.
 """
 import json
-import logging
 import os
 import threading
 
 from opentelemetry import context as contexts
 from opentelemetry import trace as api
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, TraceFlags
 from temporalio import activity
 from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.worker import ActivityInboundInterceptor
 
 from . import otlp
+from . import send
 
 SERVICE = "handloop"              # service.name of Temporal's spans unless OTEL_SERVICE_NAME says
 FLUSH_MS = 5000                   # at most this long waiting for the batch at the end of a stretch or a worker
 
-_PROVIDERS: dict = {}             # the environment's OTEL_* settings -> our provider for them
+_PROVIDERS: dict = {}             # the environment's OTEL_* settings -> (our provider for them, its exporter)
 _LOCK = threading.Lock()
 
 
@@ -59,10 +62,15 @@ def detach(token):
 
 
 def flush():
-    """Send what the batches hold now (bounded by FLUSH_MS); False when some of it did not leave."""
+    """Send what the batches hold now (bounded by FLUSH_MS); False when some of it did not leave, now or since
+    the last flush."""
     with _LOCK:
-        providers = list(_PROVIDERS.values())
-    return all([p.force_flush(FLUSH_MS) for p in providers])
+        made = list(_PROVIDERS.values())
+    flushed = all([provider.force_flush(FLUSH_MS) for provider, _ in made])
+    failed = [exporter.failures for _, exporter in made]
+    for _, exporter in made:
+        exporter.failures = 0
+    return flushed and not any(failed)
 
 
 def _provider():
@@ -70,14 +78,42 @@ def _provider():
     with _LOCK:
         made = _PROVIDERS.get(settings)
         if made is None:
-            for name in otlp.QUIET:
-                logging.getLogger(name).setLevel(logging.CRITICAL)
+            otlp.quiet()
             named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": SERVICE}
-            made = TracerProvider(resource=Resource.create(dict(named, **{"service.namespace": "handloop"})))
-            made.add_span_processor(_Conversation())
-            made.add_span_processor(BatchSpanProcessor(otlp.exporter_for()))
-            _PROVIDERS[settings] = made
-    return made
+            provider = TracerProvider(resource=Resource.create(dict(named, **{"service.namespace": "handloop"})))
+            provider.add_span_processor(_Conversation())
+            exporter = otlp.exporter_for()
+            provider.add_span_processor(BatchSpanProcessor(exporter if send.capture() else _Plain(exporter)))
+            made = _PROVIDERS[settings] = (provider, exporter)
+    return made[0]
+
+
+class _Plain(SpanExporter):
+    """The spans as the GenAI conventions allow them without the opt-in: an exception event keeps its type, an
+    error status its code (their words are an exception's message: content)."""
+
+    def __init__(self, exporter):
+        self.exporter = exporter
+
+    def export(self, spans):
+        return self.exporter.export([_plain(s) for s in spans])
+
+    def shutdown(self):
+        self.exporter.shutdown()
+
+    def force_flush(self, timeout_millis=30000):
+        return self.exporter.force_flush(timeout_millis)
+
+
+def _plain(span):
+    events = [Event(e.name, {k: v for k, v in (e.attributes or {}).items() if k == "exception.type"}, e.timestamp)
+              if e.name == "exception" else e for e in span.events]
+    if events == list(span.events) and not span.status.description:
+        return span
+    return ReadableSpan(name=span.name, context=span.context, parent=span.parent, resource=span.resource,
+                        attributes=span.attributes, events=events, links=span.links, kind=span.kind,
+                        status=Status(span.status.status_code), start_time=span.start_time, end_time=span.end_time,
+                        instrumentation_scope=span.instrumentation_scope)
 
 
 class _Conversation(SpanProcessor):
