@@ -162,7 +162,8 @@ def _named(info, args):
     if info.activity_type == "agent.tool" and args and isinstance(args[0], str):
         try:
             call = json.loads(args[0]).get("call") or {}
-            named.update({"gen_ai.tool.name": str(call["function"]["name"]), "gen_ai.tool.call.id": str(call["id"])})
+            named.update({"gen_ai.tool.name": str(call["function"]["name"])[:otlp.NAME_LIMIT],
+                          "gen_ai.tool.call.id": str(call["id"])[:otlp.NAME_LIMIT]})
         except (ValueError, TypeError, KeyError, AttributeError):
             pass                               # a request of another shape: the span without the call
     return named
