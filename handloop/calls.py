@@ -5,12 +5,12 @@ validation, character counting, cutting, settling a result) are values.py's.
 An agent is one declaration (`Agent`), as a tool is (`Tool`) and each of its MCP servers
 (`MCPServer`): all are checked when they are made, so that no declaration mistake (a misspelt kind,
 an effect kind, a context name, a prerequisite naming a tool the agent lacks, a server tool named
-like a local one) can make a guard allow more than was meant: each is a ValueError naming the tool,
-the field and the allowed values. `declared_tool` is how a run records a tool for the judge (a
+like a local one) can make a guard allow more than was meant: each is a DeclarationError (errors.py;
+a ValueError too) naming the tool, the field and the allowed values. `declared_tool` is how a run records a tool for the judge (a
 write's choices with the schema's enum and aliases, its count units).
 
-Invariants: imports only texts/__init__.py (the catalogue, which imports only leaves) and values.py, so any layer
-may import it; holds no state; each declaration fact is defined here once. Texts come from the caller's catalogue
+Invariants: imports only texts/__init__.py (the catalogue, which imports only leaves), values.py and errors.py, so
+any layer may import it; holds no state; each declaration fact is defined here once. Texts come from the caller's catalogue
 (`say`, default Chinese).
 """
 import dataclasses
@@ -23,6 +23,7 @@ import threading
 from typing import Any, Callable, Iterable
 
 from . import texts
+from .errors import DeclarationError
 from .texts.catalogue import Texts
 from .values import _unencodable
 
@@ -129,7 +130,7 @@ class Tool:
     def __post_init__(self) -> None:
         problems = _tool_problems(self)
         if problems:
-            raise ValueError(f"tool {self.name!r}: " + "; ".join(problems))
+            raise DeclarationError(f"tool {self.name!r}: " + "; ".join(problems))
         for name in ("takes", "requires", "sources", "effect", "keep"):
             object.__setattr__(self, name, tuple(tuple(x) if isinstance(x, list) else x for x in getattr(self, name)))
 
@@ -233,7 +234,7 @@ class MCPServer:
                            else self.replaces)
         problems = _server_problems(self)
         if problems:
-            raise ValueError(f"MCP server {self.name!r}: " + "; ".join(problems))
+            raise DeclarationError(f"MCP server {self.name!r}: " + "; ".join(problems))
         object.__setattr__(self, "tools", {n: _remote_rule(r) for n, r in self.tools.items()})
 
     def rule(self, tool):
@@ -338,7 +339,7 @@ class Agent:
             object.__setattr__(self, "confirm", (texts.of(self.language)("confirm.word"),))
         problems = _agent_problems(self)
         if problems:
-            raise ValueError(f"agent {self.name!r}: " + "; ".join(problems))
+            raise DeclarationError(f"agent {self.name!r}: " + "; ".join(problems))
 
     @property
     def say(self) -> Texts:
