@@ -65,7 +65,7 @@ def read(fn: Callable[..., Any], takes: tuple = (), reserved: tuple = ()) -> tup
     except (TypeError, ValueError) as exc:
         return "", {"type": "object", "properties": {}}, fn, [f"fn has no signature to read ({exc})"]
     hints, problems = _hints(fn)
-    description, entries = docstring(inspect.getdoc(fn))
+    description, entries = docstring(_doc(fn))
     props, required, builders = {}, [], {}
     for p in params:
         if p.kind is p.VAR_KEYWORD or p.name in takes:
@@ -97,6 +97,17 @@ def read(fn: Callable[..., Any], takes: tuple = (), reserved: tuple = ()) -> tup
         schema["required"] = required
     schema["additionalProperties"] = False
     return description, schema, _building(fn, builders), problems
+
+
+def _doc(fn):
+    """`fn`'s docstring; a partial's: its function's; a callable object's: its `__call__`'s, else its class's."""
+    if inspect.isroutine(fn):
+        return inspect.getdoc(fn)
+    inner = getattr(fn, "func", None)
+    if callable(inner):
+        return inspect.getdoc(inner)
+    own = getattr(getattr(type(fn), "__call__", None), "__doc__", None)      # not one inherited from object
+    return inspect.cleandoc(own) if isinstance(own, str) and own.strip() else inspect.getdoc(fn)
 
 
 def _hints(fn):

@@ -187,6 +187,30 @@ def test_name_and_description_may_be_given_and_the_tool_is_checked_as_any_tool()
         Tool.from_function(_booking, colour="red")
 
 
+class _Weather:
+    """The weather of a city."""
+
+    def __call__(self, city: str) -> dict:
+        return {"city": city}
+
+    def lookup(self, city: str, days: int = 1) -> dict:
+        """Look the forecast up."""
+        return {"city": city}
+
+
+def test_a_method_a_callable_object_and_a_partial_are_read_too():
+    import functools
+    method = Tool.from_function(_Weather().lookup)
+    assert (method.name, method.description) == ("lookup", "Look the forecast up.")
+    assert method.parameters["properties"] == {"city": {"type": "string"}, "days": {"type": "integer", "default": 1}}
+    with pytest.raises(DeclarationError, match="fn has no __name__: give name="):
+        Tool.from_function(_Weather())
+    called = Tool.from_function(_Weather(), name="weather")
+    assert called.description == "The weather of a city." and called.parameters["required"] == ["city"]
+    partial = Tool.from_function(functools.partial(_booking, visit="checkup"), name="checkup")
+    assert partial.description.startswith("Book a slot") and partial.parameters["required"] == ["slot_id"]
+
+
 def _no_hint(x):
     """Look."""
 
