@@ -153,6 +153,8 @@ class Tool:
     `fn(**args, **context)` returns a JSON object or raises ToolError; it may be `async def`.
     `takes` names the context it needs, passed as keyword arguments: `run_id`, `idempotency_key`
     (writes), `plan` (the current plan), `tool_names`, `done_tools` (the tools that succeeded in the run).
+    `Tool.from_function(fn, kind=...)` reads the name, the description and `parameters` from a plain
+    function instead of their being written by hand; `effect` may be a dict {argument: how}.
     """
     name: str
     description: str
