@@ -2,6 +2,13 @@
 
 The public API is what `__all__` names; everything else may change between releases. Names are loaded
 when first used (PEP 562), so the MCP weather server or the judge alone import only what they need.
+`__version__` is the installed distribution's version (read when first asked for), or, in a checkout
+that is not installed, the version its pyproject.toml declares.
+
+The errors a program catches by name: HandloopError, the base of them all; DeclarationError (a declaration
+mistake, also a ValueError); AuditError (a run that cannot be found, read or used now), with CorruptAuditError
+(its audit file cannot be read or trusted) and Refused (not in a state that way of resuming accepts: a second
+`confirm`); ModelError (the model service failed).
 """
 from __future__ import annotations
 
@@ -9,12 +16,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .audit import AuditError, CorruptAuditError
     from .calls import Agent, MCPServer, Source, Tool, ToolError
     from .config import Policy
+    from .errors import DeclarationError, HandloopError
     from .loop import Run, run
     from .model import FunctionModel, Model, ModelError, Reply, connect, offline_model
-    from .runs import Resume, confirm, reply, resume, start
+    from .runs import Refused, Resume, confirm, reply, resume, start
     from .toolset import ToolSet
+
+    __version__: str
 
 _WHERE = {
     "Agent": "calls", "Tool": "calls", "Source": "calls", "ToolError": "calls", "MCPServer": "calls",
@@ -23,18 +34,46 @@ _WHERE = {
     "ToolSet": "toolset",
     "Model": "model", "FunctionModel": "model", "connect": "model", "offline_model": "model", "Reply": "model", "ModelError": "model",
     "start": "runs", "confirm": "runs", "reply": "runs", "resume": "runs", "Resume": "runs",
+    "HandloopError": "errors", "DeclarationError": "errors", "AuditError": "audit", "CorruptAuditError": "audit",
+    "Refused": "runs",
 }
 
 __all__ = list(_WHERE)
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
+    if name == "__version__":
+        value: Any = _version()
+    elif name in _WHERE:
+        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    else:
         raise AttributeError(f"module 'handloop' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+def _version() -> str:
+    """The version of handloop (`handloop.__version__`).
+
+    Returns:
+        The installed distribution's version; in a checkout that is not installed, the version its
+        pyproject.toml declares followed by "+checkout"; "0+unknown" when neither says.
+    """
+    import os
+    import re
+    from importlib import metadata
+    try:
+        return metadata.version("handloop")
+    except metadata.PackageNotFoundError:
+        pass
+    try:
+        with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyproject.toml"),
+                  encoding="utf-8") as f:
+            found = re.search(r'^\[project\][^\[]*?^version\s*=\s*"([^"]+)"', f.read(), re.M | re.S)
+    except OSError:
+        found = None
+    return f"{found.group(1)}+checkout" if found else "0+unknown"

@@ -4,7 +4,7 @@ Invariants: a snapshot is written atomically (a spare file, fsync, a link rename
 fsync of the folder), so the file on disk is always a whole snapshot, never half of one, even under kill -9.
 A snapshot is strict JSON: NaN and infinities are refused (ValueError), as --check reads it.
 Loading checks version, structure and tool-call pairing and refuses a bad file with a clear
-message (AuditError). A run is used by one process at a time (RunLock, released by the OS when
+message (CorruptAuditError, an AuditError). A run is used by one process at a time (RunLock, released by the OS when
 its holder dies). Run ids are checked before they touch a path.
 """
 import datetime
@@ -13,6 +13,7 @@ import os
 import secrets
 
 from . import config
+from .errors import HandloopError
 from .texts import Said
 
 STATUSES = ("running", "suspended", "done", "stopped", "error")
@@ -30,9 +31,14 @@ def _utf8(value):
         return _ascii(value).encode()
 
 
-class AuditError(Exception):
+class AuditError(HandloopError):
     """A run that cannot be found, read, trusted or used now; the message (a texts.Said, or a text
-    already said) says which."""
+    already said) says which. Its subclasses: CorruptAuditError, and runs.Refused."""
+
+
+class CorruptAuditError(AuditError):
+    """An audit file that cannot be read (not UTF-8 JSON, nested too deep) or is not a whole, consistent snapshot
+    (version, structure, every tool call answered in order, the run it names): nothing of it is used."""
 
 
 def check_run_id(run_id):
@@ -215,19 +221,20 @@ def _key(key):
 
 
 def load(path):
-    """The snapshot at `path`, checked; AuditError with a clear message otherwise."""
+    """The snapshot at `path`, checked; AuditError with a clear message when there is none, CorruptAuditError
+    when it cannot be read or used."""
     try:
         with open(path, encoding="utf-8") as f:
             snapshot = json.load(f)
     except FileNotFoundError:
         raise AuditError(Said("audit.missing", path=path)) from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise AuditError(Said("audit.unreadable", path=path, error=exc)) from None
+        raise CorruptAuditError(Said("audit.unreadable", path=path, error=exc)) from None
     except RecursionError:
-        raise AuditError(Said("audit.too_deep", path=path)) from None
+        raise CorruptAuditError(Said("audit.too_deep", path=path)) from None
     problem = structure_problem(snapshot) or pairing_problem(snapshot["messages"])
     if problem:
-        raise AuditError(Said("audit.unusable", path=path, problem=problem))
+        raise CorruptAuditError(Said("audit.unusable", path=path, problem=problem))
     return snapshot
 
 

@@ -5,13 +5,16 @@ validation, character counting, cutting, settling a result) are values.py's.
 An agent is one declaration (`Agent`), as a tool is (`Tool`) and each of its MCP servers
 (`MCPServer`): all are checked when they are made, so that no declaration mistake (a misspelt kind,
 an effect kind, a context name, a prerequisite naming a tool the agent lacks, a server tool named
-like a local one) can make a guard allow more than was meant: each is a ValueError naming the tool,
-the field and the allowed values. `declared_tool` is how a run records a tool for the judge (a
-write's choices with the schema's enum and aliases, its count units).
+like a local one) can make a guard allow more than was meant: each is a DeclarationError (errors.py;
+a ValueError too) naming the tool, the field and the allowed values. A tool is declared with its
+hand-written JSON Schema (`Tool(...)`) or read from a plain function (`Tool.from_function`: signature.py
+reads the schema from its type hints and docstring); an effect may be a dict, a Source written by
+keywords (`Source.of`). `declared_tool` is how a run records a tool for the judge (a write's choices
+with the schema's enum and aliases, its count units).
 
-Invariants: imports only texts/__init__.py (the catalogue, which imports only leaves) and values.py, so any layer
-may import it; holds no state; each declaration fact is defined here once. Texts come from the caller's catalogue
-(`say`, default Chinese).
+Invariants: imports only texts/__init__.py (the catalogue, which imports only leaves), values.py, errors.py
+and signature.py (which imports only values.py), so any layer may import it; holds no state; each
+declaration fact is defined here once. Texts come from the caller's catalogue (`say`, default Chinese).
 """
 import dataclasses
 import functools
@@ -20,9 +23,10 @@ import json
 import re
 import signal
 import threading
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
-from . import texts
+from . import signature, texts
+from .errors import DeclarationError
 from .texts.catalogue import Texts
 from .values import _unencodable, redacted_url
 
@@ -82,12 +86,61 @@ def by_user(exc):
 class Source:
     """Provenance: the arguments `args` of a call must equal (or, `near`, equal to 4 decimals) the
     fields `fields` of one record found at `path` in an earlier successful result of `tool`.
-    `path` is dotted, `[]` stepping into a list: "items[]" or "" for the result itself."""
+    `path` is dotted, `[]` stepping into a list: "items[]", "data.slots[]", or "" for the result itself.
+    `Source.of(tool, "order_id", path=...)` writes one by keywords; a mistake in it is a DeclarationError."""
     args: tuple
     tool: str
     fields: tuple
     path: str = ""
     near: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("args", "fields"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else
+                               tuple(value) if isinstance(value, list) else value)
+        problems = _source_problems(self)
+        if problems:
+            raise DeclarationError(f"source {self.tool!r}: " + "; ".join(problems))
+
+    @classmethod
+    def of(cls, tool: str, *names: str | Mapping[str, str], path: str = "", near: bool = False) -> "Source":
+        """A source written by keywords: `Source.of("get_order", "order_id")` (the argument order_id must equal
+        the field order_id of a get_order result), `Source.of("list_slots", "slot_id", path="slots[]")` (of one
+        record in its `slots` list), `Source.of("rooms", {"room_id": "id"})` (the argument and the field named
+        differently), `Source.of("locate", "latitude", "longitude", near=True)` (two arguments from one record).
+
+        Args:
+            tool: the tool whose earlier successful result the values must come from.
+            *names: the arguments, each a name that is both the argument and the result's field, or a mapping
+                {argument: field} where they differ; several come from one and the same record.
+            path: where the records sit in the result: dotted, `[]` stepping into a list ("slots[]",
+                "data.items[]"); "" (the default) is the result itself.
+            near: numbers equal to 4 decimals count as equal (coordinates), not only equal values.
+
+        Returns:
+            The Source (args, tool, fields, path, near).
+        """
+        pairs: list[tuple[Any, Any]] = []
+        for name in names:
+            pairs += list(name.items()) if isinstance(name, Mapping) else [(name, name)]
+        return cls(tuple(a for a, _ in pairs), tool, tuple(f for _, f in pairs), path, near)
+
+
+def _source_problems(source):
+    if not isinstance(source.tool, str) or not source.tool:
+        return [f"tool must be the name of the tool the values come from (got {source.tool!r})"]
+    problems = [f"{name} must be a non-empty list of names (got {value!r})"
+                for name, value in (("args", source.args), ("fields", source.fields))
+                if not isinstance(value, tuple) or not value or not all(isinstance(v, str) and v for v in value)]
+    if not problems and len(source.args) != len(source.fields):
+        problems.append(f"args {list(source.args)} and fields {list(source.fields)} must be as many: each argument "
+                        "equals one field")
+    if not isinstance(source.path, str):
+        problems.append(f"path={source.path!r} must be a dotted path such as 'items[]' or '' (the result itself)")
+    if not isinstance(source.near, bool):
+        problems.append(f"near={source.near!r} must be True or False")
+    return problems
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +153,8 @@ class Tool:
     `fn(**args, **context)` returns a JSON object or raises ToolError; it may be `async def`.
     `takes` names the context it needs, passed as keyword arguments: `run_id`, `idempotency_key`
     (writes), `plan` (the current plan), `tool_names`, `done_tools` (the tools that succeeded in the run).
+    `Tool.from_function(fn, kind=...)` reads the name, the description and `parameters` from a plain
+    function instead of their being written by hand; `effect` may be a dict {argument: how}.
     """
     name: str
     description: str
@@ -111,8 +166,9 @@ class Tool:
     takes: tuple = ()
     requires: tuple = ()                      # tools that must have succeeded in the run before this one runs
     sources: tuple = ()                       # Source rules: where arguments must come from
-    effect: tuple = ()                        # a write's (argument, how a proposal states it): "id" | "choice" |
-                                              # "date" | "count"; the proposal shown and the idempotency key
+    effect: tuple | dict = ()                 # a write's (argument, how a proposal states it): "id" | "choice" |
+                                              # "date" | "count" (pairs, or a dict {argument: how}); the
+                                              # proposal shown and the idempotency key
     aliases: dict = dataclasses.field(default_factory=dict)   # choice value -> other names users read
     units: dict = dataclasses.field(default_factory=dict)     # count argument -> the words after its number
     keep: tuple = ()                          # result fields compaction keeps whole, however long
@@ -127,9 +183,16 @@ class Tool:
     initial: dict = dataclasses.field(default_factory=dict)   # those facts before any result
 
     def __post_init__(self) -> None:
+        if isinstance(self.effect, Mapping):
+            object.__setattr__(self, "effect", tuple(self.effect.items()))
+        if isinstance(self.sources, Source):
+            object.__setattr__(self, "sources", (self.sources,))
+        for name in ("takes", "requires", "keep"):
+            if isinstance(getattr(self, name), str):
+                object.__setattr__(self, name, (getattr(self, name),))
         problems = _tool_problems(self)
         if problems:
-            raise ValueError(f"tool {self.name!r}: " + "; ".join(problems))
+            raise DeclarationError(f"tool {self.name!r}: " + "; ".join(problems))
         for name in ("takes", "requires", "sources", "effect", "keep"):
             object.__setattr__(self, name, tuple(tuple(x) if isinstance(x, list) else x for x in getattr(self, name)))
 
@@ -142,6 +205,68 @@ class Tool:
         calls are validated against; toolset.shown() makes what the model is shown)."""
         return {"type": "function", "function": {"name": self.name, "description": self.description,
                                                  "parameters": self.parameters if parameters is None else parameters}}
+
+    @classmethod
+    def from_function(cls, fn: Callable[..., Any], *, kind: str = "read", name: str | None = None,
+                      description: str | None = None, takes: Iterable[str] | str = (),
+                      requires: Iterable[str] | str = (), sources: Iterable[Source] | Source = (),
+                      effect: Mapping[str, str] | Iterable[tuple[str, str]] = (), timeout: float | None = None,
+                      **more: Any) -> "Tool":
+        """A tool read from a plain function (or `async def`): its name, its description and the JSON Schema of
+        its arguments come from the signature, the type hints and the Google-style docstring (signature.py says
+        which hints are read, and how). The parameters in `takes` are supplied by the loop and never shown to the
+        model; a dataclass argument reaches `fn` as an instance.
+
+            def refund(order_id: str, idempotency_key: str) -> dict:
+                \"\"\"Refund an order.
+
+                Args:
+                    order_id: The order's id, as get_order gave it.
+                \"\"\"
+            Tool.from_function(refund, kind="write", takes=("idempotency_key",), effect={"order_id": "id"},
+                               sources=[Source.of("get_order", "order_id")])
+
+        Args:
+            fn: the tool's function; it returns a JSON object or raises ToolError.
+            kind: "read" (may run concurrently), "state" (changes the run) or "write" (only once the user confirmed).
+            name: the tool's name (default: the function's).
+            description: what the model reads of the tool (default: the docstring's text before its sections).
+            takes: the context the loop passes: run_id, idempotency_key (writes), plan, tool_names, done_tools.
+            requires: tools that must have succeeded in the run before this one runs.
+            sources: Source rules: where arguments must come from (Source.of(...)).
+            effect: a write's {argument: how a proposal states it}: "id", "choice", "date" or "count".
+            timeout: seconds per call (None: the policy's default).
+            **more: any other field of Tool (aliases, units, keep, inline, absorb, render, describe, gist,
+                reconcile, facts, initial), as the constructor takes it.
+
+        Returns:
+            The Tool, checked as any Tool is.
+
+        Raises:
+            DeclarationError: (a ValueError) naming the tool and the parameter: a hint that is not supported, a
+                missing hint or docstring, `idempotency_key` not in `takes`, or any mistake the constructor refuses.
+        """
+        label = name if name is not None else getattr(fn, "__name__", repr(fn))
+        fixed = ("name", "description", "parameters", "fn", "kind", "takes", "requires", "sources", "effect", "timeout")
+        unknown = [k for k in more if k not in {f.name for f in dataclasses.fields(cls)} or k in fixed]
+        if unknown:
+            hint = " (a hand-written schema: use Tool(name, description, parameters, fn, ...))" \
+                if "parameters" in unknown else ""
+            raise DeclarationError(f"tool {label!r}: from_function takes no {', '.join(map(repr, unknown))}{hint}")
+        taken = (takes,) if isinstance(takes, str) else tuple(takes)
+        needed = (requires,) if isinstance(requires, str) else tuple(requires)
+        rules = (sources,) if isinstance(sources, Source) else tuple(sources)
+        effects = tuple(effect.items()) if isinstance(effect, Mapping) else tuple(effect)
+        said, parameters, call, problems = signature.read(fn, taken, reserved=("idempotency_key",))
+        if name is None and not isinstance(getattr(fn, "__name__", None), str):
+            problems.insert(0, "fn has no __name__: give name=...")
+        if description is None and not said:
+            problems.append("fn has no docstring: write one (its text before Args: is the tool's description), "
+                            "or give description=...")
+        if problems:
+            raise DeclarationError(f"tool {label!r}: " + "; ".join(problems))
+        return cls(str(label), said if description is None else description, parameters, call, kind=kind,
+                   timeout=timeout, takes=taken, requires=needed, sources=rules, effect=effects, **more)
 
 
 def _tool_problems(tool):
@@ -234,7 +359,7 @@ class MCPServer:
                            else self.replaces)
         problems = _server_problems(self)
         if problems:
-            raise ValueError(f"MCP server {self.name!r}: " + "; ".join(problems))
+            raise DeclarationError(f"MCP server {self.name!r}: " + "; ".join(problems))
         object.__setattr__(self, "tools", {n: _remote_rule(r) for n, r in self.tools.items()})
 
     def rule(self, tool):
@@ -342,7 +467,7 @@ class Agent:
             object.__setattr__(self, "confirm", (texts.of(self.language)("confirm.word"),))
         problems = _agent_problems(self)
         if problems:
-            raise ValueError(f"agent {self.name!r}: " + "; ".join(problems))
+            raise DeclarationError(f"agent {self.name!r}: " + "; ".join(problems))
 
     @property
     def say(self) -> Texts:

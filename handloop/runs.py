@@ -155,7 +155,7 @@ def reopen(audit_dir, run_id, toolset_for, accept):
     path = audit.path_for(audit_dir, run_id)
     snap = audit.load(path)
     if snap["run_id"] != run_id:
-        raise audit.AuditError(language_of(snap)("resume.wrong_id", path=path, recorded=snap["run_id"]))
+        raise audit.CorruptAuditError(language_of(snap)("resume.wrong_id", path=path, recorded=snap["run_id"]))
     accept(snap)
     r, toolset, warnings = restore(path, snap, toolset_for)
     weakened = [w for w in warnings if isinstance(w, Changed) and w.weakens]
@@ -260,7 +260,10 @@ RESUMABLE_STOPS = ("interrupted", "deadline", "hook")   # a stopped run that "re
 
 
 class Refused(audit.AuditError):
-    """The run is not in a state this way of resuming accepts, or the user's part is not usable."""
+    """The run is not in a state this way of resuming accepts (a second `confirm` of a run already done), or the
+    user's part is not usable (a confirmation in words that are not a confirm reply), or the agent's declaration
+    changed so that a recorded write would run with less than the run required. Exported as handloop.Refused;
+    an AuditError, so a HandloopError."""
 
 
 def accept(how: Resume | str, snap: dict[str, Any], say: Callable[..., str] | None = None) -> None:

@@ -26,7 +26,8 @@ TYPES = {"object": dict, "array": list, "string": str, "integer": int, "number":
 
 def validate(schema, value, path="arguments", say=ZH):
     """Problems of `value` against a JSON Schema subset (type, enum, pattern, ranges, lengths,
-    required, properties, additionalProperties, items), in `say`'s language. Empty when valid."""
+    required, properties, additionalProperties: false or the schema of the other values, items), in
+    `say`'s language. Empty when valid."""
     kind = schema.get("type")
     if kind and (not isinstance(value, TYPES[kind]) or (kind in ("integer", "number") and isinstance(value, bool))):
         return [say("schema.type", path=path, kind=kind, value=json.dumps(value, ensure_ascii=False)[:60])]
@@ -55,10 +56,13 @@ def validate(schema, value, path="arguments", say=ZH):
 def _validate_object(schema, value, path, say):
     props = schema.get("properties", {})
     problems = [say("schema.required", path=path, key=k) for k in schema.get("required", []) if k not in value]
+    extra = schema.get("additionalProperties")
     for key, item in value.items():
         if key in props:
             problems += validate(props[key], item, f"{path}.{key}", say)
-        elif schema.get("additionalProperties") is False:
+        elif isinstance(extra, dict):
+            problems += validate(extra, item, f"{path}.{key}", say)
+        elif extra is False:
             problems.append(say("schema.extra", path=path, key=key, allowed=", ".join(props) or say("schema.no_fields")))
     return problems
 
@@ -71,8 +75,9 @@ def normalise(schema, value):
         plain = unicodedata.normalize("NFKC", value)
         return plain.strip() if plain.isascii() else value
     if kind == "object" and isinstance(value, dict):
-        props = schema.get("properties", {})
-        return {k: normalise(props[k], v) if k in props else v for k, v in value.items()}
+        props, extra = schema.get("properties", {}), schema.get("additionalProperties")
+        return {k: normalise(props[k], v) if k in props else normalise(extra, v) if isinstance(extra, dict) else v
+                for k, v in value.items()}
     if kind == "array" and isinstance(value, list) and "items" in schema:
         return [normalise(schema["items"], v) for v in value]
     return value

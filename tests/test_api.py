@@ -36,9 +36,10 @@ def test_public_functions_are_typed(name):
 
 
 def test_public_classes_have_typed_methods():
-    for name in ("Agent", "Tool", "Policy", "ToolSet", "FunctionModel", "Model", "ModelError"):
+    for name in ("Agent", "Tool", "Source", "Policy", "ToolSet", "FunctionModel", "Model", "ModelError"):
         cls = getattr(handloop, name)
         for attr, member in vars(cls).items():
+            member = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
             if attr.startswith("_") and attr != "__init__" or not inspect.isfunction(member):
                 continue
             if member.__qualname__.split(".")[0] != cls.__name__:
@@ -47,6 +48,41 @@ def test_public_classes_have_typed_methods():
                      if p.annotation is inspect.Parameter.empty and p.name not in ("self", "cls")
                      and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
             assert not hints, (name, attr, hints)
+
+
+ERRORS = {"HandloopError": Exception, "DeclarationError": "HandloopError", "AuditError": "HandloopError",
+          "CorruptAuditError": "AuditError", "Refused": "AuditError", "ModelError": "HandloopError"}
+
+
+def test_the_public_errors_are_exported_and_form_one_hierarchy():
+    """A program catches handloop's errors by name: each is in __all__, documented, under HandloopError; a
+    declaration mistake is still a ValueError; the errors are the ones the modules raise."""
+    for name, base in ERRORS.items():
+        assert name in handloop.__all__ and inspect.getdoc(getattr(handloop, name)), name
+        assert issubclass(getattr(handloop, name), base if isinstance(base, type) else getattr(handloop, base)), name
+    assert issubclass(handloop.DeclarationError, ValueError)
+    from handloop import audit, model
+    assert (runs.Refused, audit.AuditError, audit.CorruptAuditError, model.ModelError) == \
+        (handloop.Refused, handloop.AuditError, handloop.CorruptAuditError, handloop.ModelError)
+
+
+def test_the_version_is_a_public_string():
+    assert isinstance(handloop.__version__, str) and handloop.__version__[0].isdigit()
+    assert "__version__" in dir(handloop)
+
+
+@pytest.mark.parametrize("member", ["Tool.from_function", "Source.of"])
+def test_the_declaring_helpers_document_every_parameter_and_what_they_return(member):
+    owner, attr = member.split(".")
+    fn = getattr(getattr(handloop, owner), attr)
+    doc = inspect.getdoc(fn)
+    assert "\nArgs:" in doc and "\nReturns:" in doc, member
+    named = [p.name for p in inspect.signature(fn).parameters.values()]
+    args = doc.split("\nArgs:")[1].split("\nReturns:")[0]
+    assert all(f"{name}:" in args for name in named), (member, [n for n in named if f"{n}:" not in args])
+    hints = inspect.signature(fn)
+    assert hints.return_annotation is not inspect.Signature.empty and all(
+        p.annotation is not inspect.Parameter.empty for p in hints.parameters.values()), member
 
 
 def test_the_type_checker_passes_on_the_package():
@@ -61,7 +97,7 @@ XIAN_PIECES = ("tools", "demo")          # the Xi'an agent (handloop/tools.py) a
 MAY_IMPORT_XIAN = {"agent", "selftest", "tools"}   # the CLI picks the default agent; selftest runs the Xi'an demo
 MAY_IMPORT_XIAN_UNDER = ("cli/", "demo/")          # the CLI's other modules; the demo's pieces use each other
 CORE = ("loop", "runs", "memory", "context", "toolset", "plan", "guards", "executor", "model", "audit", "calls",
-        "values", "config", "checks", "mcp_tools", "llm", "mcp", "trace", "judge", "texts")
+        "errors", "signature", "values", "config", "checks", "mcp_tools", "llm", "mcp", "trace", "judge", "texts")
 
 
 def _modules():

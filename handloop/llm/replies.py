@@ -11,7 +11,7 @@ whatever a provider may leave out, so an SDK model and llm/streams.py's body of 
 alike. A provider's error object is classified by one rule wherever it came (a 200 body, an `error`
 event inside a stream), in the provider's words. How content parts and non-string arguments become
 text is defined here once, for the recorded reply and for what a stream announces alike. No client, no network, no state;
-imports only config.py and calls.py.
+imports only config.py, errors.py, texts/ and values.py.
 """
 from __future__ import annotations
 
@@ -23,13 +23,14 @@ from typing import Any
 
 from .. import config
 from .. import texts
+from ..errors import HandloopError
 from ..values import chars, valid_text
 from ..texts import Said
 
 ZH = texts.ZH_TEXTS
 
 
-class ModelError(Exception):
+class ModelError(HandloopError):
     """The model service failed; `kind` says how (auth, quota, not_found, bad_request,
     rate_limited, server, timeout, unreachable, bad_response, length, empty_reply; unsendable: our
     own request could not be encoded). `tokens`:
