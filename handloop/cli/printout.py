@@ -81,8 +81,9 @@ def _proposal_lines(r, toolset):
         return say("cli.confirmed_no_write") + ("\n   " + say("cli.confirmed_offer", offer=offer) if offer else "")
     if p is None:
         return say("cli.offer_above")
-    line = say("cli.proposal", tool=p.get("tool"), shown=_shown(toolset, p.get("tool"), p))
-    return line + ("\n   " + say("cli.why", why=p["why"]) if p.get("why") else "")
+    lines = [say("cli.proposal", tool=c.get("tool"), shown=_shown(toolset, c.get("tool"), c)) +
+             ("\n   " + say("cli.why", why=c["why"]) if c.get("why") else "") for c in memory.pending()]
+    return "\n   ".join(lines)
 
 
 def _shown(toolset, name, values):

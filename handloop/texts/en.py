@@ -47,7 +47,7 @@ EN = {
     "guard.provenance_path": " ({source}'s results have no field {field} at path {path!r}: check the path of its Source declaration)",
     "guard.written": "This write was already made (result: {receipt}); do not repeat it",
     "guard.once": "One confirmation allows one write, and one already ran in this turn",
-    "guard.one_proposal": "Only one write can be proposed at a time; wait for the user's confirmation",
+    "guard.one_proposal": "This turn makes writes the user confirmed, so it proposes nothing else; propose this write in a later turn",
     "guard.differs": "This is not what the user confirmed ({missing}); it did not run. The user's confirmation still stands: call the write exactly as the user confirmed it, or, to change it, tell the user the new proposal in words",
     "guard.insists": "This is not what the user confirmed ({missing}); sent again, it was put to the user as a new proposal and needs their confirmation",
     "guard.unconfirmed": "This write needs the user's confirmation; it did not run and was put to the user as a proposal. Do not call it again before the user confirms",

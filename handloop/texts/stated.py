@@ -11,7 +11,8 @@ A write's declaration is read as the plain dict a run records (calls.declared_to
   records of their tools' successful results, whatever the field is called; an id argument no source names takes
   the ids the reads gave (`id` or `*_id` fields, `fallback`).
 - A proposal in words states a value of an id or choice effect when it names exactly one of that argument's
-  values (other identifiers may be named beside it); a date or count when it or the user's own messages state it.
+  values (other identifiers may be named beside it; an id a write of the run already used is reported, not
+  proposed, and does not count: `done`); a date or count when it or the user's own messages state it.
 - What the proposal stated fixes the whole write (`unbound`): an argument that is no effect but is sourced from
   the same tool (and path) as an effect argument must come from the record that effect's value came from; one
   sourced elsewhere must be stated by the proposal itself. An argument neither an effect nor sourced is free.
@@ -97,11 +98,13 @@ def id_values(decl, arg, records, fallback=None):
     return found if sourced else dict(fallback or {})
 
 
-def values_of(decl, arg, how, records, fallback=None):
-    """{value: (names a text may use for it)} of an id or choice effect argument."""
+def values_of(decl, arg, how, records, fallback=None, done=()):
+    """{value: (names a text may use for it)} of an id or choice effect argument; an id in `done` (the ids the
+    run's writes already used) is what a text reports, never what it proposes, and is left out."""
     if how == "choice":
         return {v: (v, *names) for v, names in choice_values(decl, arg).items()}
-    return {v: (str(v), name) if name else (str(v),) for v, name in id_values(decl, arg, records, fallback).items()}
+    return {v: (str(v), name) if name else (str(v),) for v, name in id_values(decl, arg, records, fallback).items()
+            if str(v) not in done}
 
 
 def says(plain, how, value, names=(), units=()):
@@ -118,13 +121,13 @@ def named(plain, values):
     return {v for v, names in values.items() if words.names_in(plain, *names)}
 
 
-def offers(plain, decl, records, fallback=None):
-    """Whether a text states a write of this declaration: exactly one value of each id effect and of each
-    choice effect whose values are known."""
+def offers(plain, decl, records, fallback=None, done=()):
+    """Whether a text states a write of this declaration: exactly one value of each id effect (among those no
+    write used yet, `done`) and of each choice effect whose values are known."""
     for arg, how in effect(decl):
         if how not in ("id", "choice"):
             continue
-        values = values_of(decl, arg, how, records, fallback)
+        values = values_of(decl, arg, how, records, fallback, done)
         if how == "choice" and not values:
             continue
         if len(named(plain, values)) != 1:
@@ -132,7 +135,7 @@ def offers(plain, decl, records, fallback=None):
     return True
 
 
-def unstated(args, decl, offer, said, records, fallback=None):
+def unstated(args, decl, offer, said, records, fallback=None, done=()):
     """The effect arguments of a write that a proposal in words (`offer`, plain) did not state: an id or
     choice must be the one value of its argument the offer names; a date or count may also come from the
     user's own messages (`said`, plain). Empty when the write is what the user was shown."""
@@ -140,7 +143,7 @@ def unstated(args, decl, offer, said, records, fallback=None):
     for arg, how in effect(decl):
         value = args.get(arg)
         if how in ("id", "choice"):
-            values = values_of(decl, arg, how, records, fallback)
+            values = values_of(decl, arg, how, records, fallback, done)
             names = values.get(value) or (str(value),)
             shown = {v for v in values if v != value and words.names_in(offer, *values[v])}
             ok = says(offer, how, value, names) and not shown

@@ -47,7 +47,7 @@ ZH = {
     "guard.provenance_path": "（{source} 的结果里在路径 {path!r} 找不到字段 {field}：请检查它的 Source 声明的 path）",
     "guard.written": "这个写操作已经完成（结果：{receipt}），不要重复执行",
     "guard.once": "一次确认只授权一次写操作，本轮已经执行过一次",
-    "guard.one_proposal": "一次只能提出一个写操作，等用户确认后再说",
+    "guard.one_proposal": "这一轮在执行用户确认过的写操作，不同时提出别的写操作；请在之后的一轮再提出这个写操作",
     "guard.differs": "这与用户确认的方案不一致（{missing}），没有执行。用户的确认仍然有效：请按用户确认的方案原样调用；确实要改，就用文字向用户说明新方案",
     "guard.insists": "这与用户确认的方案不一致（{missing}），再次发出后已作为新提案交给用户，需要用户再次确认",
     "guard.unconfirmed": "这个写操作需要用户确认，没有执行，已作为提案交给用户。用户确认之前不要再调用它",
