@@ -264,9 +264,8 @@ class _Turn:
         say, proposed = self.say, shown.get("tool")
         if proposed is not None and proposed != call.name:
             return say("guard.differs_tool", tool=call.name, proposed=proposed)
-        effect = {k for k, _ in call.tool.effect}
-        differ = [k for k in stated.stated_args(declared_tool(call.tool)) if (k in effect or k in shown)
-                  and call.args.get(k) != shown.get(k)]
+        keys = dict.fromkeys([*stated.stated_args(declared_tool(call.tool)), *call.args])
+        differ = [k for k in keys if call.args.get(k) != shown.get(k)]
         return say.join(say("guard.differs_arg", arg=k, value=call.args.get(k), proposed=shown.get(k)) for k in differ)
 
     def confirmed(self):
@@ -274,11 +273,10 @@ class _Turn:
         return self.view.proposal if self.view.proposal is not None else cut(self.view.offer or "", 600, self.say)
 
     def proposal_for(self, call, reason):
-        """The blocked write as the proposal the user will be asked to confirm: its effect, with what
-        its declaration says the user should see beside it."""
+        """The blocked write as the proposal the user will be asked to confirm: every argument that will run
+        (free text whole), with what its declaration says the user should see beside it."""
         self.proposed = True
-        proposal = {k: call.args[k] for k in stated.stated_args(declared_tool(call.tool)) if k in call.args} or \
-            dict(call.args)
+        proposal = dict(call.args)
         shown = hooked(call.name, "describe", call.tool.describe, call.args, self.view.facts, returns=dict) \
             if call.tool.describe else {}
         proposal.update(shown)

@@ -444,12 +444,15 @@ class Memory:
     def unbound(self, call):
         """The arguments of a confirmed write that what the user confirmed neither states nor determines
         (texts/stated.py): sourced from an effect's tool but from another record than that effect's value,
-        or sourced elsewhere and not stated by the proposal. Empty when the whole write is bound."""
-        if call.tool is None or self.proposal is not None:     # a blocked proposal states every sourced argument
+        sourced elsewhere and not stated by the proposal, or free (neither) and stated neither by it nor by the
+        user. Empty when the whole write is bound (a blocked proposal shows every argument)."""
+        if call.tool is None or self.proposal is not None:
             return []
         offer = words.plain(self.offer or "")
-        return stated.unbound(call.args, _declared(call.tool), self.records,
-                              lambda arg, value: words.names_in(offer, str(value)))
+        decl = _declared(call.tool)
+        loose = stated.unbound(call.args, decl, self.records, lambda arg, value: words.names_in(offer, str(value)))
+        return loose + [a for a in stated.unstated_free(call.args, decl, offer, [words.plain(t) for t in self.said])
+                        if a not in loose]
 
     # ---- projections ----
     def render(self, turn=0):

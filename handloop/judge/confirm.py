@@ -133,8 +133,8 @@ def _user_reply(t, state, pos, text):
     if ask and ask["booking"]:                      # the user answers a proposal made in words
         ids, choices = t.shown(ask["pos"], ask["text"])
         old = state["proposal"]
-        state.update(proposal=_proposal(old["turn"] if old else ask["turn"], old["args"] if old else None,
-                                        old["tool"] if old else None, ids, choices),
+        state.update(proposal=dict(_proposal(old["turn"] if old else ask["turn"], old["args"] if old else None,
+                                             old["tool"] if old else None, ids, choices), said=ask["text"]),
                      answer=None, withdrawn=None, loose=None, used=None, spent=None)
     proposal = state["proposal"]
     kind = classify_reply(text, *(_named(t, proposal) if proposal else ((), ())), confirms=t.agent.confirms)
@@ -276,9 +276,11 @@ def _differs(t, call, proposal):
     if proposal["tool"] is not None and proposal["tool"] != call.name:
         return Said("differs.tool", name=call.name, proposed=proposal["tool"])
     args, wrong = proposal["args"] if isinstance(proposal["args"], dict) else {}, []
-    for key, _ in t.agent.effect(call.name):
+    for key in dict.fromkeys([*(k for k, _ in t.agent.effect(call.name)), *call.args]):   # a held call: every argument
         if key in args and not same_value(call.arg(key), args[key]):
             wrong.append(Said("differs.arg", key=key, proposed=args[key], value=call.arg(key)))
+    if not args and proposal.get("said"):        # words: what they bound and stated, as the guards read it
+        wrong += _unsaid(t, call, words.plain(proposal["said"]))
     for key in dict.fromkeys(arg for arg, _ in t.agent.ids(call.name)):
         if proposal["ids"] and str(call.arg(key)) not in proposal["ids"] and key not in args:
             wrong.append(Said("differs.shown", what=said_args([key]), shown=Joined(sorted(proposal["ids"])), value=call.arg(key)))
@@ -288,6 +290,17 @@ def _differs(t, call, proposal):
             wrong.append(Said("differs.shown", what=said_args([key]), shown=Joined(sorted(proposal["choices"])),
                               value=call.arg(key)))
     return Joined(wrong, "sep.clauses")
+
+
+def _unsaid(t, call, offer):
+    """The arguments of a write that a proposal in words (`offer`, plain) neither states nor determines: sourced
+    from another record than its effect's, sourced elsewhere and unstated, or free and stated neither by it nor
+    by the user (texts/stated.py: the guards' reading)."""
+    decl, records = t.agent.tool(call.name), t.records(call.pos)
+    said = [words.plain(m["text"]) for m in t.messages[:call.pos] if m["role"] == "user" and not m["loop"]]
+    loose = stated.unbound(call.args, decl, records, lambda arg, value: words.names_in(offer, str(value)))
+    loose += [a for a in stated.unstated_free(call.args, decl, offer, said) if a not in loose]
+    return [Said("differs.unbound", key=k, value=call.arg(k)) for k in loose]
 
 
 def _unbound(t, call, proposal):
@@ -303,15 +316,16 @@ def _unbound(t, call, proposal):
     offered = _offered(t, call.pos, proposal["offer"]) if proposal.get("offer") is not None else [call.name]
     if offered != [call.name]:              # the words named another write, or did not say which
         return Said("differs.offer_tool", name=call.name, tools=Joined(offered))
-    if proposal.get("offer") is None and isinstance(args, dict):
-        effect = {k for k, _ in stated.effect(decl)}
-        wrong += [Said("differs.arg", key=k, proposed=args.get(k), value=call.arg(k)) for k in stated.stated_args(decl)
-                  if (k in effect or k in args) and call.arg(k) != args.get(k)]
+    if proposal.get("offer") is None and isinstance(args, dict):      # a blocked proposal shows every argument
+        keys = dict.fromkeys([*stated.stated_args(decl), *call.args])
+        wrong += [Said("differs.arg", key=k, proposed=args.get(k), value=call.arg(k)) for k in keys
+                  if call.arg(k) != args.get(k)]
         return Joined(wrong, "sep.clauses")
     offer = words.plain(proposal.get("offer") or "")
     said = [words.plain(m["text"]) for m in t.messages[:call.pos] if m["role"] == "user" and not m["loop"]]
     missing = stated.unstated(call.args, decl, offer, said, records, t.ids_before(call.pos), t.done_ids(call.pos))
     loose = stated.unbound(call.args, decl, records, lambda arg, value: words.names_in(offer, str(value)))
+    loose += [a for a in stated.unstated_free(call.args, decl, offer, said) if a not in loose]
     wrong += [Said("differs.unstated", key=k, value=call.arg(k)) for k in missing]
     wrong += [Said("differs.unbound", key=k, value=call.arg(k)) for k in loose if k not in missing]
     return Joined(wrong, "sep.clauses")

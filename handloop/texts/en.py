@@ -150,6 +150,7 @@ EN = {
     "cli.confirmed_no_write": "You confirmed, but the model answered in words instead of making the write (see its answer above). Confirm again to let it go ahead, or answer with --reply.",
     "cli.confirmed_offer": "The proposal you confirmed: {offer}",
     "cli.offer_above": "Proposal: the model's answer above. Once you confirm, the model's write must be exactly what it states, or it does not run",
+    "cli.cut_value": "{head}… [{size} characters in all: the audit file and --trace show it whole]",
     "cli.proposal": "Proposal ({tool}): {shown}",
     "cli.why": "Confirm again because: {why}",
     "cli.audit_file": "Audit file: {path}",

@@ -15,7 +15,9 @@ A write's declaration is read as the plain dict a run records (calls.declared_to
   proposed, and does not count: `done`); a date or count when it or the user's own messages state it.
 - What the proposal stated fixes the whole write (`unbound`): an argument that is no effect but is sourced from
   the same tool (and path) as an effect argument must come from the record that effect's value came from; one
-  sourced elsewhere must be stated by the proposal itself. An argument neither an effect nor sourced is free.
+  sourced elsewhere must be stated by the proposal itself. An argument neither an effect nor sourced is free of
+  the records, but not hidden: its value must be stated by the proposal or the user (`unstated_free`), else the
+  write is shown to the user exactly.
 
 Invariants: imports no project module but words.py (a leaf); pure functions of plain data; `records(tool, path)`
 is the caller's: the records of that tool's successful results before the write, at that path.
@@ -171,6 +173,22 @@ def unbound(args, decl, records, stated=None):
         if anchors and all(_bound(args, source, anchor, effects, records) for anchor in anchors):
             continue
         missing += [a for a in loose if a not in missing and not (not anchors and stated and stated(a, args[a]))]
+    return missing
+
+
+def unstated_free(args, decl, offer, said):
+    """The free arguments of a write (neither an effect nor sourced) whose values a proposal in words (`offer`,
+    plain) and the user's own messages (`said`, plain) do not state: a string or a number must appear in one of
+    them (a message body, a memo, an amount); a value of another kind (true, a list, an object) is never stated
+    in words. Empty values (null, "") are nothing to state."""
+    bound = {a for a, _ in effect(decl)} | {a for s in sources(decl) for a in s["args"]}
+    missing = []
+    for arg, value in args.items():
+        if arg in bound or value is None or value == "":
+            continue
+        text = str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+        if text is None or not any(words.names_in(t, text) for t in [offer, *said]):
+            missing.append(arg)
     return missing
 
 

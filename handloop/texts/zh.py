@@ -151,6 +151,7 @@ ZH = {
     "cli.confirmed_no_write": "你已确认，但模型没有执行写操作，而是答复了文字（见上方模型答复）。可以再次确认让它执行，或用 --reply 说明。",
     "cli.confirmed_offer": "确认过的方案：{offer}",
     "cli.offer_above": "提案：见上方模型答复。确认后，模型的写操作必须是这段话写明的内容，否则不会执行",
+    "cli.cut_value": "{head}…［共 {size} 个字符：审计文件和 --trace 里是全文］",
     "cli.proposal": "提案（{tool}）：{shown}",
     "cli.why": "需要再次确认：{why}",
     "cli.audit_file": "审计文件：{path}",
