@@ -95,7 +95,8 @@ class _Turn:
 
     def __init__(self, memory, pending):
         self.memory, self.view, self.say = memory, memory.fork(), memory.say
-        self.proposed, self.wrote = False, False
+        self.proposed, self.wrote = False, False     # this turn put a write to the user; ran one it confirmed
+        self.taken = set()                           # the writes of the proposal in force this turn runs
         self.place = {id(c): i for i, c in enumerate(pending, 1)}   # a call's place in the request
         self.signatures = {}                         # signature -> the place of its first call
         self.unknown = []                            # calls of this batch whose outcome is not known yet
@@ -201,27 +202,46 @@ class _Turn:
         missing = self.unconfirmed(call)
         loose = memory.unbound(call) if memory.confirmed and not missing else []
         if loose:                             # a value the user never saw: put to them as a new proposal
-            if self.proposed:
-                return Decision("unconfirmed_write", False, self.say("guard.one_proposal"))
-            return Decision("unconfirmed_write", False, self.say("guard.unbound", args=self.say.join(
-                self.say("guard.unshown_arg", arg=k, value=call.args.get(k)) for k in loose)), propose=True)
+            return self._propose(self.say("guard.unbound", args=self.say.join(
+                self.say("guard.unshown_arg", arg=k, value=call.args.get(k)) for k in loose)))
         if memory.confirmed and not missing and memory.proposal is None and len(memory.offered() or ()) > 1:
-            if self.proposed:                 # words that fit several writes: the user is shown this one exactly
-                return Decision("unconfirmed_write", False, self.say("guard.one_proposal"))
-            return Decision("unconfirmed_write", False, self.say("guard.which_write", tools=self.say.join(
-                memory.offered())), propose=True)
+            return self._propose(self.say("guard.which_write", tools=self.say.join(memory.offered())))
         if not missing:
-            if self.wrote:
-                return Decision("unconfirmed_write", False, self.say("guard.once"))
-            self.wrote = True
-            return ALLOW
-        if self.proposed:
-            return Decision("unconfirmed_write", False, self.say("guard.one_proposal"))
+            return self._run_confirmed(call)
         if memory.confirmed and not _same_call(call, memory.differs):
             return Decision("unconfirmed_write", False, self.say("guard.differs", missing=missing), differs=True)
         if memory.confirmed:
-            return Decision("unconfirmed_write", False, self.say("guard.insists", missing=missing), propose=True)
-        return Decision("unconfirmed_write", False, self.say("guard.unconfirmed"), propose=True)
+            return self._propose(self.say("guard.insists", missing=missing))
+        return self._propose(self.say("guard.unconfirmed"))
+
+    def _run_confirmed(self, call):
+        """A write the proposal in force authorises: each of its blocked writes once, a proposal in words one
+        write; never beside a new proposal in the same turn."""
+        memory = self.view
+        if self.proposed:
+            return Decision("unconfirmed_write", False, self.say("guard.one_proposal"))
+        if memory.proposal is not None:
+            self.taken.add(self._match(call))
+        elif self.wrote:
+            return Decision("unconfirmed_write", False, self.say("guard.once"))
+        self.wrote = True
+        return ALLOW
+
+    def _propose(self, reason):
+        """Put the write to the user (several writes of one turn make one proposal), unless this turn runs
+        writes the user confirmed: then it waits for the next turn."""
+        if self.wrote:
+            return Decision("unconfirmed_write", False, self.say("guard.one_proposal"))
+        return Decision("unconfirmed_write", False, reason, propose=True)
+
+    def _match(self, call):
+        """The index of the blocked write of the proposal in force that `call` is, not run yet nor taken in this
+        turn; None when there is none."""
+        current = self.view.current
+        for at, (shown, fate) in enumerate(zip(current["calls"], current["fates"])):
+            if fate is None and at not in self.taken and not self._differ(call, shown):
+                return at
+        return None
 
     def unconfirmed(self, call):
         """Why the user's confirmation does not cover this write ('' when it does)."""
@@ -229,30 +249,34 @@ class _Turn:
         say = self.say
         if not memory.confirmed:
             return say("guard.not_confirmed")
-        if memory.proposal is not None:       # its tool, its effect, and the sourced arguments it stated
-            proposed = memory.proposal.get("tool")
-            if proposed is not None and proposed != call.name:
-                return say("guard.differs_tool", tool=call.name, proposed=proposed)
-            effect = {k for k, _ in call.tool.effect}
-            differ = [k for k in stated.stated_args(declared_tool(call.tool)) if (k in effect or k in memory.proposal)
-                      and call.args.get(k) != memory.proposal.get(k)]
-            return say.join(say("guard.differs_arg", arg=k, value=call.args.get(k), proposed=memory.proposal.get(k))
-                            for k in differ)
+        if memory.proposal is not None:       # one of its blocked writes: its tool, effect and sourced arguments
+            if self._match(call) is not None:
+                return ""
+            shown = next((c for c in memory.pending() if c.get("tool") == call.name), memory.proposal)
+            return self._differ(call, shown) or say("guard.once")
         offered = memory.offered()
         if offered is not None and call.name not in offered:
             return say("guard.differs_tool", tool=call.name, proposed=say.join(offered))
         return say.join(say("guard.unshown_arg", arg=k, value=call.args.get(k)) for k in memory.unshown(call))
+
+    def _differ(self, call, shown):
+        """How `call` differs from one blocked write as the user was shown it ('' when it is that write)."""
+        say, proposed = self.say, shown.get("tool")
+        if proposed is not None and proposed != call.name:
+            return say("guard.differs_tool", tool=call.name, proposed=proposed)
+        keys = dict.fromkeys([*stated.stated_args(declared_tool(call.tool)), *call.args])
+        differ = [k for k in keys if call.args.get(k) != shown.get(k)]
+        return say.join(say("guard.differs_arg", arg=k, value=call.args.get(k), proposed=shown.get(k)) for k in differ)
 
     def confirmed(self):
         """What the user confirmed: the blocked write's arguments, or the proposal in words."""
         return self.view.proposal if self.view.proposal is not None else cut(self.view.offer or "", 600, self.say)
 
     def proposal_for(self, call, reason):
-        """The blocked write as the proposal the user will be asked to confirm: its effect, with what
-        its declaration says the user should see beside it."""
+        """The blocked write as the proposal the user will be asked to confirm: every argument that will run
+        (free text whole), with what its declaration says the user should see beside it."""
         self.proposed = True
-        proposal = {k: call.args[k] for k in stated.stated_args(declared_tool(call.tool)) if k in call.args} or \
-            dict(call.args)
+        proposal = dict(call.args)
         shown = hooked(call.name, "describe", call.tool.describe, call.args, self.view.facts, returns=dict) \
             if call.tool.describe else {}
         proposal.update(shown)

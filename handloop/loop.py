@@ -242,39 +242,44 @@ def empty_again(r, exc, sent, report):
 
 
 def confirmed_call(r, toolset):
-    """The write the user just confirmed, when it was a blocked call: the loop issues that exact
-    call itself (its validated arguments, what the proposal showed) instead of asking the model to
-    repeat it. The reply is the loop's, recorded as such: an assistant message named "loop" with
-    one call whose id is the turn's own (deterministic, so a workflow replays it). None when the
-    record does not end with the user's confirmation of a blocked write (a proposal in words: the
-    model writes, as before)."""
+    """The writes the user just confirmed, when they were blocked calls: the loop issues those exact
+    calls itself (their validated arguments, what the proposal showed), in the order they were proposed,
+    instead of asking the model to repeat them. The reply is the loop's, recorded as such: an assistant
+    message named "loop" whose calls' ids are the turn's own (deterministic, so a workflow replays
+    them). None when the record does not end with the user's confirmation of blocked writes (a proposal
+    in words: the model writes, as before)."""
     memory, last = r.memory, r.messages[-1]
-    if not memory.confirmed or memory.proposal is None or memory.writes or \
-            last.get("role") != "user" or last.get("name") == LOOP_NAME:
+    if not memory.confirmed or memory.proposal is None or last.get("role") != "user" or last.get("name") == LOOP_NAME:
         return None
-    call = _proposed_call(r, toolset)
-    if call is None:
+    calls = _proposed_calls(r, toolset, memory.pending())
+    if not calls:
         return None
-    raw = {"id": f"call_loop_{r.turn + 1}", "type": "function",
-           "function": {"name": call.name, "arguments": json.dumps(call.args, ensure_ascii=False)}}
-    message = {"role": "assistant", "name": LOOP_NAME, "content": None, "tool_calls": [raw]}
-    return Reply(message, [raw], 0, False, 0.0, ["issued by the loop: the call the user confirmed, not asked of the model"])
+    raw = [{"id": f"call_loop_{r.turn + 1}" + (f"_{i}" if i else ""), "type": "function",
+            "function": {"name": call.name, "arguments": json.dumps(call.args, ensure_ascii=False)}}
+           for i, call in enumerate(calls)]
+    message = {"role": "assistant", "name": LOOP_NAME, "content": None, "tool_calls": raw}
+    return Reply(message, raw, 0, False, 0.0, ["issued by the loop: the calls the user confirmed, not asked of the model"])
 
 
-def _proposed_call(r, toolset):
-    """The blocked write whose proposal is the one in force (the latest such call), prepared again
-    from the record; None when it is not found or its arguments no longer validate."""
-    blocked = None
+def _proposed_calls(r, toolset, shown):
+    """The blocked writes the proposal in force showed (`shown`, as the user saw each), prepared again from
+    the record (the latest call blocked with each), in that order; [] when one is not found or its arguments
+    no longer validate (the model is asked instead)."""
+    found, ids = {}, {}
     for message in reversed(r.messages):
-        if blocked is None and message.get("role") == "tool":
+        if message.get("role") == "tool":
             result = _loaded(message.get("content"))
-            if result.get("blocked_by") == "unconfirmed_write" and result.get("proposal") == r.memory.proposal:
-                blocked = message.get("tool_call_id")
-        elif blocked is not None and message.get("role") == "assistant":
-            raw = [c for c in message.get("tool_calls") or [] if isinstance(c, dict) and c.get("id") == blocked]
-            calls = toolset.prepare(raw)
-            return calls[0] if calls and calls[0].args is not None and calls[0].kind == "write" else None
-    return None
+            if result.get("blocked_by") == "unconfirmed_write" and result.get("proposal") in shown:
+                ids.setdefault(message.get("tool_call_id"), shown.index(result["proposal"]))
+        elif message.get("role") == "assistant" and ids:
+            raw = [c for c in message.get("tool_calls") or [] if isinstance(c, dict) and c.get("id") in ids]
+            for call in toolset.prepare(raw):
+                if call.args is not None and call.kind == "write":
+                    found.setdefault(ids[call.id], call)
+            ids = {}
+            if len(found) == len(shown):
+                return [found[i] for i in range(len(shown))]
+    return []
 
 
 def _loaded(content):

@@ -50,9 +50,9 @@ class Memory:
         self.done_tools = set()   # tools that succeeded in this run
         self.progress = 0         # successful read and write calls: the task moved
         self.names = {}           # any id a read result gave -> the name beside it (None: no name)
-        self.proposal = None      # arguments of a blocked write awaiting the user's confirmation
-        self.offer = None         # a proposal in words (the model's answer) awaiting the user
-        self.confirmed = False    # the user confirmed the proposal or offer, and it is not used up yet
+        self.proposals = []       # one record per proposal, in order, each with its fate (`_record`); the one
+                                  # in force (`current`) is the last still proposed or confirmed
+        self.batch = None         # the record this turn's blocked writes join (one proposal for them all)
         self.unwritten = False    # after that confirmation the model answered instead of writing
         self.declined = False     # the user's last reply declined the write
         self.differs = None       # the last write blocked as not what the user confirmed (a Call; the
@@ -91,6 +91,8 @@ class Memory:
         other.facts = {ns: dict(f) for ns, f in self.facts.items()}
         other.results, other.hooks, other.names = dict(self.results), dict(self.hooks), dict(self.names)
         other.said, other.writes, other.recent = list(self.said), list(self.writes), list(self.recent)
+        other.proposals = [dict(p, calls=list(p["calls"]), fates=list(p["fates"])) for p in self.proposals]
+        other.batch = None
         other.runs, other.blocked, other.done_tools = dict(self.runs), dict(self.blocked), set(self.done_tools)
         other.nudged, other.pushed = set(self.nudged), set(self.pushed)
         other.ahead = True
@@ -99,6 +101,69 @@ class Memory:
     def fact(self, key, default=None):
         """A fact some tool's absorb keeps under `key` (the first namespace that has it)."""
         return next((f[key] for f in self.facts.values() if key in f), default)
+
+    # ---- the proposals: one record each, and the one in force ----
+    @property
+    def current(self):
+        """The proposal in force: the last record still proposed or confirmed (a dict, see `_record`), or None."""
+        last = self.proposals[-1] if self.proposals else None
+        return last if last is not None and last["state"] in ("proposed", "confirmed") else None
+
+    @property
+    def proposal(self):
+        """What the user is (or was) shown of the first write of the proposal in force that has not run yet (a
+        blocked write's arguments and its tool), or None (none, or a proposal in words)."""
+        pending = self.pending()
+        return pending[0] if pending else None
+
+    def pending(self):
+        """The blocked writes of the proposal in force that have not run yet, as shown to the user."""
+        current = self.current
+        return [c for c, fate in zip(current["calls"], current["fates"]) if fate is None] if current else []
+
+    @property
+    def offer(self):
+        """The proposal in words in force (the model's answer), or None."""
+        current = self.current
+        return current["offer"] if current else None
+
+    @property
+    def confirmed(self):
+        """The user confirmed the proposal in force, and what it authorised has not all run yet."""
+        return self.current is not None and self.current["state"] == "confirmed"
+
+    def _propose(self, shown=None, offer=None):
+        """A new proposal (a blocked write's `shown` arguments, or an `offer` in words); the one in force before
+        it gives way (withdrawn). A blocked write of the same turn joins the turn's proposal (a batch)."""
+        if shown is not None and self.batch is not None and self.batch is self.current:
+            self.batch["calls"].append(shown)
+            self.batch["fates"].append(None)
+            return
+        self._close("withdrawn")
+        record = _record(len(self.proposals) + 1, [shown] if shown is not None else [], offer)
+        self.proposals.append(record)
+        self.batch = record if shown is not None else None
+
+    def _close(self, state):
+        """The proposal in force ends: declined, withdrawn (another took its place), executed or failed."""
+        if self.current is not None:
+            self.current["state"] = state
+        self.unwritten, self.differs = False, None
+
+    def _fate(self, call, fate):
+        """A write ran on the authority of the proposal in force: `fate` is "executed" or "failed". The record
+        ends once every write it authorised ran (a proposal in words authorises one): executed when all of
+        them succeeded, else failed. A failure spends its confirmation all the same."""
+        current = self.current
+        if current is None:
+            return
+        if current["calls"]:
+            at = _matching(current, call)
+            current["fates"][at if at is not None else current["fates"].index(None)] = fate
+        else:
+            current["fates"].append(fate)
+        if None not in current["fates"]:
+            self._close("executed" if all(f == "executed" for f in current["fates"]) else "failed")
 
     @property
     def plan(self):
@@ -113,6 +178,7 @@ class Memory:
     def absorb_turn(self, calls, results):
         """Take one tool round into memory: the blocked calls first, then those that ran, so a call
         blocked beside a call that brought news is not "blocked with nothing new since"."""
+        self.batch = None                      # this turn's blocked writes form one proposal
         pairs = list(zip(calls, results))
         blocked = [(c, r) for c, r in pairs if "blocked_by" in r]
         for call, result in blocked + [p for p in pairs if p not in blocked]:
@@ -139,7 +205,7 @@ class Memory:
             _names(result, self.names)
         if call.kind == "write":
             self.writes.append({"tool": call.name, "args": _effect(call), "receipt": result})
-            self.proposal, self.offer, self.confirmed, self.unwritten, self.differs = None, None, False, False, None
+            self._fate(call, "executed")
         tool = call.tool
         if tool is not None and tool.absorb is not None:
             try:
@@ -155,7 +221,7 @@ class Memory:
         """A write ran and did not succeed (an error, an unknown outcome): the confirmation that let it run is
         spent all the same. Any later write, this same call included, is a new proposal for the user; the
         loop does not push this write again before the user speaks."""
-        self.proposal, self.offer, self.confirmed, self.unwritten, self.differs = None, None, False, False, None
+        self._fate(call, "failed")
         self.pushed.add(call.name)
 
     def ran(self, call):
@@ -174,8 +240,8 @@ class Memory:
         if result["blocked_by"] == "spin":
             self.spins += 1
         elif result["blocked_by"] == "unconfirmed_write" and isinstance(result.get("proposal"), dict):
-            self.proposal, self.offer, self.confirmed, self.declined = result["proposal"], None, False, False
-            self.differs = None
+            self._propose(shown=result["proposal"])
+            self.declined = False
 
     def absorb_answer(self, text):
         """A model answer without tool calls. While the task's write is still to do, an answer
@@ -184,11 +250,14 @@ class Memory:
         「确认」). After a write was blocked as not what the user confirmed, an answer that names
         that other write's id or choice proposes it: the confirmation gives way to the new offer."""
         if self.confirmed and self.differs is not None and self._names_other(words.plain(text)):
-            self.proposal, self.confirmed, self.differs = None, False, None
+            self._close("withdrawn")
         if self.confirmed:
             self.unwritten = True
-        elif self.writable and not self.writes and self.proposal is None and not self.declined and self.progress:
-            self.offer = text if self.offers(text) else None
+        elif self.writable and self.proposal is None and not self.declined and self.progress:
+            if self.offers(text):
+                self._propose(offer=text)
+            else:                             # a new answer that offers nothing: the old offer is not in force
+                self._close("withdrawn")
 
     def offers(self, text):
         """Whether an answer is an offer the user can confirm: words for the user (no tool markup,
@@ -202,7 +271,8 @@ class Memory:
             return False
         if not self.write_tools:
             return not self.names or any(words.names_in(plain, i, n) for i, n in self.names.items())
-        return any(stated.offers(plain, _declared(tool), self.records, self.names) for tool in self.write_tools)
+        done = self.done_ids()
+        return any(stated.offers(plain, _declared(tool), self.records, self.names, done) for tool in self.write_tools)
 
     def offered(self):
         """The names of the write tools the proposal in words states (what its confirmation may write); None
@@ -210,7 +280,14 @@ class Memory:
         if not self.write_tools:
             return None
         plain = words.plain(self.offer or "")
-        return [t.name for t in self.write_tools if stated.offers(plain, _declared(t), self.records, self.names)]
+        done = self.done_ids()
+        return [t.name for t in self.write_tools if stated.offers(plain, _declared(t), self.records, self.names, done)]
+
+    def done_ids(self):
+        """The values of the id effects the run's writes used: an answer that names them reports, not proposes."""
+        kinds = {t.name: dict(t.effect) for t in self.write_tools}
+        return {str(v) for w in self.writes for k, v in w["args"].items()
+                if v is not None and kinds.get(w["tool"], {}).get(k) == "id"}
 
     def records(self, tool, path):
         """The records at `path` of `tool`'s successful results so far (where sourced values come from)."""
@@ -227,17 +304,17 @@ class Memory:
         """The tool the task needs next and can call now: set_plan while a planning agent has no plan; else
         the tool (a read or write) of the first pending plan step whose dependencies are done and whose
         prerequisites (requires, sources) succeeded; else, as for an agent without planning, the first of a
-        write's prerequisites that has not succeeded and can run, or the write itself once they all did.
-        None when nothing is ready, or the task's write was made."""
+        write's prerequisites that has not succeeded and can run, or the write itself once they all did (only
+        while no write was made: after one, only the plan names further writes). None when nothing is ready."""
         if self.agent.planning and not self.plan and "set_plan" in self.tool_names:
             return "set_plan"
-        if self.writes:
-            return None
         for step in self.plan:
             tool = step.get("tool")
             if self.kinds.get(tool) in ("read", "write") and self.step_status(step["index"]) == "pending" and \
                     self._ready(tool) and all(self.step_status(d) == "done" for d in step["after"] if d <= len(self.plan)):
                 return tool
+        if self.writes:
+            return None
         for write in self.write_tools:
             for tool in (*self.needs.get(write.name, ()), write.name):
                 if tool not in self.done_tools and self._ready(tool):
@@ -265,7 +342,8 @@ class Memory:
     def _says(self, plain, tool, arg, how, value):
         """Whether a plain text states this value of a write's effect argument."""
         decl = _declared(tool)
-        names = stated.values_of(decl, arg, how, self.records, self.names).get(value) if how in ("id", "choice") else ()
+        names = stated.values_of(decl, arg, how, self.records, self.names, self.done_ids()).get(value) \
+            if how in ("id", "choice") else ()
         return stated.says(plain, how, value, names or (), tuple(tool.units.get(arg, ())))
 
     def absorb_user(self, text):
@@ -279,11 +357,12 @@ class Memory:
             self.goal = text
             return
         self.unwritten = False
-        if self.agent.confirms(text) and (self.proposal is not None or self.offer) and not self.writes:
-            self.confirmed, self.declined = True, False
+        current = self.current
+        if self.agent.confirms(text) and current is not None and current["state"] == "proposed":
+            current["state"], self.declined = "confirmed", False
         else:
-            self.proposal, self.offer, self.confirmed = None, None, False
             self.declined = bool(texts.DECLINE.search(text))
+            self._close("declined" if self.declined else "withdrawn")
 
     def absorb_nudge(self, text):
         """A message the loop itself sent the model: which nudge it was (never a user reply); a nudge to
@@ -300,7 +379,7 @@ class Memory:
         forcing the next step. An answer that moves nothing (no offer, no question to the user, no final
         answer after the write, the user did not decline) is nudged once per ready step and per user
         message; then the run waits for the user."""
-        if self.writes or self.declined:
+        if self.current is None and (self.writes or self.declined):
             return "done", "final_answer"
         if written_calls and "written_call" not in self.nudged:
             return "nudge", "written_call"
@@ -360,17 +439,20 @@ class Memory:
         if call.tool is None:
             return []
         return stated.unstated(call.args, _declared(call.tool), words.plain(self.offer or ""),
-                               [words.plain(t) for t in self.said], self.records, self.names)
+                               [words.plain(t) for t in self.said], self.records, self.names, self.done_ids())
 
     def unbound(self, call):
         """The arguments of a confirmed write that what the user confirmed neither states nor determines
         (texts/stated.py): sourced from an effect's tool but from another record than that effect's value,
-        or sourced elsewhere and not stated by the proposal. Empty when the whole write is bound."""
-        if call.tool is None or self.proposal is not None:     # a blocked proposal states every sourced argument
+        sourced elsewhere and not stated by the proposal, or free (neither) and stated neither by it nor by the
+        user. Empty when the whole write is bound (a blocked proposal shows every argument)."""
+        if call.tool is None or self.proposal is not None:
             return []
         offer = words.plain(self.offer or "")
-        return stated.unbound(call.args, _declared(call.tool), self.records,
-                              lambda arg, value: words.names_in(offer, str(value)))
+        decl = _declared(call.tool)
+        loose = stated.unbound(call.args, decl, self.records, lambda arg, value: words.names_in(offer, str(value)))
+        return loose + [a for a in stated.unstated_free(call.args, decl, offer, [words.plain(t) for t in self.said])
+                        if a not in loose]
 
     # ---- projections ----
     def render(self, turn=0):
@@ -386,7 +468,8 @@ class Memory:
             lines += _lines(tool, hooked(tool, "render", render, self.facts.get(namespace, {}), returns=list))
         if self.proposal is not None:
             state = say("memory.proposal_confirmed") if self.confirmed else say("memory.waiting")
-            lines.append(say("memory.proposal", proposal=json.dumps(self.proposal, ensure_ascii=False), state=state))
+            lines += [say("memory.proposal", proposal=json.dumps(shown, ensure_ascii=False), state=state)
+                      for shown in self.pending()]
         elif self.offer:
             state = say("memory.offer_confirmed") if self.confirmed else say("memory.waiting")
             lines.append(say("memory.offer", offer=cut(self.offer, 400, say), state=state))
@@ -402,7 +485,25 @@ class Memory:
         return {"goal": self.goal, **facts,
                 "plan": [dict(s, status=self.step_status(s["index"])) for s in self.plan],
                 "proposal": self.proposal, "offer": self.offer, "confirmed": self.confirmed,
+                "proposals": self.proposals,
                 "declined": self.declined, "writes": self.writes, "spins": self.spins, "used_tokens": self.used_tokens}
+
+
+def _record(number, calls, offer):
+    """One proposal: `calls` the blocked writes as shown to the user (each with its tool), or `offer` the words
+    of a proposal in words; `state` proposed → confirmed → executed | failed, or declined | withdrawn; `fates`
+    what became of each write it authorised ("executed" | "failed"; None: not run yet)."""
+    return {"number": number, "calls": calls, "offer": offer, "state": "proposed", "fates": [None] * len(calls)}
+
+
+def _matching(record, call):
+    """The index of the first write of `record` not run yet that is `call` as shown (its tool and the shown
+    values of its arguments), or None."""
+    for at, (shown, fate) in enumerate(zip(record["calls"], record["fates"])):
+        if fate is None and shown.get("tool") == call.name and \
+                all((call.args or {}).get(k) == v for k, v in shown.items() if k in (call.args or {})):
+            return at
+    return None
 
 
 def _lines(tool, lines):

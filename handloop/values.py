@@ -26,8 +26,10 @@ TYPES = {"object": dict, "array": list, "string": str, "integer": int, "number":
 
 def validate(schema, value, path="arguments", say=ZH):
     """Problems of `value` against a JSON Schema subset (type, enum, pattern, ranges, lengths,
-    required, properties, additionalProperties: false or the schema of the other values, items), in
-    `say`'s language. Empty when valid."""
+    required, properties, additionalProperties: true, false or the schema of the other values, items), in
+    `say`'s language. Empty when valid. Stricter than JSON Schema in one way: where `properties` are listed, a
+    field not among them is a problem unless `additionalProperties` allows it (an argument the schema does not
+    define never runs)."""
     kind = schema.get("type")
     if kind and (not isinstance(value, TYPES[kind]) or (kind in ("integer", "number") and isinstance(value, bool))):
         return [say("schema.type", path=path, kind=kind, value=json.dumps(value, ensure_ascii=False)[:60])]
@@ -54,15 +56,18 @@ def validate(schema, value, path="arguments", say=ZH):
 
 
 def _validate_object(schema, value, path, say):
+    """An object's fields: a field the schema does not define is refused wherever the schema lists its
+    `properties` (it would run unseen: never shown, never checked), unless `additionalProperties` allows it
+    (true, or a schema the field must meet); an object schema with no properties is free-form."""
     props = schema.get("properties", {})
+    extra = schema.get("additionalProperties", not props)
     problems = [say("schema.required", path=path, key=k) for k in schema.get("required", []) if k not in value]
-    extra = schema.get("additionalProperties")
     for key, item in value.items():
         if key in props:
             problems += validate(props[key], item, f"{path}.{key}", say)
         elif isinstance(extra, dict):
             problems += validate(extra, item, f"{path}.{key}", say)
-        elif extra is False:
+        elif extra is not True:
             problems.append(say("schema.extra", path=path, key=key, allowed=", ".join(props) or say("schema.no_fields")))
     return problems
 

@@ -210,7 +210,23 @@ def test_over_budget_blocks_everything():
     assert allowed == [] and blocked["c1"].guard == "budget"
 
 
-def test_only_one_proposal_per_turn():
+def test_the_writes_of_one_turn_are_one_proposal_listing_each():
     m = ready()
-    _, blocked = decide(m, call("book_hotel", BOOK, "x"), call("book_hotel", dict(BOOK, room_type="Standard"), "y"))
-    assert "proposal" in blocked["x"][1] and "proposal" not in blocked["y"][1]
+    other = dict(BOOK, room_type="Standard")
+    calls = [call("book_hotel", BOOK, "x"), call("book_hotel", other, "y")]
+    _, blocked = decide(m, *calls)
+    assert blocked["x"][1]["proposal"]["room_type"] == "Suite" and blocked["y"][1]["proposal"]["room_type"] == "Standard"
+    m.absorb_turn(calls, [blocked["x"][1], blocked["y"][1]])
+    assert len(m.proposals) == 1 and [c["room_type"] for c in m.pending()] == ["Suite", "Standard"]
+    m.absorb_user("确认")
+    allowed, blocked = decide(m, call("book_hotel", other, "b"), call("book_hotel", BOOK, "a"))
+    assert allowed == ["b", "a"] and not blocked           # each shown write once, in any order
+
+
+def test_a_turn_that_runs_a_confirmed_write_proposes_no_other():
+    m = ready()
+    first = call("book_hotel", BOOK, "x")
+    m.absorb_turn([first], [decide(m, first)[1]["x"][1]])
+    m.absorb_user("确认")
+    allowed, blocked = decide(m, call("book_hotel", BOOK, "a"), call("book_hotel", dict(BOOK, hotel_id="XA-003"), "b"))
+    assert allowed == ["a"] and "proposal" not in blocked["b"][1]

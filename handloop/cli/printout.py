@@ -10,6 +10,7 @@ under what cli/live.py showed as it came.
 import json
 import sys
 
+SHOWN_MAX = 300        # characters of one value the printout shows; the rest is said by its length
 MARK = {"ok": "✓", "error": "✗", "timeout": "⏱", "unknown": "?", "blocked": "⛔"}
 
 
@@ -81,19 +82,29 @@ def _proposal_lines(r, toolset):
         return say("cli.confirmed_no_write") + ("\n   " + say("cli.confirmed_offer", offer=offer) if offer else "")
     if p is None:
         return say("cli.offer_above")
-    line = say("cli.proposal", tool=p.get("tool"), shown=_shown(toolset, p.get("tool"), p))
-    return line + ("\n   " + say("cli.why", why=p["why"]) if p.get("why") else "")
+    lines = [say("cli.proposal", tool=c.get("tool"), shown=_shown(toolset, c.get("tool"), c, say)) +
+             ("\n   " + say("cli.why", why=_long(c["why"], say)) if c.get("why") else "") for c in memory.pending()]
+    return "\n   ".join(lines)
 
 
-def _shown(toolset, name, values):
+def _shown(toolset, name, values, say):
     """What a proposal states: its tool's gist when the tool also describes its proposals (a gist is
     written for receipts), else each stated value; never a value the proposal does not have."""
     tool = toolset.tool(name) if name else None
     shown = {k: v for k, v in values.items() if k not in ("tool", "why") and v is not None}
     if tool and tool.gist and tool.describe:
         return _told(tool.gist, shown)
-    return ", ".join(f"{k}={v}" if isinstance(v, (str, int, float)) else f"{k}={json.dumps(v, ensure_ascii=False)}"
-                     for k, v in shown.items())
+    return ", ".join(f"{k}={_long(v, say)}" if isinstance(v, (str, int, float)) else
+                     f"{k}={_long(json.dumps(v, ensure_ascii=False), say)}" for k, v in shown.items())
+
+
+def _long(value, say, limit=SHOWN_MAX):
+    """A value as the printout shows it: a long text cut visibly, with its length (the audit file and the
+    trace page keep it whole)."""
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return say("cli.cut_value", head=text[:limit], size=len(text))
 
 
 def summary(r, seconds, toolset, more=""):
@@ -107,7 +118,7 @@ def summary(r, seconds, toolset, more=""):
     elif r.status == "suspended":
         print("\n" + say("cli.wait_reply", head=head, run_id=r.run_id + more, where=where))
     elif r.status == "done":
-        made = say("list.sep").join(say("cli.made", tool=w["tool"], shown=_shown(toolset, w["tool"], w["receipt"]))
+        made = say("list.sep").join(say("cli.made", tool=w["tool"], shown=_shown(toolset, w["tool"], w["receipt"], say))
                                     for w in r.memory.writes) or (say("cli.no_write") if r.memory.writable else "")
         print("\n" + say("cli.done", head=head, made=made, where=where))
     elif r.status == "stopped":

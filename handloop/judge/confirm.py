@@ -52,21 +52,57 @@ def _walk(t):
         if message["role"] == "user" and not message["loop"]:
             _user_reply(t, state, pos, message["text"])
         elif message["role"] == "assistant":
-            calls = t.calls_at.get(pos, [])
-            for call in calls:
+            calls, seen = t.calls_at.get(pos, []), {}
+            for call in calls:                      # the writes that took effect, each using what authorised it
                 if call.write and call.status in ("ok", "unanswered"):
-                    results.append((call,) + _authorised(t, state, call))
+                    twin = seen.get((call.name, _key(call.args)))     # the same write again in one turn: one write
+                    judged = twin if twin is not None else _authorised(t, state, call)
+                    seen.setdefault((call.name, _key(call.args)), judged)
+                    if twin is not None:
+                        results.append((call,) + judged[:2])
+                        continue
+                    results.append((call,) + judged[:2])
+                    if call.status == "ok" and judged[0] == "ok":
+                        _use(state, call, judged[2])      # an "ok" verdict carries the batch's write it used
+                    elif call.status == "ok":
+                        state.update(proposal=None, answer=None, withdrawn=None, loose=None, used=call.turn, spent=None)
             for call in calls:
-                if call.write and call.status == "ok":
-                    state.update(proposal=None, answer=None, withdrawn=None, loose=None, used=call.turn, spent=None)
-                elif call.write and call.decision in ("reject", "respond"):
+                if call.write and call.decision in ("reject", "respond"):
                     _decision(t, state, call)
-                elif call.proposes if not t.strict else _held(call):
-                    state.update(proposal=_proposal(call.turn, call.proposed, call.name),
-                                 answer=None, withdrawn=None, loose=None, used=None, spent=None)
-                elif call.write and call.status == "error" and _ran(t, call) and _authorised(t, state, call)[0] == "ok":
-                    state.update(proposal=None, answer=None, withdrawn=None, loose=None, used=None, spent=call.turn)
+                elif call.write and call.status == "error" and (call.proposes if not t.strict else _held(call)):
+                    _hold(state, call)
+                elif call.write and call.status == "error" and _ran(t, call):
+                    judged = _authorised(t, state, call)
+                    if judged[0] == "ok":           # a confirmed write that ran and failed spends what allowed it
+                        _use(state, call, judged[2], failed=True)
     return results, state
+
+
+def _key(args):
+    return repr(sorted(args.items())) if isinstance(args, dict) else repr(args)
+
+
+def _hold(state, call):
+    """A write held for the user's approval: the proposal, or one more write of the proposal its turn made
+    (one reply confirms the writes of one turn, each once)."""
+    held = state["proposal"]
+    if held is not None and held.get("pos") == call.pos and held.get("batch") is not None and state["answer"] is None:
+        held["batch"].append((call.name, call.proposed))
+        return
+    state.update(proposal=dict(_proposal(call.turn, call.proposed, call.name), pos=call.pos,
+                               batch=[(call.name, call.proposed)]),
+                 answer=None, withdrawn=None, loose=None, used=None, spent=None)
+
+
+def _use(state, call, entry, failed=False):
+    """The write `call` took effect (or ran and failed) on the proposal in force: that write of it is used; the
+    proposal is spent once every write it showed is (a proposal in words shows one)."""
+    batch = (state["proposal"] or {}).get("batch")
+    if batch is not None and entry is not None and len(batch) > 1:
+        del batch[entry]
+        return
+    state.update(proposal=None, answer=None, withdrawn=None, loose=None,
+                 used=None if failed else call.turn, spent=call.turn if failed else None)
 
 
 def _proposal(turn, args, tool=None, ids=(), choices=()):
@@ -97,8 +133,8 @@ def _user_reply(t, state, pos, text):
     if ask and ask["booking"]:                      # the user answers a proposal made in words
         ids, choices = t.shown(ask["pos"], ask["text"])
         old = state["proposal"]
-        state.update(proposal=_proposal(old["turn"] if old else ask["turn"], old["args"] if old else None,
-                                        old["tool"] if old else None, ids, choices),
+        state.update(proposal=dict(_proposal(old["turn"] if old else ask["turn"], old["args"] if old else None,
+                                             old["tool"] if old else None, ids, choices), said=ask["text"]),
                      answer=None, withdrawn=None, loose=None, used=None, spent=None)
     proposal = state["proposal"]
     kind = classify_reply(text, *(_named(t, proposal) if proposal else ((), ())), confirms=t.agent.confirms)
@@ -164,7 +200,9 @@ def _states(t, pos):
 def _offered(t, pos, text):
     """The agent's writes a proposal in words states, read with the records before messages[pos]."""
     plain = words.plain(text)
-    return [w for w in t.agent.writes if stated.offers(plain, t.agent.tool(w), t.records(pos), t.ids_before(pos))]
+    done = t.done_ids(pos)
+    return [w for w in t.agent.writes
+            if stated.offers(plain, t.agent.tool(w), t.records(pos), t.ids_before(pos), done)]
 
 
 def _named(t, proposal):
@@ -209,10 +247,25 @@ def _authorised(t, state, call):
         return "fail", Said("write.question", call=call.label, turn=proposal["turn"], what=w, reply=reply)
     if kind == "unclear":
         return "ambiguous", Said("write.unclear", call=call.label, reply=reply, turn=proposal["turn"])
-    differs = _unbound(t, call, proposal) if t.strict else _differs(t, call, proposal)
+    entry, differs = _entry(t, call, proposal)
     if differs:
-        return "fail", Said("write.differs", call=call.label, turn=proposal["turn"], differs=differs)
-    return "ok", Said("write.ok", call=call.label, turn=proposal["turn"], reply=reply)
+        return "fail", Said("write.differs", call=call.label, turn=proposal["turn"], differs=differs), None
+    return "ok", Said("write.ok", call=call.label, turn=proposal["turn"], reply=reply), entry
+
+
+def _entry(t, call, proposal):
+    """(the index of the write of a held batch that `call` is, how it differs from the proposal: '' when it is
+    what the user was shown). A batch's writes are each tried; a proposal in words has none (None)."""
+    judge = _unbound if t.strict else _differs
+    batch = proposal.get("batch") or []
+    tried = [(at, judge(t, call, dict(proposal, tool=tool, args=args))) for at, (tool, args) in enumerate(batch)]
+    for at, differs in tried:
+        if not differs:
+            return at, differs
+    if tried:
+        names = [at for at, (tool, _) in enumerate(batch) if tool == call.name]
+        return None, tried[names[0] if names else 0][1]
+    return None, judge(t, call, proposal)
 
 
 def _differs(t, call, proposal):
@@ -223,9 +276,11 @@ def _differs(t, call, proposal):
     if proposal["tool"] is not None and proposal["tool"] != call.name:
         return Said("differs.tool", name=call.name, proposed=proposal["tool"])
     args, wrong = proposal["args"] if isinstance(proposal["args"], dict) else {}, []
-    for key, _ in t.agent.effect(call.name):
+    for key in dict.fromkeys([*(k for k, _ in t.agent.effect(call.name)), *call.args]):   # a held call: every argument
         if key in args and not same_value(call.arg(key), args[key]):
             wrong.append(Said("differs.arg", key=key, proposed=args[key], value=call.arg(key)))
+    if not args and proposal.get("said"):        # words: what they bound and stated, as the guards read it
+        wrong += _unsaid(t, call, words.plain(proposal["said"]))
     for key in dict.fromkeys(arg for arg, _ in t.agent.ids(call.name)):
         if proposal["ids"] and str(call.arg(key)) not in proposal["ids"] and key not in args:
             wrong.append(Said("differs.shown", what=said_args([key]), shown=Joined(sorted(proposal["ids"])), value=call.arg(key)))
@@ -235,6 +290,17 @@ def _differs(t, call, proposal):
             wrong.append(Said("differs.shown", what=said_args([key]), shown=Joined(sorted(proposal["choices"])),
                               value=call.arg(key)))
     return Joined(wrong, "sep.clauses")
+
+
+def _unsaid(t, call, offer):
+    """The arguments of a write that a proposal in words (`offer`, plain) neither states nor determines: sourced
+    from another record than its effect's, sourced elsewhere and unstated, or free and stated neither by it nor
+    by the user (texts/stated.py: the guards' reading)."""
+    decl, records = t.agent.tool(call.name), t.records(call.pos)
+    said = [words.plain(m["text"]) for m in t.messages[:call.pos] if m["role"] == "user" and not m["loop"]]
+    loose = stated.unbound(call.args, decl, records, lambda arg, value: words.names_in(offer, str(value)))
+    loose += [a for a in stated.unstated_free(call.args, decl, offer, said) if a not in loose]
+    return [Said("differs.unbound", key=k, value=call.arg(k)) for k in loose]
 
 
 def _unbound(t, call, proposal):
@@ -250,15 +316,16 @@ def _unbound(t, call, proposal):
     offered = _offered(t, call.pos, proposal["offer"]) if proposal.get("offer") is not None else [call.name]
     if offered != [call.name]:              # the words named another write, or did not say which
         return Said("differs.offer_tool", name=call.name, tools=Joined(offered))
-    if proposal.get("offer") is None and isinstance(args, dict):
-        effect = {k for k, _ in stated.effect(decl)}
-        wrong += [Said("differs.arg", key=k, proposed=args.get(k), value=call.arg(k)) for k in stated.stated_args(decl)
-                  if (k in effect or k in args) and call.arg(k) != args.get(k)]
+    if proposal.get("offer") is None and isinstance(args, dict):      # a blocked proposal shows every argument
+        keys = dict.fromkeys([*stated.stated_args(decl), *call.args])
+        wrong += [Said("differs.arg", key=k, proposed=args.get(k), value=call.arg(k)) for k in keys
+                  if call.arg(k) != args.get(k)]
         return Joined(wrong, "sep.clauses")
     offer = words.plain(proposal.get("offer") or "")
     said = [words.plain(m["text"]) for m in t.messages[:call.pos] if m["role"] == "user" and not m["loop"]]
-    missing = stated.unstated(call.args, decl, offer, said, records, t.ids_before(call.pos))
+    missing = stated.unstated(call.args, decl, offer, said, records, t.ids_before(call.pos), t.done_ids(call.pos))
     loose = stated.unbound(call.args, decl, records, lambda arg, value: words.names_in(offer, str(value)))
+    loose += [a for a in stated.unstated_free(call.args, decl, offer, said) if a not in loose]
     wrong += [Said("differs.unstated", key=k, value=call.arg(k)) for k in missing]
     wrong += [Said("differs.unbound", key=k, value=call.arg(k)) for k in loose if k not in missing]
     return Joined(wrong, "sep.clauses")

@@ -268,6 +268,12 @@ class Transcript:
         return lambda tool, path: [r for c in self.calls if c.status == "ok" and c.pos < pos and c.name == tool
                                    for r in stated.records_at(c.result, path)]
 
+    def done_ids(self, pos):
+        """The values of the id effects of the writes that took effect before messages[pos]: a text that names
+        them reports those writes, it proposes none (texts/stated.py, as the run's memory reads it)."""
+        return {str(c.arg(arg)) for c in self.calls if c.write and c.status == "ok" and c.pos < pos
+                for arg, how in self.agent.effect(c.name) if how == "id" and c.arg(arg) is not None}
+
     def ids_before(self, pos):
         """{id: name} of every `id`/`*_id` field the successful results before messages[pos] gave."""
         names = {}

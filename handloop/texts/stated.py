@@ -11,10 +11,13 @@ A write's declaration is read as the plain dict a run records (calls.declared_to
   records of their tools' successful results, whatever the field is called; an id argument no source names takes
   the ids the reads gave (`id` or `*_id` fields, `fallback`).
 - A proposal in words states a value of an id or choice effect when it names exactly one of that argument's
-  values (other identifiers may be named beside it); a date or count when it or the user's own messages state it.
+  values (other identifiers may be named beside it; an id a write of the run already used is reported, not
+  proposed, and does not count: `done`); a date or count when it or the user's own messages state it.
 - What the proposal stated fixes the whole write (`unbound`): an argument that is no effect but is sourced from
   the same tool (and path) as an effect argument must come from the record that effect's value came from; one
-  sourced elsewhere must be stated by the proposal itself. An argument neither an effect nor sourced is free.
+  sourced elsewhere must be stated by the proposal itself. An argument neither an effect nor sourced is free of
+  the records, but not hidden: its value must be stated by the proposal or the user (`unstated_free`), else the
+  write is shown to the user exactly.
 
 Invariants: imports no project module but words.py (a leaf); pure functions of plain data; `records(tool, path)`
 is the caller's: the records of that tool's successful results before the write, at that path.
@@ -97,11 +100,13 @@ def id_values(decl, arg, records, fallback=None):
     return found if sourced else dict(fallback or {})
 
 
-def values_of(decl, arg, how, records, fallback=None):
-    """{value: (names a text may use for it)} of an id or choice effect argument."""
+def values_of(decl, arg, how, records, fallback=None, done=()):
+    """{value: (names a text may use for it)} of an id or choice effect argument; an id in `done` (the ids the
+    run's writes already used) is what a text reports, never what it proposes, and is left out."""
     if how == "choice":
         return {v: (v, *names) for v, names in choice_values(decl, arg).items()}
-    return {v: (str(v), name) if name else (str(v),) for v, name in id_values(decl, arg, records, fallback).items()}
+    return {v: (str(v), name) if name else (str(v),) for v, name in id_values(decl, arg, records, fallback).items()
+            if str(v) not in done}
 
 
 def says(plain, how, value, names=(), units=()):
@@ -118,13 +123,13 @@ def named(plain, values):
     return {v for v, names in values.items() if words.names_in(plain, *names)}
 
 
-def offers(plain, decl, records, fallback=None):
-    """Whether a text states a write of this declaration: exactly one value of each id effect and of each
-    choice effect whose values are known."""
+def offers(plain, decl, records, fallback=None, done=()):
+    """Whether a text states a write of this declaration: exactly one value of each id effect (among those no
+    write used yet, `done`) and of each choice effect whose values are known."""
     for arg, how in effect(decl):
         if how not in ("id", "choice"):
             continue
-        values = values_of(decl, arg, how, records, fallback)
+        values = values_of(decl, arg, how, records, fallback, done)
         if how == "choice" and not values:
             continue
         if len(named(plain, values)) != 1:
@@ -132,7 +137,7 @@ def offers(plain, decl, records, fallback=None):
     return True
 
 
-def unstated(args, decl, offer, said, records, fallback=None):
+def unstated(args, decl, offer, said, records, fallback=None, done=()):
     """The effect arguments of a write that a proposal in words (`offer`, plain) did not state: an id or
     choice must be the one value of its argument the offer names; a date or count may also come from the
     user's own messages (`said`, plain). Empty when the write is what the user was shown."""
@@ -140,7 +145,7 @@ def unstated(args, decl, offer, said, records, fallback=None):
     for arg, how in effect(decl):
         value = args.get(arg)
         if how in ("id", "choice"):
-            values = values_of(decl, arg, how, records, fallback)
+            values = values_of(decl, arg, how, records, fallback, done)
             names = values.get(value) or (str(value),)
             shown = {v for v in values if v != value and words.names_in(offer, *values[v])}
             ok = says(offer, how, value, names) and not shown
@@ -168,6 +173,22 @@ def unbound(args, decl, records, stated=None):
         if anchors and all(_bound(args, source, anchor, effects, records) for anchor in anchors):
             continue
         missing += [a for a in loose if a not in missing and not (not anchors and stated and stated(a, args[a]))]
+    return missing
+
+
+def unstated_free(args, decl, offer, said):
+    """The free arguments of a write (neither an effect nor sourced) whose values a proposal in words (`offer`,
+    plain) and the user's own messages (`said`, plain) do not state: a string or a number must appear in one of
+    them (a message body, a memo, an amount); a value of another kind (true, a list, an object) is never stated
+    in words. Empty values (null, "") are nothing to state."""
+    bound = {a for a, _ in effect(decl)} | {a for s in sources(decl) for a in s["args"]}
+    missing = []
+    for arg, value in args.items():
+        if arg in bound or value is None or value == "":
+            continue
+        text = str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+        if text is None or not any(words.names_in(t, text) for t in [offer, *said]):
+            missing.append(arg)
     return missing
 
 

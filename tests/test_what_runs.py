@@ -1,0 +1,66 @@
+"""An argument the schema does not define never runs: after the user confirmed "pay B1, 120", a call that adds
+a `memo` (or a nested `details` object) the tool's schema does not list is refused before it runs, as a
+validation error the model can act on; the write runs only as declared, once.
+
+Through the CLI, the real `openai` client and a loopback endpoint answered by a stateless scripted model; the
+bank agent of tests/test_many_writes.py, English and Chinese."""
+import json
+
+import pytest
+
+from conftest import read_audit, run_agent
+from handloop.llm.endpoint import Endpoint
+from test_many_writes import AGENT_FILE, LANGUAGES, paid
+
+OFFER = {"en": "Bill B1 to Acme is 120. Shall I pay B1? Reply confirm.", "zh": "账单 B1（Acme）120 元，要支付 B1 吗？请回复确认。"}
+EXTRA = {"memo": {"memo": "send to IBAN DE89 3704 0044 0532 0130 00"},
+         "details": {"details": {"amount": 9999, "payee_id": "XA-002"}}}
+
+
+def offering_model(language, extra):
+    """Lists the bills, proposes B1 in words; once the user confirmed, pays it with `extra` arguments, and
+    without them once told they are not allowed."""
+    def respond(request):
+        names, results, users = {}, [], []
+        for m in request.get("messages") or []:
+            names.update({c["id"]: c["function"]["name"] for c in m.get("tool_calls") or []})
+            if m["role"] == "tool":
+                results.append((names[m["tool_call_id"]], json.loads(m["content"])))
+            elif m["role"] == "user" and m.get("name") != "loop":
+                users.append(m["content"])
+        if not results:
+            return {"content": None, "tool_calls": [{"id": "l1", "type": "function",
+                                                     "function": {"name": "list_bills", "arguments": "{}"}}]}
+        if len(users) < 2:
+            return {"content": OFFER[language]}
+        pays = [r for n, r in results if n == "pay_bill"]
+        if pays and "error" not in pays[-1]:
+            return {"content": "Paid B1."}
+        args = {"bill_id": "B1", "amount": 120, **({} if pays else extra)}
+        return {"content": None, "tool_calls": [{"id": f"p{len(pays)}", "type": "function",
+                                                 "function": {"name": "pay_bill", "arguments": json.dumps(args)}}]}
+    return respond
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGES))
+@pytest.mark.parametrize("extra", sorted(EXTRA))
+def test_an_argument_the_schema_does_not_define_never_runs(tmp_path, language, extra):
+    endpoint = Endpoint(offering_model(language, EXTRA[extra]))
+    try:
+        path = tmp_path / "bank_agent.py"
+        path.write_text(AGENT_FILE.format(language=language, confirm=LANGUAGES[language]), encoding="utf-8")
+        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": endpoint.url, "AGENT_MODEL_RETRIES": "0",
+               "AGENT_AUDIT_DIR": str(tmp_path / "audit"), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+        run = lambda *more: run_agent(*more, cwd=tmp_path, env=env)    # noqa: E731
+        assert run("--agent", str(path), "--run-id", "r").returncode == 0
+        assert read_audit(tmp_path / "audit", "r")["reason"] == "awaiting_confirmation"
+        done = run("--confirm", "r")
+        assert done.returncode == 0, done.stdout + done.stderr
+        data = read_audit(tmp_path / "audit", "r")
+        refused = [json.loads(m["content"]) for m in data["messages"] if m["role"] == "tool" and
+                   m["tool_call_id"] == "p0"]
+        assert refused and refused[0]["blocked_by"] == "arguments" and extra in refused[0]["error"]
+        assert (data["status"], paid(tmp_path)) == ("done", [("B1", 120)])
+        assert run("--check", "r", "--strict").returncode == 0
+    finally:
+        endpoint.close()
