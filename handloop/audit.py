@@ -2,6 +2,10 @@
 
 Invariants: a snapshot is written atomically (a spare file, fsync, a link renamed over the file,
 fsync of the folder), so the file on disk is always a whole snapshot, never half of one, even under kill -9.
+The audit folder is written only through files this code made: a spare is written only when it is a plain
+file with one name (else it is replaced by a fresh one: O_CREAT | O_EXCL | O_NOFOLLOW), a temporary file is
+always fresh, the lock file is never opened through a link, and a name renamed over (a snapshot, a page) may
+be a link, which the rename replaces: no link planted in the folder is ever written through.
 A snapshot is strict JSON: NaN and infinities are refused (ValueError), as --check reads it.
 Loading checks version, structure and tool-call pairing and refuses a bad file with a clear
 message (CorruptAuditError, an AuditError). A run is used by one process at a time (RunLock, released by the OS when
@@ -11,6 +15,7 @@ import datetime
 import json
 import os
 import secrets
+import stat
 
 from . import config
 from .errors import HandloopError
@@ -19,6 +24,9 @@ from .texts import Said
 STATUSES = ("running", "suspended", "done", "stopped", "error")
 _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode     # no indent: keeps the C encoder
 _ascii = json.JSONEncoder(allow_nan=False).encode                        # strict JSON: NaN is refused (ValueError)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)        # a link at the name is refused (ELOOP), never followed
+_BINARY = getattr(os, "O_BINARY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)        # a FIFO planted at a name fails at once instead of waiting
 
 
 def _utf8(value):
@@ -101,7 +109,7 @@ class Writer:
         parts = self.parts(snapshot)
         size = sum(map(len, parts))
         spare = self._spare()
-        fd = os.open(spare, os.O_WRONLY | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+        fd = self._open(spare)
         try:
             if config.armed("mid_audit"):
                 data = b"".join(parts)
@@ -129,16 +137,32 @@ class Writer:
             return slots[1 - slots.index(self.published)]
         self.sizes.clear()                    # not ours yet: sizes unknown, truncate
         try:
-            current = os.stat(self.path).st_ino
+            current = os.lstat(self.path).st_ino
         except FileNotFoundError:
             current = None
         for spare in slots:
             try:
-                if os.stat(spare).st_ino != current:
+                if os.lstat(spare).st_ino != current:
                     return spare
             except FileNotFoundError:
                 return spare
         raise AuditError(Said("audit.spares", path=self.path))
+
+    def _open(self, spare):
+        """The spare, open for writing: the plain file with one name a writer of this run made, else a fresh
+        one in its place. Anything else at that name (a link to a file outside, a hard link to another file, a
+        FIFO) is not ours: it is unlinked and replaced, never written through."""
+        try:
+            fd = os.open(spare, os.O_WRONLY | _NOFOLLOW | _NONBLOCK | _BINARY)
+        except OSError:                        # absent, a symlink (ELOOP), a FIFO nobody reads (ENXIO)...
+            fd = None
+        if fd is not None:
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
+                return fd
+            os.close(fd)
+        self.sizes[spare] = 0
+        return fresh(spare)
 
     def encode(self, snapshot):
         """The snapshot's bytes as written (see parts)."""
@@ -180,18 +204,76 @@ def encode(snapshot):
 
 
 def _publish(spare, link, path):
-    """Rename a new link to `spare` over `path`; with no hard links, a copy of it instead."""
-    for attempt in (1, 2):
+    """Rename a new link to `spare` over `path`; with no hard links, a fresh copy of it instead (the
+    rename replaces whatever stood at `path`, a link included, and never writes through it)."""
+    for attempt in (1, 2, 3):
         try:
             os.link(spare, link)
             break
-        except FileExistsError:            # left by a crash between link and rename
+        except FileExistsError:            # left by a crash between link and rename, or planted
             _remove(link)
         except OSError:                    # no hard links here: publish a copy
-            with open(spare, "rb") as src, open(link, "wb") as dst:
-                dst.write(src.read())
+            with os.fdopen(os.open(spare, os.O_RDONLY | _NOFOLLOW | _BINARY), "rb") as f:
+                data = f.read()
+            fd = fresh(link)
+            try:
+                _write_all(fd, [data])
+            finally:
+                os.close(fd)
             break
+    else:
+        raise FileExistsError(f"{link} is in the way and cannot be removed")
     os.replace(link, path)
+
+
+def fresh(path, mode=0o600):
+    """A descriptor, open for writing, on a new empty file at `path` that this process made
+    (O_CREAT | O_EXCL | O_NOFOLLOW): whatever stood at the name (a file left by a crash, a link planted
+    there) is unlinked first, never written through. OSError when the name cannot be freed."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY
+    for attempt in (1, 2):
+        try:
+            return os.open(path, flags, mode)
+        except FileExistsError:
+            _remove(path)
+    return os.open(path, flags, mode)
+
+
+def replace(path, data, fsync=True, mode=0o600):
+    """Write `data` (bytes) to `path` atomically: into a temporary file of a fresh name beside it, made here
+    (fresh), then renamed over `path` (a link standing at `path` is replaced, not followed)."""
+    folder, name = os.path.split(path)
+    spare = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
+    fd = fresh(spare, mode)
+    try:
+        try:
+            _write_all(fd, [data])
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(spare, path)
+    except BaseException:
+        _remove(spare)
+        raise
+    if fsync:
+        _fsync_dir(folder or ".")
+
+
+def plain_file(path, mode=0o644):
+    """Make sure `path` is a plain file, to be opened by name by a program that follows links (SQLite):
+    created here when absent (O_EXCL | O_NOFOLLOW); OSError when a link or anything but a plain file
+    stands there, which is left alone and never opened."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, mode))
+        except FileExistsError:            # another process made it meanwhile: looked at below
+            pass
+        info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(f"{path} is not a plain file (a link, or another kind of file); it is left alone")
 
 
 def _write_all(fd, parts):
@@ -285,7 +367,12 @@ class RunLock:
         self.run_id, self.fd, self.say = run_id, None, say
 
     def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _BINARY, 0o644)
+        except OSError:
+            if not os.path.islink(self.path):
+                raise
+            raise AuditError(Said("audit.link", path=self.path)) from None
         try:
             _lock(self.fd)
         except OSError:

@@ -17,6 +17,7 @@ import sys
 import time
 from typing import Any
 
+from . import audit
 from . import config
 from .calls import Agent, MCPServer, Source, Tool, ToolError  # noqa: F401  (ToolError: what these tools raise)
 
@@ -244,7 +245,12 @@ class BookingStore:
 
     @contextlib.contextmanager
     def _connect(self):
-        """One short connection: committed on success, always closed."""
+        """One short connection: committed on success, always closed. The database is a plain file this
+        store made (audit.plain_file), never one a link at its name points to."""
+        try:
+            audit.plain_file(self.path)
+        except OSError as exc:
+            raise sqlite3.OperationalError(str(exc)) from None
         db = sqlite3.connect(self.path, timeout=self.BUSY_TIMEOUT)
         try:
             with db:

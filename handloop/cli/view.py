@@ -1,7 +1,7 @@
 """--trace [RUN_ID]: write the run's HTML view beside its audit file and print the page's path. Nothing else.
 
 Invariants: reads the audit file (audit.load checks it) and writes one file, `<audit-dir>/trace-<run_id>.html`,
-atomically; the page is in the language of the agent the run recorded (or the one --agent names); a run that
+atomically, through a temporary file it made (audit.replace: never through a link planted in the folder); the page is in the language of the agent the run recorded (or the one --agent names); a run that
 cannot be found or read is one error line and exit 2, never a traceback.
 """
 import os
@@ -24,11 +24,8 @@ def run(target, audit_dir, named=None):
     say = named.say if named else _recorded_say(snap)
     page = view.render(timeline.build(snap), say)
     path = os.path.abspath(os.path.join(audit_dir, f"trace-{run_id}.html"))
-    spare = path + ".tmp"
     try:
-        with open(spare, "w", encoding="utf-8") as f:
-            f.write(page)
-        os.replace(spare, path)
+        audit.replace(path, page.encode("utf-8"), fsync=False, mode=0o644)
     except OSError as exc:
         print(error_line(exc, named, "cli.audit_dir"), file=sys.stderr)
         return 2

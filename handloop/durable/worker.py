@@ -296,13 +296,10 @@ def reference(path, snap):
     stem = os.path.basename(path)[:-len(".json")]
     target = os.path.join(folder, f"{stem}.{name[:20]}.json")
     os.makedirs(folder, exist_ok=True)
+    if os.path.islink(folder):
+        raise audit.AuditError(texts.Said("audit.link", path=folder))
     if not os.path.exists(target):
-        spare = target + ".new"
-        with open(spare, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(spare, target)
+        audit.replace(target, data)
     named = re.compile(re.escape(stem) + r"\.[0-9a-f]{20}\.json")
     mine = sorted((os.path.getmtime(os.path.join(folder, n)), n) for n in os.listdir(folder)
                   if named.fullmatch(n) and n != os.path.basename(target))

@@ -340,6 +340,7 @@ EN = {
     "audit.duplicate_ids": "message {index} repeats a call id",
     "audit.unanswered": "the calls {calls} have no tool message answering them",
     "audit.busy": "run {run_id} is in use by another process; try again once it is done",
+    "audit.link": "{path} is a link, not a file this program made; remove it, then try again",
     # ---- traces: export and the HTML view (trace/) ----
     "help.trace": "write a self-contained HTML view of the run (default: the latest) and print its path",
     "trace.no_sdk": "Trace not exported: the OpenTelemetry SDK is not installed ({error}); pip install 'handloop[otel]'",

@@ -341,6 +341,7 @@ ZH = {
     "audit.duplicate_ids": "第 {index} 条消息里有重复的调用 id",
     "audit.unanswered": "调用 {calls} 没有 tool 消息回答",
     "audit.busy": "运行 {run_id} 正被另一个进程使用，请等它结束后再试",
+    "audit.link": "{path} 是一个链接，不是本程序创建的文件；删除它后再试",
     # ---- traces: export and the HTML view (trace/) ----
     "help.trace": "把运行写成一个自包含的 HTML 视图（默认最近一次运行），并打印文件路径",
     "trace.no_sdk": "未导出追踪：没有安装 OpenTelemetry SDK（{error}）；pip install 'handloop[otel]'",
