@@ -16,8 +16,10 @@ outcome) is flattened with the note that the confirmation it ran on is spent.
 
 A tool is untrusted code: whatever it raises (SystemExit and a KeyboardInterrupt of its own too,
 inline, in a thread or on the event loop, which survives it) or returns (a value JSON cannot
-hold, NaN) is a tool error, and so is a `reconcile` that fails; a write whose result cannot be
-read is reconciled like one that timed out (values.Unencodable). Only the user's own interrupt
+hold, NaN) is a tool error, and so is a `reconcile` that fails. A write that returned has run,
+whatever it returned: a result JSON cannot hold (values.Unencodable) is the receipt its
+idempotency key stored (reconciled), else what it returned in a strict form (values.strict: NaN as
+null...), noted in the result, never a write recorded as not run. Only the user's own interrupt
 (calls.by_user) goes through, to stop the run.
 """
 import asyncio
@@ -28,7 +30,7 @@ import time
 
 from . import config
 from .calls import ZH, Outcome, ToolError, by_user
-from .values import Unencodable, settled
+from .values import Unencodable, settled, strict
 
 
 def order(memory, calls, inline):
@@ -99,7 +101,7 @@ def _inline(toolset, call, view, limit, say):
         if by_user(error):
             raise
         value, exc = None, error
-    outcome = settle(value, exc, limit, say, _doubt(call, toolset, say))
+    outcome = settle(value, exc, limit, say, doubt_for(call, toolset, say))
     outcome.seconds = time.perf_counter() - started
     config.fault("after_tool")
     return outcome
@@ -242,7 +244,7 @@ def _outcome(job, call, toolset, timeout, limit, say, concurrent=False):
         outcome.result, outcome.content = settled(outcome.result, limit, say)
         outcome.seconds = time.perf_counter() - job.started
     else:
-        outcome = settle(job.value, job.exc, limit, say, _doubt(call, toolset, say))
+        outcome = settle(job.value, job.exc, limit, say, doubt_for(call, toolset, say))
         outcome.seconds = job.seconds
     outcome.concurrent = concurrent
     config.fault("after_tool")
@@ -252,7 +254,7 @@ def _outcome(job, call, toolset, timeout, limit, say, concurrent=False):
 def settle(value, exc, limit, say, doubt=None):
     """What a tool returned or raised, as the Outcome the record will hold (here, and for a call run elsewhere:
     in a Temporal workflow or activity). A result JSON cannot hold is a tool error, or for a write
-    (`doubt(why)`) an outcome to reconcile."""
+    (`doubt(why, result)`, see doubt_for) the receipt it is kept as."""
     if exc is not None:
         message = _told(exc) if isinstance(exc, ToolError) else say("tool.internal", kind=type(exc).__name__,
                                                                    error=_told(exc))
@@ -265,7 +267,7 @@ def settle(value, exc, limit, say, doubt=None):
         outcome.result, outcome.content = settled(result, limit, say)
     except Unencodable as why:
         if doubt is not None:
-            outcome = doubt(str(why))
+            outcome = doubt(str(why), result)
             outcome.result, outcome.content = settled(outcome.result, limit, say)
             return outcome
         outcome.status = "error"
@@ -281,11 +283,27 @@ def _told(exc):
         return type(exc).__name__
 
 
-def _doubt(call, toolset, say):
-    """For a write, how an unreadable result is settled: reconciled, else an unknown outcome."""
+def doubt_for(call, toolset, say):
+    """For a write, how a result JSON cannot hold is settled: the write returned, so it ran. The receipt its
+    idempotency key stored (reconciled through `toolset`; None: not looked up), else what it returned in its
+    strict form (values.strict), with a note (`_strict`) of what was changed. None for any other call (its
+    result is a tool error)."""
     if call.kind != "write":
         return None
-    return lambda why: _unsure(call, toolset, say, "tool.unreadable", why=why)
+    return lambda why, returned: _kept(call, toolset, say, returned)
+
+
+def _kept(call, toolset, say, returned):
+    receipt = _reconciled(call, toolset, say) if toolset is not None else None
+    if receipt is not None:
+        return receipt
+    try:
+        value, changed = strict(returned)
+    except RecursionError:              # strict stops at STRICT_DEPTH; under a recursion limit lower still
+        value, changed = {}, [".=<too deep>"]
+    shown = "; ".join(c[:80] for c in changed[:5]) + (f"; +{len(changed) - 5}" if len(changed) > 5 else "")
+    result = dict(value, _strict=say("tool.strict", changed=shown))
+    return Outcome(result, status="error" if "error" in result else "ok")
 
 
 def _timed_out(call, toolset, timeout, say):
@@ -296,20 +314,28 @@ def _timed_out(call, toolset, timeout, say):
 
 def _unsure(call, toolset, say, key, **values):
     """A write whose outcome is unknown: the receipt its idempotency key stored (reconciled), else
-    the unknown outcome, said with `key` (the model may retry: the key makes that safe). A
-    reconcile that fails, or returns what is not a JSON object, has found nothing."""
+    the unknown outcome, said with `key` (the model may retry: the key makes that safe)."""
+    receipt = _reconciled(call, toolset, say) if toolset is not None else None
+    if receipt is not None:
+        return receipt
+    return Outcome({"error": say(key, tool=call.name, **values), "outcome": "unknown"}, status="unknown")
+
+
+def _reconciled(call, toolset, say):
+    """The Outcome of the receipt a write's idempotency key stored (marked reconciled), or None. A reconcile
+    that fails, or returns what is not a JSON object, has found nothing."""
     try:
         receipt = toolset.reconcile(call)
     except BaseException as exc:        # the store is locked, the tool's own code is wrong...
         if by_user(exc):
             raise
-        receipt = None
+        return None
     if isinstance(receipt, dict):
         try:
             return Outcome(settled(dict(receipt, reconciled=True), config.TOOL_RESULT_MAX_CHARS, say)[0], status="ok")
         except Unencodable:
             pass
-    return Outcome({"error": say(key, tool=call.name, **values), "outcome": "unknown"}, status="unknown")
+    return None
 
 
 def tool_messages(pending, outcomes, limit=None, say=ZH):

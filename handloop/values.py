@@ -1,7 +1,8 @@
 """The measures every layer shares, on plain values: JSON Schema validation and normalisation of a call's
 arguments, how many characters a request's messages hold, how a long text or result is cut to a limit, how a
-tool's result is settled into the strict JSON text of its tool message, text made valid Unicode, and a URL or a
-line shown without the secrets it may hold (a URL's user name and password, values the caller names) as ***.
+tool's result is settled into the strict JSON text of its tool message (and, for a value JSON cannot hold,
+its strict form), text made valid Unicode, and a URL or a line shown without the secrets it may hold (a URL's
+user name and password, values the caller names) as ***.
 
 Invariants: imports only texts/__init__.py (the catalogue); holds no state; pure functions of their arguments;
 each fact here is defined once and nowhere else. Texts come from the caller's catalogue (`say`, default Chinese).
@@ -142,6 +143,68 @@ def settled(result, limit, say=ZH):
     if len(text) > limit:
         text = json.dumps(fit(json.loads(text), limit, say), ensure_ascii=False, separators=COMPACT)
     return json.loads(text), text
+
+
+STRICT_DEPTH = 200      # containers nested deeper than this are written as null in a strict form
+
+
+def strict(value):
+    """`value` in a form JSON can hold, and where it had to change: (value, ["where=what", ...]). NaN and the
+    infinities become null, a key that is not a string, number, true, false or null its text, a container met
+    again inside itself (a cycle), nesting past STRICT_DEPTH and an int too long to write become null, any
+    other object its text (as `settled` writes it); tuples are lists. The same value when nothing changed."""
+    changed = []
+    return _strict(value, "", changed, set(), 0), changed
+
+
+def _strict(value, where, changed, inside, depth):
+    if isinstance(value, float) and not math.isfinite(value):
+        changed.append(f"{where or '.'}={json.dumps(value)}")
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            str(value)
+        except ValueError:                     # more digits than int -> str converts
+            changed.append(f"{where or '.'}=<int of {value.bit_length()} bits>")
+            return None
+        return value
+    if value is None or isinstance(value, (str, bool, float)):
+        return value
+    if not isinstance(value, (dict, list, tuple)):
+        try:
+            return str(value)
+        except Exception:
+            changed.append(f"{where or '.'}=<{type(value).__name__}>")
+            return None
+    if id(value) in inside or depth >= STRICT_DEPTH:
+        changed.append(f"{where or '.'}=<{'cycle' if id(value) in inside else 'too deep'}>")
+        return None
+    inside.add(id(value))
+    try:
+        if isinstance(value, dict):
+            out = {}
+            for key, item in value.items():
+                name = _key_text(key, where, changed)
+                out[name] = _strict(item, f"{where}.{name}" if where else name, changed, inside, depth + 1)
+            return out
+        return [_strict(item, f"{where}[{i}]", changed, inside, depth + 1) for i, item in enumerate(value)]
+    finally:
+        inside.discard(id(value))
+
+
+def _key_text(key, where, changed):
+    """A key as JSON writes it: a string as it is, a number, true, false or null as json.dumps converts it, any
+    other key its text (noted)."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (bool, int)) or isinstance(key, float) and math.isfinite(key):
+        return json.dumps({key: 0})[2:-4]
+    try:
+        text = str(key)
+    except Exception:
+        text = type(key).__name__
+    changed.append(f"{where or '.'}<key {text[:40]}>")
+    return text
 
 
 def _unencodable(value):

@@ -191,13 +191,49 @@ def test_a_write_whose_reconcile_raises_is_an_unknown_outcome_on_record(tmp_path
 
 @pytest.mark.parametrize("receipt, reconciled", [("{'total': float('nan')}", True), ("{'total': float('nan')}", False),
                                                   ("{(1,): 'x'}", False)])
-def test_a_write_returning_what_json_cannot_hold_is_reconciled_not_recorded(tmp_path, receipt, reconciled):
+def test_a_write_returning_what_json_cannot_hold_is_reconciled_or_kept_in_a_strict_form(tmp_path, receipt, reconciled):
     find = "return {'receipt': key[:8]}" if reconciled else "return None"
     snap, told = _write_run(tmp_path, f"return {receipt}", find)
     if reconciled:                                  # the store knows it: the receipt it stored, marked so
         assert told.get("reconciled") is True and "error" not in told
-    else:                                           # unknown: the model is told, a retry is safe
-        assert told["outcome"] == "unknown"
+    else:                                           # it returned, so it ran: kept in a strict form, noted
+        assert "error" not in told and "outcome" not in told and told["_strict"]
+    assert (snap["status"], snap["reason"]) == ("done", "final_answer")        # the write is on record as made
+
+
+STRICT = {                                          # what a write returns -> its receipt as the record keeps it
+    "nan": ("{'booking': 'B-1', 'total': float('nan')}", {"booking": "B-1", "total": None}),
+    "infinities": ("{'booking': 'B-1', 'fees': [1.5, float('inf'), -float('inf')]}",
+                   {"booking": "B-1", "fees": [1.5, None, None]}),
+    "tuple_key": ("{'booking': 'B-1', (1, 2): 'pair'}", {"booking": "B-1", "(1, 2)": "pair"}),
+    "cycle": ("_loop()", {"booking": "B-1", "self": None}),
+    "huge_int": ("{'booking': 'B-1', 'n': 10 ** 5000}", {"booking": "B-1", "n": None}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STRICT))
+def test_a_write_that_returned_is_recorded_as_run_whatever_its_receipt_holds(tmp_path, case):
+    """Issue 36, finding 8: a write whose receipt JSON cannot hold (and no reconcile that finds it) ran: the record
+    keeps its receipt in a strict form with a note of what was changed, the run ends done, --check reads it."""
+    returned, kept = STRICT[case]
+    after = "return " + returned.replace("_loop()", "_loop(idempotency_key)")
+    path = tmp_path / "writer.py"
+    body = WRITE.format(after=after, find="return None").replace(
+        "def book(", "def _loop(key):\n    d = {'booking': 'B-1'}\n    d['self'] = d\n    return d\n\n\ndef book(")
+    path.write_text(HEAD + body + TAIL_WRITE, encoding="utf-8")
+    assert run_agent("--agent", str(path), "--run-id", "w", cwd=tmp_path).returncode == 0
+    out = run_agent("--confirm", "w", cwd=tmp_path)
+    _clean(out)
+    assert out.returncode == 0, out.stderr
+    snap = strict(tmp_path / "audit" / "run-w.json")
+    receipt = tool_contents(snap)[-1]
+    assert {k: v for k, v in receipt.items() if k != "_strict"} == kept and receipt["_strict"]
+    assert (snap["status"], snap["reason"]) == ("done", "final_answer")
+    assert snap["memory"]["writes"][-1]["receipt"] == receipt
+    assert [t["status"] for record in snap["trace"] for t in record["tools"]][-1] == "ok"
+    checked = run_agent("--check", "w", "--json", cwd=tmp_path)
+    verdicts = {c["id"]: c["verdict"] for c in json.loads(checked.stdout)["files"][0]["checks"]}
+    assert verdicts["write_after_confirmation"] == "pass", checked.stdout
 
 
 def test_a_schema_that_refers_to_itself_is_a_declaration_error(tmp_path):

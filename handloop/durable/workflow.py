@@ -252,7 +252,8 @@ class World:
             value, error = self.toolset.run(call, view), None
         except Exception as exc:              # any failure of a tool is data for the model, as in the executor
             value, error = None, exc
-        return executor.settle(value, error, self.r.policy.result_max_chars, self.r.say)
+        return executor.settle(value, error, self.r.policy.result_max_chars, self.r.say,
+                               executor.doubt_for(call, None, self.r.say))   # no store touched in workflow code
 
     async def _call(self, call, view):
         """One call as an activity: the tool's own timeout inside (the executor's), a margin outside. A read

@@ -96,7 +96,7 @@ EN = {
     "tool.timeout": "{tool} did not return within {seconds:g} s and was given up; retry later or try another way",
     "tool.unknown": "{tool} did not return within {seconds:g} s; its outcome is unknown and its idempotency key finds no such write. Calling it again with exactly the same arguments is put to the user first, and can never run twice",
     "tool.unencodable": "the tool's result cannot be written as JSON ({why}) and was dropped; try another way or other arguments",
-    "tool.unreadable": "{tool} returned, but its result cannot be written as JSON ({why}); its outcome is unknown and its idempotency key finds no such write. Calling it again with exactly the same arguments is put to the user first, and can never run twice",
+    "tool.strict": "the result held values JSON cannot hold ({changed}); they are written as null or as text",
     "tool.mcp_failed": "{tool} failed: {error}",
     "tool.mcp_error": "MCP call {tool} failed: {error}; retry later",
     "stop.max_turns": "reached the maximum of {limit} turns",

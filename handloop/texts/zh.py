@@ -96,7 +96,7 @@ ZH = {
     "tool.timeout": "{tool} 超过 {seconds:g} 秒没有返回，已放弃；可以稍后重试或换个做法",
     "tool.unknown": "{tool} 超过 {seconds:g} 秒没有返回，结果未知；按幂等键没有查到这次写操作。用完全相同的参数再调用会先交给用户确认，系统保证不会重复执行",
     "tool.unencodable": "工具的结果不是 JSON 能表示的（{why}），已丢弃；换个方式或参数再试",
-    "tool.unreadable": "{tool} 已返回，但结果不是 JSON 能表示的（{why}）；结果未知，按幂等键没有查到这次写操作。用完全相同的参数再调用会先交给用户确认，系统保证不会重复执行",
+    "tool.strict": "结果里有 JSON 无法表示的值（{changed}），已写成 null 或文本",
     "tool.mcp_failed": "{tool} 失败：{error}",
     "tool.mcp_error": "MCP 调用 {tool} 失败：{error}；可以稍后重试",
     # ---- the person at the terminal reads these ----
