@@ -14,7 +14,7 @@ import time
 from . import config
 from . import texts
 from .calls import HookError, Interrupted
-from .cli.exits import EXIT, UsageError, error_line
+from .cli.exits import INTERNAL, UsageError, error_line, exit_code
 from .cli.printout import mcp_line, report, summary, traced
 from .trace.send import Stretch
 
@@ -199,6 +199,10 @@ def _main(argv):
     except OSError as exc:
         print(error_line(exc, named, "cli.audit_dir"), file=sys.stderr)
         return 2
+    except Exception as exc:                   # a fault of our own before or after a run's loop: one line
+        from .loop import one_line
+        print(error_line(RuntimeError(texts.Said("cli.internal_line", error=one_line(exc))), named), file=sys.stderr)
+        return INTERNAL
 
 
 def drive(args, env):
@@ -341,7 +345,7 @@ def _go(session, r, toolset, args, env):
         toolset.close()
     summary(r, time.perf_counter() - started, toolset)
     traced(stretch, say)
-    return EXIT[r.status]
+    return exit_code(r.status, r.reason)
 
 
 def _opened(args):

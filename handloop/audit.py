@@ -383,6 +383,16 @@ class RunLock:
         return self
 
     def __exit__(self, *exc):
+        self.release()
+
+    def acquire(self):
+        """Take the lock (AuditError when it is held); returns self."""
+        return self.__enter__()
+
+    def __del__(self):
+        self.release()              # a lock nobody released goes with its holder
+
+    def release(self):
         if self.fd is not None:
             os.close(self.fd)        # closing the descriptor releases the lock
             self.fd = None

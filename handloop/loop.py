@@ -5,8 +5,9 @@ of `turns()`; `messages` is the full record (compaction works on a copy) and sta
 tool call answered, in order) at every audit; messages and trace records are only appended,
 never edited in place (messages[0] is replaced whole, and only when a compaction epoch starts),
 so the audit encodes each one once and each request extends the previous one between epochs;
-every way out of the loop sets status and reason and writes the audit file; turn numbers and
-tokens continue across resumes. What the loop itself tells the model (a nudge) is a user
+every way out of the loop sets status and reason and writes the audit file, an exception of our own
+included (`run()` records it `error/internal` with its one line: never left `running`, and --resume goes on
+from the last audited turn); turn numbers and tokens continue across resumes. What the loop itself tells the model (a nudge) is a user
 message named "loop", recorded as such and never taken for the user's reply; the final-answer
 instruction goes into the system message of that one request, never into the record. When the
 user confirms a write the guard blocked, the loop itself issues that exact call in the next turn
@@ -98,12 +99,15 @@ def _silent(kind: str, **data: Any) -> None:
 def run(r: Run, ask: Model | Callable[..., Reply], toolset: ToolSet, report: Callable[..., None] | None = None) -> Run:
     """Drive run `r` in this process until it is done, suspended, stopped or fails; returns `r`. `ask`: a Model
     (model.connect, or your own), or a plain function ask(messages, tools, final=False) -> Reply.
-    `report(kind, **data)` hears the run as it goes (turns, streamed words, tools)."""
+    `report(kind, **data)` hears the run as it goes (turns, streamed words, tools). An exception that is no
+    tool's (those are tool errors) ends the run `error/internal`, on record with its one line; resume goes on."""
     report = report or _silent
     try:
         return drive(turns(r, toolset, report), Local(r, ask, toolset, report))
     except HookError as exc:
         return hook_failed(r, exc)
+    except Exception as exc:                  # a fault of our own (or of `report`): on record, never left running
+        return internal(r, exc)
 
 
 def turns(r, toolset, report=lambda kind, **data: None):
@@ -406,6 +410,23 @@ def hook_failed(r, exc):
     """A tool's own hook failed (calls.HookError): the run stops, recorded up to where it was; --resume
     goes on once the agent's code is fixed."""
     return finish(r, "stopped", "hook", exc.args[0](r.say))
+
+
+def internal(r, exc):
+    """An exception of our own stopped the run: it is recorded `error/internal` with the exception's one line.
+    The record is what the last whole step left (messages are only appended whole, so it stays paired);
+    --resume (runs.resume) goes on from it."""
+    return finish(r, "error", "internal", one_line(exc))
+
+
+def one_line(exc):
+    """An exception as one short line: its type and the first line of what it says."""
+    try:
+        said = str(exc).strip()
+    except Exception:                          # its own __str__ failed
+        said = ""
+    first = said.splitlines()[0][:300] if said else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def finish(r, status, reason, detail=""):

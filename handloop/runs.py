@@ -13,7 +13,9 @@ effect). Imports loop.py (the run and its save), never the other way round.
 
 The library's way to a run is here too: `start` a new run of an agent, and `confirm`, `reply` or `resume` a
 recorded one (each reopens it from its audit file, checks its state and adds the user's part); `loop.run`
-drives it.
+drives it. Each takes the run's lock first, as the command line does (audit.RunLock: a run held by another
+program, or by another part of this one, is refused with an AuditError), and hands it to the tool set it
+returns: the run is the caller's until `toolset.close()`.
 """
 from __future__ import annotations
 
@@ -57,11 +59,17 @@ def start(agent: Agent, run_id: str | None = None, *, audit_dir: str = "audit", 
           policy: config.Policy | None = None) -> tuple[Run, ToolSet]:
     """A new run of `agent` (its first snapshot on disk): (run, its tool set). `run_id`: a fresh one when None;
     `goal`: the agent's own when empty; `model`: the name the audit file records. Drive it with loop.run;
-    close the tool set when done with it."""
+    close the tool set when done with it (that releases the run's lock). AuditError when the run is another's."""
     from .toolset import ToolSet
     run_id = run_id or audit.new_run_id()
     os.makedirs(audit_dir, exist_ok=True)
-    toolset = ToolSet(run_id, agent=agent, visible=policy.tools if policy else None)
+    lock = audit.RunLock(audit_dir, run_id, agent.say).acquire()
+    try:
+        toolset = ToolSet(run_id, agent=agent, visible=policy.tools if policy else None)
+    except BaseException:
+        lock.release()
+        raise
+    toolset.lock = lock
     try:
         return begin(audit_dir, run_id, goal, toolset, model, policy=policy), toolset
     except BaseException:
@@ -88,9 +96,17 @@ def resume(agent: Agent, run_id: str, *, audit_dir: str = "audit") -> tuple[Run,
 
 def _go_on(agent, run_id, audit_dir, how, text=None):
     from .toolset import ToolSet
-    r, toolset, warnings = reopen(audit_dir, run_id, lambda snap: ToolSet(     # the recorded mode, MCP tools, URL
-        run_id, agent=agent, mode=snap["mode"], schemas=snap["tools"], mcp_url=snap.get("mcp_url")),
-        lambda snap: accept(how, snap))
+    if not os.path.isdir(audit_dir):
+        raise audit.AuditError(agent.say("resume.no_dir", folder=audit_dir))
+    lock = audit.RunLock(audit_dir, run_id, agent.say).acquire()        # as the command line: one driver at a time
+    try:
+        r, toolset, warnings = reopen(audit_dir, run_id, lambda snap: ToolSet(     # the recorded mode, MCP tools, URL
+            run_id, agent=agent, mode=snap["mode"], schemas=snap["tools"], mcp_url=snap.get("mcp_url")),
+            lambda snap: accept(how, snap))
+    except BaseException:
+        lock.release()
+        raise
+    toolset.lock = lock
     r.warnings = warnings
     try:
         answer(r, how, text)

@@ -97,6 +97,7 @@ class ToolSet:
     """The tools of one run: declarations, schemas for the model, preparation and routing of calls."""
 
     timeout = config.TOOL_TIMEOUT     # seconds the executor gives a call whose tool declares none
+    lock: Any = None                  # the run's lock (audit.RunLock) when runs.start/confirm/... took it: close() releases it
 
     def __init__(self, run_id: str, agent: Agent, mode: str = "local", *, mcp_command: list[str] | None = None,
                  schemas: list[dict] | None = None, visible: list[str] | None = None, mcp_url: str | None = None,
@@ -272,9 +273,13 @@ class ToolSet:
         return call.tool.reconcile(idempotency_key(self.run_id, call))
 
     def close(self) -> None:
-        """Release what the tool set holds: its MCP server sessions, if any."""
+        """Release what the tool set holds: its MCP server sessions, if any, and the run's lock when it holds one
+        (a run begun or reopened by the library is its tool set's until that is closed)."""
         for client in getattr(self, "clients", {}).values():
             client.close()
+        lock, self.lock = self.lock, None
+        if lock is not None:
+            lock.release()
 
 
 HIDDEN = ("pattern", "minLength", "maxLength", "minItems", "maxItems", "additionalProperties")

@@ -123,6 +123,8 @@ def summary(r, seconds, toolset, more=""):
         print("\n" + say("cli.done", head=head, made=made, where=where))
     elif r.status == "stopped":
         print("\n" + say("cli.stopped", reason=r.reason, detail=r.detail, head=head, where=where))
+    elif r.reason == "internal":
+        print("\n" + say("cli.internal", detail=r.detail, head=head, run_id=r.run_id + more, where=where), file=sys.stderr)
     else:
         print("\n" + say("cli.failed", reason=r.reason, detail=r.detail, head=head, run_id=r.run_id + more, where=where),
               file=sys.stderr)

@@ -12,7 +12,7 @@ import sys
 import time
 
 from .. import texts
-from .exits import EXIT, UsageError, error_line
+from .exits import UsageError, error_line, exit_code
 from .printout import summary, traced
 
 
@@ -167,7 +167,7 @@ def on_temporal(args, how, run_id, audit_dir, agent, policy):
     if not os.path.exists(path):               # the workers' storage is not this machine's
         print(say("temporal.state", **{k: state.get(k, "") for k in ("run_id", "status", "reason", "turn", "tokens",
                                                                        "path")}))
-        return EXIT[state["status"]]
+        return exit_code(state["status"], state.get("reason", ""))
     r, toolset, _ = session.reopen(audit_dir, run_id, None, agent=agent)
     say = r.say
     try:
@@ -179,4 +179,4 @@ def on_temporal(args, how, run_id, audit_dir, agent, policy):
     finally:
         toolset.close()
     traced(stretch, say)
-    return EXIT[r.status]
+    return exit_code(r.status, r.reason)

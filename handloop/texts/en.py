@@ -162,6 +162,8 @@ EN = {
     "cli.done": "Done. {head}\n   {made}\n   {where}",
     "cli.stopped": "Stopped ({reason}): {detail}\n   {head}\n   {where}",
     "cli.failed": "The model service failed ({reason}): {detail}\n   {head}\n   The run is saved; continue later: python agent.py --resume {run_id}\n   {where}",
+    "cli.internal": "Internal error of handloop: {detail}\n   {head}\n   The run is saved as of its last whole step; once fixed, continue: python agent.py --resume {run_id}\n   {where}",
+    "cli.internal_line": "internal error of handloop: {error}",
     "cli.online": "Model: {model} @ {url}",
     "cli.mcp_server_alone": "--mcp-server only applies in MCP mode: add --mcp to a new run",
     "cli.bad_mcp_env": "the environment variable AGENT_MCP_SERVER is not a valid command line",

@@ -163,6 +163,8 @@ ZH = {
     "cli.done": "✔ 完成。{head}\n   {made}\n   {where}",
     "cli.stopped": "■ 已停止（{reason}）：{detail}\n   {head}\n   {where}",
     "cli.failed": "✖ 模型服务失败（{reason}）：{detail}\n   {head}\n   运行已保存，稍后可继续：python agent.py --resume {run_id}\n   {where}",
+    "cli.internal": "✖ handloop 内部错误：{detail}\n   {head}\n   运行已按最后一个完整步骤保存；修好后可继续：python agent.py --resume {run_id}\n   {where}",
+    "cli.internal_line": "handloop 内部错误：{error}",
     "cli.online": "模型：{model} @ {url}",
     "cli.mcp_server_alone": "--mcp-server 只在 MCP 模式下有用：新运行请同时加 --mcp",
     "cli.bad_mcp_env": "环境变量 AGENT_MCP_SERVER 不是合法的命令行",
