@@ -32,7 +32,11 @@ applicable: judge() leaves it out and not_applicable() says why; a declaration t
 one pending verdict, never an empty pass.
 - Nothing to judge is not a pass: a check whose subject never happened (no business call took
   effect, no write took effect) is pending, and progress() says how far the task got.
+Cost: each rule is linear in the conversation (up to a log factor), never a scan of the calls before each call:
+no_skipped_step walks the calls once, carrying what was done and the plan in force; provenance looks values up
+in an index of each source's results (_Seen), built once.
 """
+import math
 import re
 
 from .judge.confirm import write_after_confirmation
@@ -54,8 +58,8 @@ PROGRESS = {"no_business_call": "progress.no_business_call", "no_booking": "prog
 def plan_first(t):
     plans, names = t.ok("set_plan"), t.agent.business
 
-    def judge(call):
-        plan = next((p for p in plans if p.before(call)), None)
+    def judge(call):                  # the first plan is before a call when any is (plans are in order)
+        plan = plans[0] if plans and plans[0].before(call) else None
         return ("ok", plan.label) if plan else ("fail", Said("plan.before_plan", call=call.label))
     business = t.ok(*names) + t.unknown(*names)
     faults, doubts, fine = judge_calls(sorted(business, key=lambda c: (c.pos, c.order)), judge)
@@ -68,7 +72,8 @@ def plan_first(t):
 def no_skipped_step(t):
     names = t.agent.business
     business = sorted(t.ok(*names) + t.unknown(*names), key=lambda c: (c.pos, c.order))
-    faults, doubts, fine = judge_calls(business, lambda c: _skipped(t, c))
+    skipped = _skips(t, {id(c) for c in business})
+    faults, doubts, fine = judge_calls(business, lambda c: skipped[id(c)])
     gated = [n for n in names if t.agent.requires(n)]
     if not gated:
         passes = fine and Said("skip.passes_plan", count=len(fine))
@@ -81,38 +86,49 @@ def no_skipped_step(t):
     return verdict_of(faults, doubts, passes, nothing)
 
 
-def _skipped(t, call):
+def _skips(t, judged):
+    """{id(call): ('fail', why) or ('ok', '')} for the calls in `judged`, from one walk over the calls in order:
+    the tools done before a call's turn (the calls of earlier turns that took effect), and the plan in force when
+    it ran with the step marks made since (the set_plan and mark_step before it, its own turn's included)."""
+    done_tools, turn_done, pos = set(), [], None
+    plan, steps_of, marks = [], {}, {}
+    found = {}
+    for call in t.calls:
+        if call.pos != pos:                        # a new turn: the one before is done
+            done_tools.update(turn_done)
+            turn_done, pos = [], call.pos
+        if id(call) in judged:
+            found[id(call)] = _skipped(t, call, done_tools, plan, steps_of, marks)
+        if call.status != "ok":
+            continue
+        turn_done.append(call.name)
+        if call.name == "set_plan":
+            plan, marks = _plan_steps(call), {}
+            steps_of = {}
+            for step in plan:
+                steps_of.setdefault(step["tool"], []).append(step)
+        elif call.name == "mark_step":
+            index = call.result.get("index", call.arg("index"))
+            if isinstance(index, int):
+                marks[index] = call.result.get("status", call.arg("status"))
+    return found
+
+
+def _skipped(t, call, done_tools, plan, steps_of, marks):
     """('fail', why) when `call` ran with a step skipped (a declared `requires`, or a plan dependency when the
-    agent plans), else ('ok', '')."""
-    done_tools = {c.name for c in t.calls if c.status == "ok" and c.pos < call.pos}
+    agent plans), else ('ok', ''); `done_tools`, `plan` (its steps by tool: `steps_of`) and `marks` as of `call`."""
     missing = [tool for tool in t.agent.requires(call.name) if tool not in done_tools]
     if missing:
         return "fail", Said("skip.missing", call=call.label, steps=said_steps(missing))
     if not t.agent.planning:
         return "ok", ""
-    plan, marks = _plan_at(t, call)
-    steps = [s for s in plan if s["tool"] == call.name]
+    steps = steps_of.get(call.name, [])
     done = lambda s: marks.get(s["index"]) == "done" or s["tool"] in done_tools   # noqa: E731
     step = next((s for s in steps if not done(s)), steps[-1] if steps else None)
     undone = [d for d in (step or {}).get("after", []) if 1 <= d <= len(plan) and not done(plan[d - 1])]
     if undone:
         return "fail", Said("skip.plan", call=call.label, index=step["index"], undone=Joined(undone))
     return "ok", ""
-
-
-def _plan_at(t, call):
-    """The plan in force when `call` ran, and the step marks made since it was set."""
-    plan, marks = [], {}
-    for c in t.calls:
-        if c.status != "ok" or not c.before(call):
-            continue
-        if c.name == "set_plan":
-            plan, marks = _plan_steps(c), {}
-        elif c.name == "mark_step":
-            index = c.result.get("index", c.arg("index"))
-            if isinstance(index, int):
-                marks[index] = c.result.get("status", c.arg("status"))
-    return plan, marks
 
 
 def _plan_steps(call):
@@ -134,8 +150,10 @@ def provenance(t):
     subject = [n for n in sourced if n in t.agent.writes] or sourced       # what a pass needs: a write, if any
     others = [n for n in sourced if n not in subject]
     main = [c for c in t.ok(*subject) + t.unknown(*subject) if _applies(t, c)]
-    faults, doubts, fine = judge_calls(main, lambda c: _sourced(t, c))
-    more = judge_calls([c for c in t.ok(*others) + t.unknown(*others) if _applies(t, c)], lambda c: _sourced(t, c))
+    seen = {}                                 # (source tool, fields, near) -> its _Seen, built at first use
+    faults, doubts, fine = judge_calls(main, lambda c: _sourced(t, c, seen))
+    more = judge_calls([c for c in t.ok(*others) + t.unknown(*others) if _applies(t, c)],
+                       lambda c: _sourced(t, c, seen))
     faults, doubts = faults + more[0], doubts + more[1]
     seen = Joined((Said("prov.seen", count=n, tool=tool, what=said_args(source["args"]), source=source["tool"])
                    for tool in others for source in t.agent.sources(tool)
@@ -161,14 +179,18 @@ def _applies(t, call):
                                          for k in (a,) + ALIASES.get(a, ()))
 
 
-def _sourced(t, call):
-    """(kind, reason) for one call against its declared sources."""
+def _sourced(t, call, seen):
+    """(kind, reason) for one call against its declared sources (`seen`: their indexes, by source)."""
     sources = t.agent.sources(call.name)
     if call.args is None:
         return "fail", Said("prov.unparseable", call=call.label, args=Joined(a for s in sources for a in s["args"]))
     for source in sources:
         values = [_value(call.args, a) for a in source["args"]]
-        if not any(_found(values, source, search) for search in t.ok(source["tool"]) if search.pos < call.pos):
+        key = (source["tool"], tuple(source["fields"]), bool(source["near"]))
+        if key not in seen:
+            seen[key] = _Seen(t, source)
+        first = seen[key].first(values)
+        if first is None or first >= call.pos:
             if len(values) == 1 and not source["near"]:
                 return "fail", Said("prov.not_seen", call=call.label, arg=source["args"][0], value=values[0],
                                     source=source["tool"])
@@ -178,13 +200,93 @@ def _sourced(t, call):
     return "ok", ""
 
 
+class _Seen:
+    """Where a source's values were first seen: the earliest successful result of its tool that holds them (as
+    _found reads a result: a record with the fields, or a plain text naming each value), found through indexes
+    built once over those results, so a lookup does not read every earlier result again. A record's fields are
+    keyed by their text; `near` sources by a grid of NEAR_CELL degrees on the first field, the candidates checked
+    with _near; plain texts by their tokens (each value's rarest token's texts checked as _found does)."""
+
+    def __init__(self, t, source):
+        self.source, self.near = source, bool(source["near"])
+        self.records, self.cells, self.texts, self.index = {}, {}, [], {}
+        for search in t.ok(source["tool"]):
+            text = plain_result(search.result)
+            if text is not None:
+                self._text(search, text)
+                continue
+            for node in dicts_in(search.result):
+                found = [_value(node, f) for f in source["fields"]]
+                if self.near:
+                    cell = _cell(found[0]) if found else None
+                    if cell is not None:
+                        self.cells.setdefault(cell, []).append((search.pos, found))
+                elif all(_scalar(v) for v in found):
+                    self.records.setdefault(tuple(str(v) for v in found), search.pos)
+
+    def _text(self, search, text):
+        self.texts.append((search, text))
+        keys = {_cell(n) for n in re.findall(NUMBER, text)} if self.near else set(re.findall(TOKEN, text))
+        for key in keys - {None}:
+            self.index.setdefault(key, []).append(len(self.texts) - 1)
+
+    def first(self, values):
+        """The position of the earliest result holding `values`, or None."""
+        found = [p for p in (self._in_records(values), self._in_texts(values)) if p is not None]
+        return min(found, default=None)
+
+    def _in_records(self, values):
+        if not self.near:
+            return self.records.get(tuple(str(v) for v in values)) if all(_scalar(v) for v in values) else None
+        cell = _cell(values[0]) if values else None
+        if cell is None:
+            return None
+        hits = [next((p for p, found in self.cells.get(c, ()) if all(_near(v, f) for v, f in zip(values, found))),
+                     None) for c in (cell - 1, cell, cell + 1)]
+        return min((p for p in hits if p is not None), default=None)
+
+    def _in_texts(self, values):
+        if not self.texts:
+            return None
+        if not values:                                    # nothing to look for: any text holds it
+            return self.texts[0][0].pos
+        keys = [_cell(v) for v in values] if self.near else [str(v) if _scalar(v) else None for v in values]
+        if any(k is None for k in keys):                  # a value no text can name (not a number, not a scalar)
+            return None
+        if not self.near and not all(TOKEN_ONLY.fullmatch(k) for k in keys):
+            candidates = range(len(self.texts))           # a value that is no token: every text, as _found reads
+        elif self.near:
+            candidates = sorted({i for c in (keys[0] - 1, keys[0], keys[0] + 1) for i in self.index.get(c, ())})
+        else:
+            candidates = min((self.index.get(k, []) for k in keys), key=len)
+        for i in candidates:
+            search, _ = self.texts[i]
+            if _found(values, self.source, search):
+                return search.pos
+        return None
+
+
+NEAR_CELL = 0.02            # degrees: wider than _near's 0.01, so near values are in the same cell or the next
+NUMBER = r"-?\d+(?:\.\d+)?"
+TOKEN = r"[\w-]+"           # has_token's word: a value of these characters is a token iff it is one of these runs
+TOKEN_ONLY = re.compile(TOKEN)
+
+
+def _cell(value):
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return math.floor(number / NEAR_CELL) if math.isfinite(number) else None
+
+
 def _found(values, source, search):
     """Whether an earlier result holds the values: a record with the fields (any depth), or, in plain text,
     each value as a token (`near`: a number within 0.01)."""
     text = plain_result(search.result)
     if text is not None:
         if source["near"]:
-            numbers = re.findall(r"-?\d+(?:\.\d+)?", text)
+            numbers = re.findall(NUMBER, text)
             return all(any(_near(v, n) for n in numbers) for v in values)
         return all(_mentions(search.result, v) for v in values)
     same = _near if source["near"] else lambda a, b: _scalar(a) and _scalar(b) and str(a) == str(b)

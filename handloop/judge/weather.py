@@ -8,8 +8,10 @@ follows the weather of its check-in date, rain → Suite, otherwise Standard.
 
 Invariants: imports no project module but the judge's own below it (judge/verdicts.py, judge/readings.py, its catalogue
 judge/texts.py); reads a Transcript (judge/transcripts.py), never a file; returns (verdict, reason as a Said, cause) as
-every rule does.
+every rule does. Each forecast is read once (what it says of each day it names), so the check is linear in the
+conversation, up to a log factor.
 """
+import bisect
 import re
 
 from .texts import Joined, Said
@@ -24,22 +26,33 @@ CONDITION_KEYS = ("condition", "conditions", "weather", "forecast", "summary", "
 
 def room_type(t):
     bookings = t.ok("book_hotel") + t.unknown("book_hotel")
-    faults, doubts, fine = judge_calls(bookings, lambda c: _room(t, c))
+    forecasts = _forecasts(t)
+    faults, doubts, fine = judge_calls(bookings, lambda c: _room(forecasts, c))
     return verdict_of(faults, doubts, Joined(fine, "sep.clauses"), Said("room.nothing"))
 
 
-def _room(t, call):
+def _forecasts(t):
+    """{day: ([positions], [(forecast call, condition)])}: what each successful forecast says of each day, in order."""
+    days = {}
+    for call in t.ok("get_weather"):
+        for day, condition in _conditions(call).items():
+            positions, said = days.setdefault(day, ([], []))
+            positions.append(call.pos)
+            said.append((call, condition))
+    return days
+
+
+def _room(forecasts, call):
     """(kind, reason) for one booking's room type against the weather of its check-in date."""
     if call.args is None:
         return "fail", Said("room.unparseable", call=call.label)
     day, room = iso_day(call.arg("check_in")), call.arg("room_type")
-    forecasts = [(c, _condition(c, day)) for c in t.ok("get_weather")]
-    forecasts = [(c, cond) for c, cond in forecasts if cond is not None]
-    earlier = [f for f in forecasts if f[0].pos < call.pos]
+    positions, said = forecasts.get(day, ((), ()))
+    earlier = bisect.bisect_left(positions, call.pos)            # the forecasts before the booking's turn
     if not earlier:
-        late = Said("room.late", weather=forecasts[0][0].label) if forecasts else ""
+        late = Said("room.late", weather=said[0][0].label) if said else ""
         return "not_reached", Said("room.no_weather", call=call.label, room=room, day=day, late=late)
-    weather, condition = earlier[-1]
+    weather, condition = said[earlier - 1]
     if condition == "":
         return "ambiguous", Said("room.unclear", weather=weather.label, day=day, call=call.label, room=room)
     wanted = "Suite" if RAIN.search(condition) and not NO_RAIN.search(condition) else "Standard"
@@ -49,21 +62,34 @@ def _room(t, call):
     return "ok", Said("room.ok", call=call.label, room=room, day=day, condition=condition)
 
 
-def _condition(call, day):
-    """What a forecast call says of `day`: its condition text, '' when that cannot be read, None when the
-    call says nothing about that day. A result without a date is about the date the call asked for."""
-    asked = call.args is not None and iso_day(call.arg("date")) == day
+def _conditions(call):
+    """What a forecast call says of each day it speaks of: {day: its condition text, or '' when that cannot be
+    read}. A result without a date is about the date the call asked for; a dated record inside it about its date;
+    the result's own date (its top record's) about that day."""
+    asked = iso_day(call.arg("date")) if call.args is not None else None
     text = plain_result(call.result)
     if text is not None:
-        return text.strip()[:120] if asked or iso_day(text) == day else None
+        return {day: text.strip()[:120] for day in (asked, iso_day(text)) if day is not None}
     nodes = dicts_in(call.result)
-    top = nodes[0] if nodes else {}
-    applies = _date_of(top) == day if _date_of(top) is not None else asked
-    dated = [n for n in nodes[1:] if _date_of(n) is not None]
-    if dated:
-        candidates = [n for n in dated if _date_of(n) == day] + ([top] if applies else [])
-    else:
-        candidates = nodes if applies else []
+    if not nodes:
+        return {}
+    top = nodes[0]
+    applies = _date_of(top) if _date_of(top) is not None else asked      # the day the top record speaks of
+    dated = {}
+    for node in nodes[1:]:
+        day = _date_of(node)
+        if day is not None:
+            dated.setdefault(day, []).append(node)
+    if not dated:
+        return {applies: _said(nodes)} if applies is not None else {}
+    said = {day: _said(found + ([top] if day == applies else [])) for day, found in dated.items()}
+    if applies is not None and applies not in said:
+        said[applies] = _said([top])
+    return said
+
+
+def _said(candidates):
+    """The condition the first record that has one gives ('' when none does)."""
     for node in candidates:
         for key in CONDITION_KEYS:
             if isinstance(node.get(key), str) and node[key].strip():
@@ -71,7 +97,7 @@ def _condition(call, day):
         code = node.get("weather_code", node.get("weathercode"))
         if isinstance(code, int) and not isinstance(code, bool):
             return f"rain (WMO {code})" if code in RAIN_CODES else f"WMO {code}"
-    return "" if candidates else None
+    return ""
 
 
 def _date_of(node):

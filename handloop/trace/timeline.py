@@ -7,9 +7,11 @@ Invariants: reads a snapshot dict, never a file, and imports no project module (
 share it; a damaged record gives a plainer timeline, never an exception). Times are the run's work time in
 seconds from its first turn (a suspension takes none): a turn's model time first, then its calls, the
 concurrent reads side by side and the others one after another; a call's `lane` is where it is drawn, so
-that calls that overlap get lanes of their own.
+that calls that overlap get lanes of their own. Building costs time linear in the record (up to a log factor):
+each trace record is found for its message through an index, never by scanning what is left.
 """
 import dataclasses
+import heapq
 import json
 
 EMPTY_NOTE = "empty_reply"      # how the loop's record of an empty reply starts its note
@@ -136,9 +138,9 @@ def build(snap):
 
 def _stretches(messages, records, confirm, goal):
     """Walk the messages after the goal, taking one trace record per turn in order."""
-    stretches, pending = [Stretch(1, "start", goal)], list(records)
+    stretches, pending = [Stretch(1, "start", goal)], _Pending(records)
     seen_goal = False
-    results = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
+    results = {_frozen(m.get("tool_call_id")): m for m in messages if m.get("role") == "tool"}
     for m in messages:
         role = m.get("role")
         if role == "user" and not seen_goal:
@@ -146,9 +148,9 @@ def _stretches(messages, records, confirm, goal):
             continue
         if not seen_goal or role in ("system", "tool"):
             continue
-        _empty_turns(stretches[-1], pending)
+        pending.empty_turns(stretches[-1])
         if role == "assistant":
-            stretches[-1].turns.append(_turn(m, _record_for(m, pending), results))
+            stretches[-1].turns.append(_turn(m, pending.record_for(m), results))
         elif m.get("name") == "loop":
             if stretches[-1].turns:
                 stretches[-1].turns[-1].nudges.append(_text(m))
@@ -157,28 +159,64 @@ def _stretches(messages, records, confirm, goal):
             how = "confirm" if " ".join(said.split()).casefold() in confirm else "reply"
             stretches.append(Stretch(len(stretches) + 1, how, said))
     while pending:
-        _empty_turns(stretches[-1], pending)
+        pending.empty_turns(stretches[-1])
         if pending:
-            stretches[-1].turns.append(_turn(None, pending.pop(0), results))
+            stretches[-1].turns.append(_turn(None, pending.take(), results))
     return stretches
 
 
-def _empty_turns(stretch, pending):
-    """The records of empty replies waiting at the head of `pending`: turns without a message."""
-    while pending and not pending[0].get("tools") and any(str(n).startswith(EMPTY_NOTE)
-                                                          for n in pending[0].get("notes") or ()):
-        stretch.turns.append(_turn(None, pending.pop(0), {}))
+class _Pending:
+    """The trace records not yet taken, in order (`head`: the first of them), with an index from the call ids
+    a record names to where such records are, so finding a message's record never scans the rest."""
+
+    def __init__(self, records):
+        self.records, self.head, self.at, self.seen = records, 0, {}, {}
+        for index, record in enumerate(records):
+            self.at.setdefault(_ids(record.get("tools")), []).append(index)
+
+    def __bool__(self):
+        return self.head < len(self.records)
+
+    def take(self):
+        self.head += 1
+        return self.records[self.head - 1]
+
+    def empty_turns(self, stretch):
+        """The records of empty replies waiting at the head: turns without a message."""
+        while self and _empty(self.records[self.head]):
+            stretch.turns.append(_turn(None, self.take(), {}))
+
+    def record_for(self, message):
+        """The trace record of an assistant message: the next one naming its calls' ids (none, when it has no
+        calls); the records before it are passed over. {} when there is none (nothing is passed over)."""
+        key = _ids(message.get("tool_calls"))
+        places, cursor = self.at.get(key, ()), self.seen.get(key, 0)
+        while cursor < len(places) and places[cursor] < self.head:
+            cursor += 1
+        self.seen[key] = cursor
+        if cursor == len(places):
+            return {}
+        self.head = places[cursor] + 1
+        return self.records[places[cursor]]
 
 
-def _record_for(message, pending):
-    """The trace record of an assistant message: the next one (its calls' ids, when it has calls)."""
-    ids = [c.get("id") for c in message.get("tool_calls") or () if isinstance(c, dict)]
-    for index, record in enumerate(pending):
-        recorded = [t.get("id") for t in record.get("tools") or () if isinstance(t, dict)]
-        if recorded == ids or (not ids and not recorded):
-            del pending[:index + 1]
-            return record
-    return {}
+def _empty(record):
+    return not record.get("tools") and any(str(n).startswith(EMPTY_NOTE) for n in record.get("notes") or ())
+
+
+def _ids(items):
+    """The ids a record's tools or a message's calls name, in order, as one hashable key."""
+    return tuple(_frozen(item.get("id")) for item in items or () if isinstance(item, dict)) \
+        if isinstance(items, (list, tuple)) else ()
+
+
+def _frozen(value):
+    """A value read from JSON as a key that compares as the value does (a list or an object too)."""
+    if isinstance(value, list):
+        return ("list", tuple(_frozen(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", frozenset((k, _frozen(v)) for k, v in value.items()))
+    return value
 
 
 def _turn(message, record, results):
@@ -189,10 +227,13 @@ def _turn(message, record, results):
                 used_tokens=_int(record.get("used_tokens")), chars_sent=_int(record.get("chars_sent")),
                 chars_full=_int(record.get("chars_full")), message=message,
                 text=_text(message) if message else "", notes=[str(n) for n in record.get("notes") or ()])
-    traced = {t.get("id"): t for t in record.get("tools") or () if isinstance(t, dict)}
-    for raw in (message or {}).get("tool_calls") or ():
+    tools = record.get("tools") if isinstance(record.get("tools"), list) else ()
+    traced = {_frozen(t.get("id")): t for t in tools if isinstance(t, dict)}
+    calls = (message or {}).get("tool_calls")
+    for raw in calls if isinstance(calls, list) else ():
         if isinstance(raw, dict):
-            turn.calls.append(_call(raw, traced.get(raw.get("id"), {}), results.get(raw.get("id"))))
+            key = _frozen(raw.get("id"))
+            turn.calls.append(_call(raw, traced.get(key, {}), results.get(key)))
     return turn
 
 
@@ -233,13 +274,17 @@ def _lay_out(turns):
 
 def _lanes(calls):
     """Lanes for the calls of a turn: a call takes the first lane free at its start (a call that took no
-    time still holds its lane for an instant, so two of them never share one)."""
-    ends = []
+    time still holds its lane for an instant, so two of them never share one). The lanes in use wait in a
+    heap by when they end, the free ones in a heap by number."""
+    busy, free, lanes = [], [], 0
     for call in sorted(calls, key=lambda c: c.start):
-        lane = next((i for i, end in enumerate(ends) if end <= call.start), len(ends))
-        if lane == len(ends):
-            ends.append(0.0)
-        ends[lane] = call.start + max(call.seconds, 1e-6)
+        while busy and busy[0][0] <= call.start:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            lane = heapq.heappop(free)
+        else:
+            lane, lanes = lanes, lanes + 1
+        heapq.heappush(busy, (call.start + max(call.seconds, 1e-6), lane))
         call.lane = lane
 
 

@@ -6,11 +6,15 @@ how it ended.
 
 Invariants: the page references nothing outside itself (no script, style sheet, font or image from anywhere;
 its style is inline and it needs no script); every text comes from the loop's catalogue through `say` (the
-run's agent's language); every value taken from the run is escaped.
+run's agent's language); every value taken from the run is escaped and cut (`_short`: a name, id, status or
+reason to NAME characters, longer texts to their own limits), so the page grows with the number of turns and
+calls, never with the length of any one value; its size and the time to draw it are linear in the record.
 """
 import html
 
 MIN_WIDTH = 0.6                 # per cent of a track: the narrowest bar drawn (a blocked call takes no time)
+NAME = 80                       # characters shown of a name, id, status, guard, reason, model, mode or language
+LIST = 2000                     # characters shown of the list of the run's tools
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1d2733;background:#f7f8fa}
 h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:18px 0 6px}
@@ -40,16 +44,18 @@ def render(timeline, say):
     """The HTML page of a timeline (timeline.Timeline), said with `say`."""
     e = html.escape
     work = sum(s.end - s.start for s in timeline.stretches)
-    head = say("view.meta", model=timeline.model or "-", mode=timeline.mode or "-", status=timeline.status,
-               reason=timeline.reason or "-", turns=len(timeline.turns), tokens=timeline.tokens,
-               seconds=f"{work:.3f}")
-    parts = [f'<!doctype html><html lang="{e(timeline.language)}"><head><meta charset="utf-8">',
+    head = say("view.meta", model=_name(timeline.model) or "-", mode=_name(timeline.mode) or "-",
+               status=_name(timeline.status), reason=_name(timeline.reason) or "-", turns=len(timeline.turns),
+               tokens=timeline.tokens, seconds=f"{work:.3f}")
+    title = say("view.title", run_id=_name(timeline.run_id), agent=_name(timeline.agent))
+    tools = _short(", ".join(_name(t) for t in timeline.tools[:LIST]), LIST)
+    parts = [f'<!doctype html><html lang="{e(_name(timeline.language))}"><head><meta charset="utf-8">',
              f'<meta name="viewport" content="width=device-width,initial-scale=1">',
-             f"<title>{e(say('view.title', run_id=timeline.run_id, agent=timeline.agent))}</title>",
+             f"<title>{e(title)}</title>",
              f"<style>{STYLE}</style></head><body>",
-             f'<h1>{e(say("view.title", run_id=timeline.run_id, agent=timeline.agent))}</h1>',
+             f'<h1>{e(title)}</h1>',
              f'<p class="meta">{e(head)}</p>', _legend(say),
-             f'<p class="meta">{e(say("view.tools", tools=", ".join(timeline.tools) or "-"))}</p>']
+             f'<p class="meta">{e(say("view.tools", tools=tools or "-"))}</p>']
     parts += [_stretch(s, say) for s in timeline.stretches]
     parts += [_agreement(timeline, say), _table(timeline, say), "</body></html>"]
     return "\n".join(parts)
@@ -78,32 +84,35 @@ def _stretch(stretch, say):
                      f'title="{e(say("view.nudge", text=_short(n, 300)))}"></div>' for t, n in nudges)
     lanes = [f'<div class="lane"><span class="label">{e(say("view.lane.model"))}</span>'
              f'<div class="track">{model}</div></div>']
-    calls = [c for t in stretch.turns for c in t.calls]
-    for lane in range(max([c.lane for c in calls], default=-1) + 1):
-        bars = "".join(_bar(c, pos, say) for c in calls if c.lane == lane)
+    by_lane: dict[int, list] = {}
+    for call in (c for t in stretch.turns for c in t.calls):
+        by_lane.setdefault(call.lane, []).append(call)
+    for lane in range(max(by_lane, default=-1) + 1):
+        bars = "".join(_bar(c, pos, say) for c in by_lane.get(lane, ()))
         lanes.append(f'<div class="lane"><span class="label">{e(say("view.lane.tools", n=lane + 1))}</span>'
                      f'<div class="track">{bars}</div></div>')
     axis = f'<div class="axis"><span>0 s</span><span>{_s(span / 2)} s</span><span>{_s(span)} s</span></div>'
-    ending = say("view.suspended") if stretch.outcome == "suspended" else \
-        say("view.ended", status=stretch.outcome, reason=stretch.reason or "-")
+    outcome = _name(stretch.outcome)
+    ending = say("view.suspended") if outcome == "suspended" else \
+        say("view.ended", status=outcome, reason=_name(stretch.reason) or "-")
     return (f'<section class="stretch" data-stretch="{stretch.number}"><h2>{e(title)}</h2>' + "".join(lanes) + axis +
-            f'<div class="end {e(stretch.outcome)}">{e(ending)}</div></section>')
+            f'<div class="end {e(outcome)}">{e(ending)}</div></section>')
 
 
 def _bar(call, pos, say):
     e = html.escape
-    cls = "proposal" if call.proposal else ("blocked" if call.guard else call.status)
+    cls = "proposal" if call.proposal else ("blocked" if call.guard else _name(call.status))
     words = _call_words(call, say)
-    return (f'<div class="bar {e(cls)}" style="{pos(call.start, call.seconds)}" data-call="{e(call.id)}" '
-            f'data-status="{e(call.status)}" title="{e(words)}">{e(call.name)}</div>')
+    return (f'<div class="bar {e(cls)}" style="{pos(call.start, call.seconds)}" data-call="{e(_name(call.id))}" '
+            f'data-status="{e(_name(call.status))}" title="{e(words)}">{e(_name(call.name))}</div>')
 
 
 def _call_words(call, say):
-    text = say("view.call", name=call.name, status=call.status, seconds=_s(call.seconds))
+    text = say("view.call", name=_name(call.name), status=_name(call.status), seconds=_s(call.seconds))
     if call.concurrent:
         text += " · " + say("view.concurrent")
     if call.guard:
-        text += " · " + say("view.blocked_by", guard=call.guard)
+        text += " · " + say("view.blocked_by", guard=_name(call.guard))
     if call.error:
         text += " · " + _short(call.error, 160)
     return text
@@ -117,12 +126,12 @@ def _agreement(timeline, say):
         last = before.turns[-1] if before.turns else None
         blocked = [c for c in (last.calls if last else []) if c.proposal]
         if blocked:
-            shown = "; ".join(f"{c.name} {c.arguments}" for c in blocked)
+            shown = "; ".join(f"{_name(c.name)} {_short(c.arguments, 600)}" for c in blocked[:20])
         else:
             shown = last.text if last else ""
         key = "view.confirmed" if after.opened == "confirm" else "view.replied"
         rows.append(f'<p><b>{e(say("view.proposal"))}</b> <span class="said">{e(_short(shown, 600))}</span><br>'
-                    f'<b>{e(say(key))}</b> <code>{e(after.user)}</code></p>')
+                    f'<b>{e(say(key))}</b> <code>{e(_short(after.user, 600))}</code></p>')
     body = "".join(rows) or f"<p>{e(say('view.no_proposal'))}</p>"
     return f'<section class="box agreement"><h2>{e(say("view.agreement"))}</h2>{body}</section>'
 
@@ -132,14 +141,14 @@ def _table(timeline, say):
     cols = "".join(f"<th>{e(say('view.col.' + c))}</th>" for c in ("turn", "model", "tokens", "total", "calls", "said"))
     rows = []
     for turn in timeline.turns:
-        calls = "".join(f'<span class="call {"proposal" if c.proposal else "blocked" if c.guard else e(c.status)}" '
-                        f'title="{e(_call_words(c, say))}">{e(c.name)} · {e(c.status)}'
-                        f'{" · " + e(say("view.blocked_by", guard=c.guard)) if c.guard else ""}</span>'
+        calls = "".join(f'<span class="call {"proposal" if c.proposal else "blocked" if c.guard else e(_name(c.status))}" '
+                        f'title="{e(_call_words(c, say))}">{e(_name(c.name))} · {e(_name(c.status))}'
+                        f'{" · " + e(say("view.blocked_by", guard=_name(c.guard))) if c.guard else ""}</span>'
                         for c in turn.calls)
         said = e(_short(turn.text, 400)) if turn.message is not None else e(say("view.empty"))
         nudges = "".join(f'<div class="nudge">{e(say("view.nudge", text=_short(n, 300)))}</div>' for n in turn.nudges)
-        notes = "".join(f"<div><small>{e(n)}</small></div>" for n in turn.notes)
-        calls += "".join(f'<div><small>{e(c.name)}: {e(_short(c.error, 300))}</small></div>'
+        notes = "".join(f"<div><small>{e(_short(n, 300))}</small></div>" for n in turn.notes)
+        calls += "".join(f'<div><small>{e(_name(c.name))}: {e(_short(c.error, 300))}</small></div>'
                          for c in turn.calls if c.guard and c.error)
         rows.append(f'<tr data-turn="{turn.number}"><td class="num">{turn.number}</td>'
                     f'<td class="num">{_s(turn.model_seconds)}</td>'
@@ -167,4 +176,9 @@ def _s(seconds):
 def _short(text, limit):
     text = str(text)
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _name(text):
+    """A name, id, status, guard or reason as the page shows it: cut to NAME characters ("" for None)."""
+    return "" if text is None else _short(text, NAME)
 
