@@ -44,6 +44,7 @@ How the conversation is read (the rules the verdicts rest on; docs/judge.md says
   answer fails; after an unclear answer, or after 「好」 to a question that did not speak of
   booking, it is pending: the text is ambiguous.
 """
+import bisect
 import json
 import re
 
@@ -143,7 +144,7 @@ class Transcript:
     def __init__(self, messages, meta, fmt, container, notes=(), agent=None):
         self.messages, self.meta, self.format, self.container = messages, meta, fmt, container
         self.agent = Declaration(agent if agent is not None else declaration_of(meta))
-        self.calls, self.notes, self.calls_at, self._named = [], list(notes), {}, {}
+        self.calls, self.notes, self.calls_at, self._before = [], list(notes), {}, {}
         self.turns, waiting, self._own = 0, {}, self.strict
         for pos, message in enumerate(messages):
             self._read(pos, message, waiting)
@@ -182,12 +183,14 @@ class Transcript:
         """Notes on answers that claim work of a kind (a lookup, a write) when no call of that kind had
         taken effect before them: the model says it did what it did not (words.claims reads the claim,
         as the run does)."""
-        notes = []
+        notes, did, taken = [], set(), 0
+        done = [c for c in self.calls if c.status == "ok" and c.name in self.agent.business]
         for pos, message in enumerate(self.messages):
             if message["role"] != "assistant" or message["calls"] or not message["text"].strip():
                 continue
-            done = [c for c in self.calls if c.status == "ok" and c.pos < pos and c.name in self.agent.business]
-            did = {"write" if c.name in self.agent.writes else "read" for c in done}
+            while taken < len(done) and done[taken].pos < pos:      # the calls that took effect before it, once each
+                did.add("write" if done[taken].name in self.agent.writes else "read")
+                taken += 1
             notes += [Said(f"note.unbacked_{kind}", turn=message["turn"]) for kind in
                       sorted(words.claims(message["text"]) - did)]
         return notes
@@ -222,32 +225,32 @@ class Transcript:
             last = pos
         return asks
 
+    def _prefix(self, key, calls, start, fold):
+        """The fold `fold(state, call)` over `calls` (in order) as of a position (see _Prefix), one per `key`."""
+        if key not in self._before:
+            self._before[key] = _Prefix(calls, start, fold)
+        return self._before[key]
+
+    def _names_at(self, pos):
+        """The ids (with their names) the successful results before messages[pos] of the tools the writes' id
+        arguments come from gave (_Named), folded once in order."""
+        wanted = {src for w in self.agent.writes for _, src in self.agent.ids(w)}
+        tools = {tool for tool, _ in wanted}
+        searches = [c for c in self.calls if c.status == "ok" and c.name in tools] if "named" not in self._before \
+            else ()
+        return self._prefix("named", searches, _Named, lambda named, search: named.add(search, wanted)).at(pos)
+
     def named_before(self, pos):
         """{id: name} from the successful results, before messages[pos], of the tools the writes' id arguments
-        come from (their declared sources): the ids a text may name, with the name beside each."""
-        wanted = {src for w in self.agent.writes for _, src in self.agent.ids(w)}
-        searches = tuple(c for c in self.calls if c.status == "ok" and c.pos < pos and
-                         any(c.name == tool for tool, _ in wanted))
-        if searches not in self._named:
-            self._named[searches] = self._named_in(searches, wanted)
-        return self._named[searches]
-
-    @staticmethod
-    def _named_in(searches, wanted):
-        named = {}
-        for search in searches:
-            fields = [field for tool, field in wanted if tool == search.name]
-            for node in dicts_in(search.result):
-                for field in fields:
-                    if isinstance(node.get(field), (str, int)):
-                        name = node.get("name", node.get(field.rsplit("_", 1)[0] + "_name"))
-                        named[str(node[field])] = name if isinstance(name, str) else ""
-        return named
+        come from (their declared sources): the ids a text may name, with the name beside each. Read it at
+        once: it is the fold's own state, which a later question about a later position extends."""
+        return self._names_at(pos).names
 
     def shown(self, pos, text):
-        """The ids and choice values a text at messages[pos] names: ({ids}, {choices})."""
-        ids = {i for i, name in self.named_before(pos).items()
-               if has_token(i, text) or (len(name) >= 2 and name in text)}
+        """The ids and choice values a text at messages[pos] names: ({ids}, {choices}). An id is named as a
+        token (readings.has_token) or by its name (two characters or more) within the text; both are looked
+        up from the text's own tokens and substrings, not by trying every id known."""
+        ids = self._names_at(pos).named_in(text)
         choices, plain = set(), words.plain(text)
         for w in self.agent.writes:
             for arg in self.agent.choices(w):
@@ -264,23 +267,26 @@ class Transcript:
         return self.container == "snapshot" and readable(self.meta.get("agent"))
 
     def records(self, pos):
-        """records(tool, path) of the successful results before messages[pos] (texts/stated.py's callback)."""
-        return lambda tool, path: [r for c in self.calls if c.status == "ok" and c.pos < pos and c.name == tool
-                                   for r in stated.records_at(c.result, path)]
+        """records(tool, path) of the successful results before messages[pos] (texts/stated.py's callback), each
+        tool's and path's folded once in order (read them at once: see _Prefix)."""
+        def records(tool, path):
+            key = ("records", tool, path)
+            calls = [c for c in self.calls if c.status == "ok" and c.name == tool] if key not in self._before else ()
+            return self._prefix(key, calls, list, lambda found, c: found.extend(stated.records_at(c.result, path))).at(pos)
+        return records
 
     def done_ids(self, pos):
         """The values of the id effects of the writes that took effect before messages[pos]: a text that names
         them reports those writes, it proposes none (texts/stated.py, as the run's memory reads it)."""
-        return {str(c.arg(arg)) for c in self.calls if c.write and c.status == "ok" and c.pos < pos
-                for arg, how in self.agent.effect(c.name) if how == "id" and c.arg(arg) is not None}
+        calls = [c for c in self.calls if c.write and c.status == "ok"] if "done_ids" not in self._before else ()
+        return self._prefix("done_ids", calls, set, lambda done, c: done.update(
+            str(c.arg(arg)) for arg, how in self.agent.effect(c.name) if how == "id" and c.arg(arg) is not None)).at(pos)
 
     def ids_before(self, pos):
         """{id: name} of every `id`/`*_id` field the successful results before messages[pos] gave."""
-        names = {}
-        for c in self.calls:
-            if c.status == "ok" and c.pos < pos and c.name in self.agent.business:
-                stated.ids_in(c.result, names)
-        return names
+        calls = [c for c in self.calls if c.status == "ok" and c.name in self.agent.business] \
+            if "ids" not in self._before else ()
+        return self._prefix("ids", calls, dict, lambda names, c: stated.ids_in(c.result, names)).at(pos)
 
     def about_write(self, pos, text):
         ids, choices = self.shown(pos, text)
@@ -310,6 +316,65 @@ class Transcript:
         if any(c.decision is not None and c.pos > user for c in self.calls):     # the user decided; this closes the run
             return not last["text"].strip().endswith(("?", "？"))
         return not (last["text"].strip().endswith(("?", "？")) or ASKS.search(last["text"]))
+
+
+class _Prefix:
+    """A fold over calls in order, read as of a position: `fold(state, call)` for every call before it, from
+    `start()`. Asked about positions in order (as the conversation is read) it goes on where it stopped, so a
+    whole reading folds each call once; asked about an earlier one, it starts again. What `at` returns is the
+    fold's own state: read it at once (a question about a later position extends it)."""
+
+    def __init__(self, calls, start, fold):
+        self.calls, self.positions, self.start, self.fold = list(calls), [c.pos for c in calls], start, fold
+        self.done, self.state = 0, start()
+
+    def at(self, pos):
+        upto = bisect.bisect_left(self.positions, pos)
+        if upto < self.done:
+            self.done, self.state = 0, self.start()
+        for call in self.calls[self.done:upto]:
+            self.fold(self.state, call)
+        self.done = max(self.done, upto)
+        return self.state
+
+
+ID_TOKEN = re.compile(r"[\w-]+")      # has_token's word: an id of these characters is named iff it is such a run
+
+
+class _Named:
+    """The ids the reads gave so far ({id: name}) and how to find those a text names without trying each:
+    token-shaped ids by the text's tokens, other ids one by one (has_token), names by the text's substrings of
+    each length a name has."""
+
+    def __init__(self):
+        self.names, self.odd, self.by_name = {}, {}, {}     # by_name: {length: {name: {ids}}}
+
+    def add(self, search, wanted):
+        fields = [field for tool, field in wanted if tool == search.name]
+        for node in dicts_in(search.result):
+            for field in fields:
+                if isinstance(node.get(field), (str, int)):
+                    name = node.get("name", node.get(field.rsplit("_", 1)[0] + "_name"))
+                    self._put(str(node[field]), name if isinstance(name, str) else "")
+
+    def _put(self, key, name):
+        self.names[key] = name
+        if not ID_TOKEN.fullmatch(key):
+            self.odd[key] = None
+        if len(name) >= 2:
+            self.by_name.setdefault(len(name), {}).setdefault(name, set()).add(key)
+
+    def named_in(self, text):
+        """The ids `text` names: as a token (readings.has_token) or, for a name of two characters or more, by
+        its name anywhere in it."""
+        ids = {token for token in ID_TOKEN.findall(text) if token in self.names}
+        ids |= {key for key in self.odd if has_token(key, text)}
+        for size, names in self.by_name.items():
+            for start in range(len(text) - size + 1):
+                for key in names.get(text[start:start + size], ()):
+                    if self.names[key] == text[start:start + size]:      # still its name (a later read may rename)
+                        ids.add(key)
+        return ids
 
 
 def _flat(value):
