@@ -155,3 +155,18 @@ def test_results_written_again_keep_the_sections_another_bench_wrote():
     assert kept and all(report.KEPT in s for s in kept)
     new = report.document("### 1. Loop overhead per model turn\n\nnew table\n", {}, old)
     assert all(s.rstrip() in new for s in kept) and new.count("### 1. Loop overhead") == 1
+
+
+def test_the_linearity_bench_times_every_shape_at_both_sizes():
+    from bench import linear
+    rows = linear.run(sizes=(8, 32), reps=1, words=True)
+    assert [r["shape"] for r in rows] == ["page, ids differ", "page", "check", "check, proposals in words"]
+    assert all(len(r["seconds"]) == 2 and min(r["seconds"]) > 0 for r in rows)
+    import json                                            # the shapes are real: their conversations pass
+    import tempfile
+    from handloop.cli import check
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "c.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(linear.conversation(40), f, ensure_ascii=False)
+        assert all(c["verdict"] == "pass" for c in check.check_file(path)["checks"])
