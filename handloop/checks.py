@@ -38,6 +38,7 @@ in an index of each source's results (_Seen), built once.
 """
 import math
 import re
+from typing import Any
 
 from .judge.confirm import write_after_confirmation
 from .judge.texts import Joined, Said
@@ -90,9 +91,13 @@ def _skips(t, judged):
     """{id(call): ('fail', why) or ('ok', '')} for the calls in `judged`, from one walk over the calls in order:
     the tools done before a call's turn (the calls of earlier turns that took effect), and the plan in force when
     it ran with the step marks made since (the set_plan and mark_step before it, its own turn's included)."""
-    done_tools, turn_done, pos = set(), [], None
-    plan, steps_of, marks = [], {}, {}
-    found = {}
+    done_tools: set[str] = set()
+    turn_done: list[str] = []
+    pos = None
+    plan: list[dict] = []
+    steps_of: dict[Any, list[dict]] = {}
+    marks: dict[int, Any] = {}
+    found: dict[int, tuple] = {}
     for call in t.calls:
         if call.pos != pos:                        # a new turn: the one before is done
             done_tools.update(turn_done)
@@ -150,10 +155,10 @@ def provenance(t):
     subject = [n for n in sourced if n in t.agent.writes] or sourced       # what a pass needs: a write, if any
     others = [n for n in sourced if n not in subject]
     main = [c for c in t.ok(*subject) + t.unknown(*subject) if _applies(t, c)]
-    seen = {}                                 # (source tool, fields, near) -> its _Seen, built at first use
-    faults, doubts, fine = judge_calls(main, lambda c: _sourced(t, c, seen))
+    index: dict[tuple, _Seen] = {}            # (source tool, fields, near) -> its _Seen, built at first use
+    faults, doubts, fine = judge_calls(main, lambda c: _sourced(t, c, index))
     more = judge_calls([c for c in t.ok(*others) + t.unknown(*others) if _applies(t, c)],
-                       lambda c: _sourced(t, c, seen))
+                       lambda c: _sourced(t, c, index))
     faults, doubts = faults + more[0], doubts + more[1]
     seen = Joined((Said("prov.seen", count=n, tool=tool, what=said_args(source["args"]), source=source["tool"])
                    for tool in others for source in t.agent.sources(tool)
@@ -186,10 +191,10 @@ def _sourced(t, call, seen):
         return "fail", Said("prov.unparseable", call=call.label, args=Joined(a for s in sources for a in s["args"]))
     for source in sources:
         values = [_value(call.args, a) for a in source["args"]]
-        key = (source["tool"], tuple(source["fields"]), bool(source["near"]))
-        if key not in seen:
-            seen[key] = _Seen(t, source)
-        first = seen[key].first(values)
+        where = (source["tool"], tuple(source["fields"]), bool(source["near"]))
+        if where not in seen:
+            seen[where] = _Seen(t, source)
+        first = seen[where].first(values)
         if first is None or first >= call.pos:
             if len(values) == 1 and not source["near"]:
                 return "fail", Said("prov.not_seen", call=call.label, arg=source["args"][0], value=values[0],
@@ -209,7 +214,10 @@ class _Seen:
 
     def __init__(self, t, source):
         self.source, self.near = source, bool(source["near"])
-        self.records, self.cells, self.texts, self.index = {}, {}, [], {}
+        self.records: dict[tuple, int] = {}
+        self.cells: dict[int, list] = {}
+        self.texts: list[tuple[Any, str]] = []
+        self.index: dict[Any, list[int]] = {}
         for search in t.ok(source["tool"]):
             text = plain_result(search.result)
             if text is not None:
@@ -250,11 +258,12 @@ class _Seen:
             return None
         if not values:                                    # nothing to look for: any text holds it
             return self.texts[0][0].pos
-        keys = [_cell(v) for v in values] if self.near else [str(v) if _scalar(v) else None for v in values]
+        keys: list[Any] = [_cell(v) for v in values] if self.near else [str(v) if _scalar(v) else None for v in values]
         if any(k is None for k in keys):                  # a value no text can name (not a number, not a scalar)
             return None
+        candidates: list[int]
         if not self.near and not all(TOKEN_ONLY.fullmatch(k) for k in keys):
-            candidates = range(len(self.texts))           # a value that is no token: every text, as _found reads
+            candidates = list(range(len(self.texts)))     # a value that is no token: every text, as _found reads
         elif self.near:
             candidates = sorted({i for c in (keys[0] - 1, keys[0], keys[0] + 1) for i in self.index.get(c, ())})
         else:

@@ -153,7 +153,7 @@ def strict(value):
     infinities become null, a key that is not a string, number, true, false or null its text, a container met
     again inside itself (a cycle), nesting past STRICT_DEPTH and an int too long to write become null, any
     other object its text (as `settled` writes it); tuples are lists. The same value when nothing changed."""
-    changed = []
+    changed: list[str] = []
     return _strict(value, "", changed, set(), 0), changed
 
 

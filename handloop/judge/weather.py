@@ -33,7 +33,7 @@ def room_type(t):
 
 def _forecasts(t):
     """{day: ([positions], [(forecast call, condition)])}: what each successful forecast says of each day, in order."""
-    days = {}
+    days: dict[str, tuple[list, list]] = {}
     for call in t.ok("get_weather"):
         for day, condition in _conditions(call).items():
             positions, said = days.setdefault(day, ([], []))
@@ -75,7 +75,7 @@ def _conditions(call):
         return {}
     top = nodes[0]
     applies = _date_of(top) if _date_of(top) is not None else asked      # the day the top record speaks of
-    dated = {}
+    dated: dict[str, list] = {}
     for node in nodes[1:]:
         day = _date_of(node)
         if day is not None:

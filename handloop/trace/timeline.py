@@ -170,7 +170,9 @@ class _Pending:
     a record names to where such records are, so finding a message's record never scans the rest."""
 
     def __init__(self, records):
-        self.records, self.head, self.at, self.seen = records, 0, {}, {}
+        self.records, self.head = records, 0
+        self.at: dict[tuple, list[int]] = {}
+        self.seen: dict[tuple, int] = {}
         for index, record in enumerate(records):
             self.at.setdefault(_ids(record.get("tools")), []).append(index)
 
@@ -276,7 +278,9 @@ def _lanes(calls):
     """Lanes for the calls of a turn: a call takes the first lane free at its start (a call that took no
     time still holds its lane for an instant, so two of them never share one). The lanes in use wait in a
     heap by when they end, the free ones in a heap by number."""
-    busy, free, lanes = [], [], 0
+    busy: list[tuple[float, int]] = []
+    free: list[int] = []
+    lanes = 0
     for call in sorted(calls, key=lambda c: c.start):
         while busy and busy[0][0] <= call.start:
             heapq.heappush(free, heapq.heappop(busy)[1])
