@@ -198,7 +198,8 @@ def test_a_write_returning_what_json_cannot_hold_is_reconciled_or_kept_in_a_stri
         assert told.get("reconciled") is True and "error" not in told
     else:                                           # it returned, so it ran: kept in a strict form, noted
         assert "error" not in told and "outcome" not in told and told["_strict"]
-    assert (snap["status"], snap["reason"]) == ("done", "final_answer")        # the write is on record as made
+        assert (snap["status"], snap["reason"]) == ("done", "final_answer")
+    assert snap["memory"]["writes"][-1]["receipt"] == told                      # the write is on record as made
 
 
 STRICT = {                                          # what a write returns -> its receipt as the record keeps it
