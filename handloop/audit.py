@@ -393,7 +393,7 @@ class RunLock:
         self.release()              # a lock nobody released goes with its holder
 
     def release(self):
-        if self.fd is not None:
+        if getattr(self, "fd", None) is not None:           # (None too when __init__ refused the run id)
             os.close(self.fd)        # closing the descriptor releases the lock
             self.fd = None
 
