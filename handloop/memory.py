@@ -28,6 +28,7 @@ import json
 from . import texts
 from .texts import stated, words
 from .calls import Agent, HookError, declared_tool, hooked
+from .values import cut
 
 LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)
 NUDGES = ("written_call", "echo", "idle", "step", "empty_reply", "length")
