@@ -8,7 +8,6 @@ Data: offline and deterministic by default; Open-Meteo over HTTP with AGENT_MCP_
 """
 import datetime
 import json
-import re
 import sys
 
 from .. import config

@@ -9,7 +9,7 @@ keys and placeholders (a test checks it), and no value of `EN` holds a CJK chara
 know is said in Chinese (language_of).
 """
 from ..texts import catalogue
-from ..texts.catalogue import CJK, LANGUAGES, Catalogue     # CJK: part of this API (check_texts.CJK)
+from ..texts.catalogue import CJK as CJK, LANGUAGES, Catalogue     # CJK: part of this API (check_texts.CJK)
 
 ZH = {
     # ---- separators ----

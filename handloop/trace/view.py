@@ -44,7 +44,7 @@ def render(timeline, say):
                reason=timeline.reason or "-", turns=len(timeline.turns), tokens=timeline.tokens,
                seconds=f"{work:.3f}")
     parts = [f'<!doctype html><html lang="{e(timeline.language)}"><head><meta charset="utf-8">',
-             f'<meta name="viewport" content="width=device-width,initial-scale=1">',
+             '<meta name="viewport" content="width=device-width,initial-scale=1">',
              f"<title>{e(say('view.title', run_id=timeline.run_id, agent=timeline.agent))}</title>",
              f"<style>{STYLE}</style></head><body>",
              f'<h1>{e(say("view.title", run_id=timeline.run_id, agent=timeline.agent))}</h1>',
