@@ -257,7 +257,7 @@ def structure_problem(snapshot):
 
 def pairing_problem(messages):
     """The API's rule: every tool call answered by one tool message, in order, before anything else."""
-    waiting = []
+    waiting: list[str] = []
     for i, message in enumerate(messages):
         if message["role"] == "tool":
             if not waiting or message.get("tool_call_id") != waiting[0]:
@@ -306,7 +306,7 @@ def _lock(fd):
         import fcntl
     except ImportError:             # Windows
         import msvcrt
-        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]  # typeshed has them on win32 only
         return
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 

@@ -159,7 +159,7 @@ class Tool:
     name: str
     description: str
     parameters: dict                          # JSON Schema of the arguments
-    fn: Callable
+    fn: Callable | None                       # None: a tool an MCP server runs (toolset.py routes it)
     kind: str = "read"                        # read (may run concurrently) | state (changes the run) | write
     timeout: float | None = None              # seconds; None: the policy's default
     inline: bool = False                      # pure and bounded: runs in the loop's thread, no hop, no timeout
@@ -370,8 +370,8 @@ class MCPServer:
 def _remote_rule(rule):
     """One allowed MCP tool's declaration, every key present."""
     rule = {"fields": rule} if isinstance(rule, (tuple, list)) else dict(rule)
-    out = {"fields": (), "required": (), "arguments": (), "sources": (), "requires": (), "keep": (), "timeout": None,
-           "absorb": None, "render": None, "gist": None, "facts": "", "initial": {}, "description": None}
+    out: dict[str, Any] = {"fields": (), "required": (), "arguments": (), "sources": (), "requires": (), "keep": (), "timeout": None,
+                           "absorb": None, "render": None, "gist": None, "facts": "", "initial": {}, "description": None}
     out.update(rule)
     for key in ("fields", "required", "arguments", "sources", "requires", "keep"):
         out[key] = tuple(out[key])
@@ -507,7 +507,7 @@ def choices(tool, arg):
     """The values a `choice` effect argument may take, each with the other names users read for it: the
     argument schema's `enum`, and any value its `aliases` name."""
     prop = (tool.parameters.get("properties") or {}).get(arg)
-    enum = prop.get("enum") if isinstance(prop, dict) and isinstance(prop.get("enum"), list) else []
+    enum = prop["enum"] if isinstance(prop, dict) and isinstance(prop.get("enum"), list) else []
     values = [v for v in enum if isinstance(v, str)] + [v for v in tool.aliases if v not in enum]
     return {v: tuple(tool.aliases.get(v, ())) for v in values}
 
@@ -549,7 +549,8 @@ def _mcp_problems(agent, names):
     """What is wrong with an agent's MCP servers, and {tool: (server, rule)} of the tools they allow."""
     if not isinstance(agent.mcp, tuple) or not all(isinstance(s, MCPServer) for s in agent.mcp):
         return ["mcp must be a list of calls.MCPServer"], {}
-    problems, remote = [], {}
+    problems: list[str] = []
+    remote: dict[str, tuple[MCPServer, Any]] = {}       # tool -> (its server, its rule as declared)
     servers = [s.name for s in agent.mcp]
     problems += [f"two MCP servers are named {n!r}" for n in sorted({n for n in servers if servers.count(n) > 1})]
     for server in agent.mcp:

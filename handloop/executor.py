@@ -197,6 +197,7 @@ class _Workers:
     """Daemon threads that run jobs; `idle` counts those waiting and not yet promised a job, so
     every submitted job has a free thread (an idle one, or a new one) and none waits behind a
     hung tool. A thread idle for `linger` seconds ends."""
+    jobs: queue.SimpleQueue
 
     def __init__(self, linger=30.0):
         self.linger = linger

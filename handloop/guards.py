@@ -166,7 +166,7 @@ class _Turn:
         step = next((s for s in steps if view.step_status(s["index"]) != "done"), steps[-1] if steps else None)
         undone = [d for d in (step or {}).get("after", []) if 1 <= d <= len(view.plan)
                   and view.step_status(d) != "done"]
-        if not undone:
+        if step is None or not undone:
             return ALLOW
         return Decision("plan_order", False, self.say("guard.plan_order", index=step["index"], undone=undone))
 

@@ -130,7 +130,7 @@ def turns(r, toolset, report=lambda kind, **data: None):
             if answered(r, reply, sent, report):
                 return r
             continue
-        pending, outcomes = toolset.prepare(reply.tool_calls), {}           # parse + validate arguments
+        pending, outcomes = toolset.prepare(reply.tool_calls), dict[str, Any]()   # parse + validate arguments
         for allowed, blocked in screen(pending, memory, r.budget, toolset.preview, outcomes):  # guards decide,
             outcomes.update((yield Execute(allowed)), **blocked)             # then run
         tool_msgs = tool_messages(pending, outcomes, r.policy.result_max_chars, r.say)   # flatten in request order

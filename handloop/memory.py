@@ -41,7 +41,7 @@ class Memory:
         self.agent = agent or DEFAULT_AGENT    # its confirm replies, language and planning rule the fold
         self.say = self.agent.say
         self.writable = True      # the run has a write tool (declare() tells)
-        self.write_tools = ()     # the declared write tools (what an offer in words must name is theirs)
+        self.write_tools: tuple = ()     # the declared write tools (what an offer in words must name is theirs)
         self.tool_names = ()      # the declared tools' names (a tag named after one is markup, not words)
         self.goal = goal
         self.said = []            # the user's own messages, the goal first
@@ -332,6 +332,8 @@ class Memory:
     def _names_other(self, plain):
         """Whether a text names what the blocked write `differs` had in place of the confirmed one."""
         call, offer = self.differs, words.plain(self.offer or "")
+        if call is None:
+            return False
         for arg, how in call.tool.effect if call.tool else ():
             value = (call.args or {}).get(arg)
             other = value != self.proposal.get(arg) if self.proposal is not None else \
@@ -584,7 +586,8 @@ def rebuild(messages, prepare, declared=(), agent=None):
     `prepare` turns an assistant message's raw tool calls into Calls (the tool set's); `declared`:
     the tool set's declarations (for their initial facts); `agent`: whose run it is.
     """
-    memory, calls, round_ = Memory(agent=agent).declare(declared), {}, []
+    memory, calls = Memory(agent=agent).declare(declared), {}
+    round_: list[tuple] = []          # (call, result) of the tool messages of the round being read
     for message in [*messages, {}]:
         role = message.get("role")
         if round_ and role != "tool":

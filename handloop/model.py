@@ -174,7 +174,7 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
             request.update(tools=tools, tool_choice="none" if final else tool_choice(force, refused))
         names = {t.get("function", {}).get("name"): list((t.get("function", {}).get("parameters") or {})
                                                          .get("properties") or ()) for t in tools or ()}
-        started, spent, earlier, split = time.perf_counter(), 0, [], (0, 0)
+        started, spent, earlier, split = time.perf_counter(), 0, list[Any](), (0, 0)
 
         def send():
             if streaming[0]:
@@ -309,7 +309,7 @@ def _with_retries(send, openai, retries, on_retry, sleep, where, model):
         sleep(wait)
 
 
-_WARM = {"done": False, "lock": threading.Lock()}
+_WARM: dict[str, Any] = {"done": False, "lock": threading.Lock()}
 # a response with every part the loop reads, for _warm
 _SAMPLE = {"id": "warm", "object": "chat.completion", "created": 0, "model": "warm",
            "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": None,

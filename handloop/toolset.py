@@ -175,7 +175,7 @@ class ToolSet:
         screen hooks it declares, else those of the local tool it replaces."""
         rule = server.rule(name)
         local = next((t for t in declared if t.name == name), None)
-        hooks = {k: rule[k] or (getattr(local, k) if local else None) for k in ("absorb", "render", "gist")}
+        hooks: dict[str, Any] = {k: rule[k] or (getattr(local, k) if local else None) for k in ("absorb", "render", "gist")}
         hooks.update(facts=rule["facts"] or (local.facts if local else ""), initial=rule["initial"] or
                      (local.initial if local else {}))
         return Tool(name, spec["description"], spec["parameters"], fn=None, sources=rule["sources"],
@@ -336,7 +336,7 @@ def allowed_specs(offered, server, where=None, say=texts.ZH_TEXTS):
         if not isinstance(props, dict) or any(arg not in props for arg in rule["arguments"]):
             wrong.append(f"{name}({', '.join(rule['arguments'])})")
             continue
-        description = rule["description"] or (tool.get("description") if isinstance(tool.get("description"), str) else "")
+        description = rule["description"] or (tool["description"] if isinstance(tool.get("description"), str) else "")
         specs[name] = {"description": " ".join(description.split())[:DESCRIPTION_LIMIT], "parameters": _safe_schema(schema)}
     if wrong:
         raise mcp_tools.MCPError(say("mcp.missing_tools", where=where or say("mcp.server_named", name=server.name),
@@ -350,7 +350,8 @@ def _safe_schema(schema):
     props = {key: _safe_rule(rule) for key, rule in list(schema["properties"].items())[:20]
              if isinstance(key, str) and len(key) <= 64 and isinstance(rule, dict)}
     required = schema.get("required") if isinstance(schema.get("required"), list) else []
-    safe = {"type": "object", "properties": props, "required": [k for k in required if isinstance(k, str) and k in props]}
+    safe: dict[str, Any] = {"type": "object", "properties": props,
+                            "required": [k for k in required if isinstance(k, str) and k in props]}
     if schema.get("additionalProperties") is False:
         safe["additionalProperties"] = False
     return safe
@@ -361,7 +362,7 @@ SAFE_KEYWORDS = {"string": ("pattern", "minLength", "maxLength"), "number": ("mi
 
 
 def _safe_rule(rule):
-    kind = rule.get("type") if isinstance(rule.get("type"), str) else None
+    kind = rule.get("type") if isinstance(rule.get("type"), str) else ""
     safe = {"type": kind} if kind in SAFE_KEYWORDS else {}
     for key in SAFE_KEYWORDS.get(kind, ()):
         value = rule.get(key)

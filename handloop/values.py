@@ -21,7 +21,7 @@ class Unencodable(ValueError):
     too long to write, nesting too deep)."""
 
 
-TYPES = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "boolean": bool}
+TYPES: dict[str, type | tuple[type, ...]] = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "boolean": bool}
 
 
 def validate(schema, value, path="arguments", say=ZH):
@@ -177,8 +177,8 @@ def valid_text(value):
         fixed = [valid_text(v) for v in value]
         return fixed if any(a is not b for a, b in zip(fixed, value)) else value
     if isinstance(value, dict):
-        fixed = {valid_text(k): valid_text(v) for k, v in value.items()}
-        return fixed if list(fixed) != list(value) or any(fixed[k] is not v for k, v in value.items()) else value
+        mapped = {valid_text(k): valid_text(v) for k, v in value.items()}
+        return mapped if list(mapped) != list(value) or any(mapped[k] is not v for k, v in value.items()) else value
     return value
 
 

@@ -214,7 +214,7 @@ def events(body, options, include_usage):
         if use is not None:
             out["usage"] = use
         return out
-    deltas = [{"role": "assistant", "content": ""}]
+    deltas: list[dict] = [{"role": "assistant", "content": ""}]
     content = message.get("content")
     if isinstance(content, str):
         deltas += [{"content": content[i:i + size]} for i in range(0, len(content), size)]
@@ -254,13 +254,14 @@ def events(body, options, include_usage):
         chunks[-1]["usage"] = usage
     elif usage is not None and include_usage:
         chunks.append(dict(head, choices=[], usage=usage))
-    pieces, seen_text = [], False
+    timed: list[tuple] = []               # (seconds before, bytes or None: the connection drops, has text)
+    seen_text = False
     for number, data in enumerate(chunks):
         if o["cut"] is not None and number == o["cut"]:
-            return pieces + [(o["gap"], None, False)]
+            return timed + [(o["gap"], None, False)]
         if o["error"] is not None and number == o["error"]:
-            pieces.append((o["gap"], _event({"error": o["error_body"]}, "error"), False))
-            return pieces
+            timed.append((o["gap"], _event({"error": o["error_body"]}, "error"), False))
+            return timed
         wait = o["gap"] if number else o["ttfb"]
         if o["stall"] and number == o["stall"][0]:
             wait += o["stall"][1]
@@ -270,12 +271,12 @@ def events(body, options, include_usage):
             wait += o["first_content"]
         seen_text = seen_text or text
         if o["keepalive"] and number:
-            pieces.append((0, b": keep-alive\n\n", False))
-            pieces.append((0, b"\n", False))
-        pieces.append((wait, _event(data), text))
+            timed.append((0, b": keep-alive\n\n", False))
+            timed.append((0, b"\n", False))
+        timed.append((wait, _event(data), text))
     if o["done"]:
-        pieces.append((0, b"data: [DONE]\n\n", False))
-    return pieces
+        timed.append((0, b"data: [DONE]\n\n", False))
+    return timed
 
 
 def _json(value):
@@ -301,7 +302,7 @@ def check_request(request):
     messages = request.get("messages")
     if not isinstance(messages, list) or not messages:
         return "'messages' must be a non-empty array"
-    open_ids = []
+    open_ids: list[str] = []
     for message in messages:
         role = message.get("role") if isinstance(message, dict) else None
         if role == "tool":

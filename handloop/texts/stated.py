@@ -87,7 +87,8 @@ def choice_values(decl, arg):
 def id_values(decl, arg, records, fallback=None):
     """{value: name beside it or None} an id effect argument may take: what its sources' fields hold in the
     records the reads gave (`fallback`: {id: name} of any `id`/`*_id` field, for an argument no source names)."""
-    found, sourced = {}, False
+    found: dict[str | int, str | None] = {}
+    sourced = False
     for source in sources(decl):
         if arg not in source["args"]:
             continue
