@@ -59,8 +59,7 @@ def plan_first(t):
         return ("ok", plan.label) if plan else ("fail", Said("plan.before_plan", call=call.label))
     business = t.ok(*names) + t.unknown(*names)
     faults, doubts, fine = judge_calls(sorted(business, key=lambda c: (c.pos, c.order)), judge)
-    first = t.ok(*names)[0] if fine else None
-    passes = fine and Said("plan.passes", plan=fine[0], first=first.label)
+    passes = fine and Said("plan.passes", plan=fine[0], first=t.ok(*names)[0].label)
     nothing = Said("nothing.business", planned=Said("plan.planned", plan=plans[0].label) if plans else "")
     return verdict_of(faults, doubts, passes, nothing)
 
@@ -95,14 +94,15 @@ def _skipped(t, call):
     done = lambda s: marks.get(s["index"]) == "done" or s["tool"] in done_tools   # noqa: E731
     step = next((s for s in steps if not done(s)), steps[-1] if steps else None)
     undone = [d for d in (step or {}).get("after", []) if 1 <= d <= len(plan) and not done(plan[d - 1])]
-    if undone:
+    if step is not None and undone:
         return "fail", Said("skip.plan", call=call.label, index=step["index"], undone=Joined(undone))
     return "ok", ""
 
 
 def _plan_at(t, call):
     """The plan in force when `call` ran, and the step marks made since it was set."""
-    plan, marks = [], {}
+    plan: list[dict] = []
+    marks: dict[int, object] = {}       # step index -> the status its last mark gave
     for c in t.calls:
         if c.status != "ok" or not c.before(call):
             continue
@@ -121,7 +121,7 @@ def _plan_steps(call):
     steps = []
     for index, step in enumerate(raw if isinstance(raw, list) else [], 1):
         step = step if isinstance(step, dict) else {}
-        after = step.get("after") if isinstance(step.get("after"), list) else []
+        after = step["after"] if isinstance(step.get("after"), list) else []
         tool = tool_name(step["tool"]) if isinstance(step.get("tool"), str) else None
         steps.append({"index": index, "tool": tool,       # as set_plan keeps it: a step depends only on earlier ones
                       "after": sorted({d for d in after if isinstance(d, int) and not isinstance(d, bool) and

@@ -30,6 +30,7 @@ def write_after_confirmation(t):
     faults, doubts, fine = sort_judged(results)
     spoken, w = t.spoken, said_tools(t.agent.writes)
     last = t.messages[spoken[-1]] if spoken else {}
+    waiting: Said | str
     if state["proposal"] is None and state["withdrawn"] and state["withdrawn"][2] == "rejected":
         turn, reply, _, name = state["withdrawn"]
         waiting = Said("write.rejected_waiting", turn=turn, name=name, reply=reply, what=w)
@@ -137,7 +138,7 @@ def _user_reply(t, state, pos, text):
                                              old["tool"] if old else None, ids, choices), said=ask["text"]),
                      answer=None, withdrawn=None, loose=None, used=None, spent=None)
     proposal = state["proposal"]
-    kind = classify_reply(text, *(_named(t, proposal) if proposal else ((), ())), confirms=t.agent.confirms)
+    kind = classify_reply(text, *(_named(t, proposal) if proposal else (set(), set())), confirms=t.agent.confirms)
     if ask and not ask["booking"]:                  # an answer to a text that did not speak of the write
         if proposal is None:
             if kind == "confirm":
@@ -205,7 +206,7 @@ def _offered(t, pos, text):
             if stated.offers(plain, t.agent.tool(w), t.records(pos), t.ids_before(pos), done)]
 
 
-def _named(t, proposal):
+def _named(t, proposal) -> tuple[set[str], set[str]]:
     """The ids and choice values a proposal showed the user: its arguments (the declared id and choice effect
     arguments of its write, or of every write for a proposal in words) and what its text named."""
     args = proposal["args"] if isinstance(proposal["args"], dict) else {}

@@ -126,7 +126,8 @@ def _read_file(path):
 # ---- its items: every shape into normalised messages ----
 def normalise(items):
     """Items of any supported shape → (messages, formats, skipped item types)."""
-    messages, formats, skipped = [], set(), {}
+    messages: list[dict] = []
+    formats, skipped = set(), dict[str, int]()
     for index, item in enumerate(items):
         fmt, found = _item(item, index)
         formats.add(fmt)
@@ -365,7 +366,8 @@ def _otlp_requests(data):
 
 def _from_otlp(requests, path):
     """(normalised messages, meta) of the longest conversation a span of these export requests holds."""
-    best, meta = [], {}
+    best: list[dict] = []
+    meta: dict = {}
     for span in _otlp_spans(requests):
         attributes = _otlp_attributes(span.get("attributes"))
         for conversation in (_span_messages(attributes), _event_messages(span.get("events"))):
@@ -433,7 +435,7 @@ def _event_messages(events):
     """The older form: one span event per message (gen_ai.user.message, gen_ai.choice, ...), as role and parts."""
     said = []
     for event in events or ():
-        role = EVENT_ROLES.get(event.get("name")) if isinstance(event, dict) else None
+        role = EVENT_ROLES.get(event.get("name", "")) if isinstance(event, dict) else None
         if role is None:
             continue
         a = _otlp_attributes(event.get("attributes"))
@@ -469,7 +471,7 @@ def _from_semconv(item, index):
     for part in parts:
         kind = part.get("type")
         if kind == "text":
-            texts.append(part.get("content") if isinstance(part.get("content"), str) else "")
+            texts.append(part["content"] if isinstance(part.get("content"), str) else "")
         elif kind == "tool_call":
             calls.append((part.get("id"), part.get("name"), part.get("arguments")))
         elif kind == "tool_call_response":

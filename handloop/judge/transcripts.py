@@ -110,7 +110,7 @@ class Call:
     @property
     def reply(self):
         """The human's words a decision carries (a rejection's reason, a `respond` text), trimmed."""
-        text = self.result.get("text") if isinstance(self.result.get("text"), str) else _flat(self._said())
+        text = self.result["text"] if isinstance(self.result.get("text"), str) else _flat(self._said())
         return text.strip()[:60]
 
     def arg(self, key):
@@ -143,8 +143,8 @@ class Transcript:
     def __init__(self, messages, meta, fmt, container, notes=(), agent=None):
         self.messages, self.meta, self.format, self.container = messages, meta, fmt, container
         self.agent = Declaration(agent if agent is not None else declaration_of(meta))
-        self.calls, self.notes, self.calls_at, self._named = [], list(notes), {}, {}
-        self.turns, waiting, self._own = 0, {}, self.strict
+        self.calls, self.notes, self.calls_at, self._named = list[Call](), list(notes), {}, {}
+        self.turns, waiting, self._own = 0, dict[str, Call](), self.strict
         for pos, message in enumerate(messages):
             self._read(pos, message, waiting)
         self.notes += [Said("note.unanswered", call=c.label) for c in waiting.values()]
@@ -206,12 +206,12 @@ class Transcript:
     def _asks(self):
         """{user message pos: the assistant answer without tool calls it replies to}. What that answer asks
         is read with every such answer since the user's previous message: the user saw them all."""
-        asks, last, seen = {}, None, []
+        asks, last, seen = {}, None, list[str]()
         for pos, message in enumerate(self.messages):
             if not self.speaks(pos):
                 continue
             if message["role"] == "user":
-                prev = self.messages[last] if last is not None else {}
+                prev: dict = self.messages[last] if last is not None else {}
                 if prev.get("role") == "assistant" and not prev["calls"] and prev["text"].strip():
                     text = "\n".join(seen)
                     asks[pos] = {"pos": last, "turn": prev["turn"], "text": text,
@@ -276,7 +276,7 @@ class Transcript:
 
     def ids_before(self, pos):
         """{id: name} of every `id`/`*_id` field the successful results before messages[pos] gave."""
-        names = {}
+        names: dict[str, str | None] = {}
         for c in self.calls:
             if c.status == "ok" and c.pos < pos and c.name in self.agent.business:
                 stated.ids_in(c.result, names)
