@@ -234,7 +234,7 @@ def _lay_out(turns):
 def _lanes(calls):
     """Lanes for the calls of a turn: a call takes the first lane free at its start (a call that took no
     time still holds its lane for an instant, so two of them never share one)."""
-    ends = []
+    ends: list[float] = []          # lane -> when its last call ends
     for call in sorted(calls, key=lambda c: c.start):
         lane = next((i for i, end in enumerate(ends) if end <= call.start), len(ends))
         if lane == len(ends):
