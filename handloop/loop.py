@@ -265,7 +265,7 @@ def _proposed_calls(r, toolset, shown):
     """The blocked writes the proposal in force showed (`shown`, as the user saw each), prepared again from
     the record (the latest call blocked with each), in that order; [] when one is not found or its arguments
     no longer validate (the model is asked instead)."""
-    found, ids = {}, {}
+    found, ids = dict[int, Any](), dict[str, int]()       # place in `shown` -> call; call id -> place
     for message in reversed(r.messages):
         if message.get("role") == "tool":
             result = _loaded(message.get("content"))

@@ -53,7 +53,7 @@ def _walk(t):
         if message["role"] == "user" and not message["loop"]:
             _user_reply(t, state, pos, message["text"])
         elif message["role"] == "assistant":
-            calls, seen = t.calls_at.get(pos, []), {}
+            calls, seen = t.calls_at.get(pos, []), dict[tuple, tuple]()
             for call in calls:                      # the writes that took effect, each using what authorised it
                 if call.write and call.status in ("ok", "unanswered"):
                     twin = seen.get((call.name, _key(call.args)))     # the same write again in one turn: one write
