@@ -9,14 +9,17 @@ its holder dies). Run ids are checked before they touch a path.
 """
 import datetime
 import json
+import math
 import os
 import secrets
 
 from . import config
 from .errors import HandloopError
+from . import texts
 from .texts import Said
 
 STATUSES = ("running", "suspended", "done", "stopped", "error")
+MAX_DEPTH = 200     # how deep a snapshot's values may nest: written again, they must stay clear of the recursion limit
 _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode     # no indent: keeps the C encoder
 _ascii = json.JSONEncoder(allow_nan=False).encode                        # strict JSON: NaN is refused (ValueError)
 
@@ -222,7 +225,8 @@ def _key(key):
 
 def load(path):
     """The snapshot at `path`, checked; AuditError with a clear message when there is none, CorruptAuditError
-    when it cannot be read or used."""
+    when it cannot be read or used (naming the field at fault, said in the language the file's agent records when
+    that much of it can be read)."""
     try:
         with open(path, encoding="utf-8") as f:
             snapshot = json.load(f)
@@ -234,30 +238,215 @@ def load(path):
         raise CorruptAuditError(Said("audit.too_deep", path=path)) from None
     problem = structure_problem(snapshot) or pairing_problem(snapshot["messages"])
     if problem:
-        raise CorruptAuditError(Said("audit.unusable", path=path, problem=problem))
+        error = CorruptAuditError(Said("audit.unusable", path=path, problem=problem))
+        error.language = _language(snapshot)
+        raise error
     return snapshot
 
 
+def _language(snapshot):
+    """The language the snapshot's agent records, when it is one of ours; else None."""
+    agent = snapshot.get("agent") if isinstance(snapshot, dict) else None
+    language = agent.get("language") if isinstance(agent, dict) else None
+    return language if language in texts.LANGUAGES else None
+
+
 def structure_problem(snapshot):
+    """What is wrong with a loaded snapshot's structure (a Said naming the field), or None: every field a loader or
+    reader of the snapshot uses has the shape SNAPSHOT gives it, and no number anywhere is NaN or infinite."""
     if not isinstance(snapshot, dict):
         return Said("audit.not_object")
     if snapshot.get("version") != config.AUDIT_VERSION:
         return Said("audit.version", version=snapshot.get("version"), ours=config.AUDIT_VERSION)
-    kinds = {"run_id": str, "status": str, "turn": int, "mode": str, "messages": list, "memory": dict,
-             "tools": list, "trace": list}
-    for key, kind in kinds.items():
-        if not isinstance(snapshot.get(key), kind):
-            return Said("audit.field", key=key)
-    if snapshot["status"] not in STATUSES or snapshot["mode"] not in ("local", "mcp"):
-        return Said("audit.status", status=snapshot["status"], mode=snapshot["mode"])
-    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in snapshot["messages"]):
-        return Said("audit.not_messages")
+    found = _wrong(snapshot, SNAPSHOT, ())
+    if found:
+        where, expected = found
+        if expected.name == "audit.is.missing":
+            return Said("audit.missing_field", field=_path(where))
+        return Said("audit.shape", field=_path(where), expected=expected)
+    if "policy" in snapshot:
+        try:
+            config.Policy.from_dict(snapshot["policy"])
+        except ValueError as exc:
+            return Said("audit.policy", error=texts.said_of(exc))
     return None
 
 
+# ---- the shape of a snapshot: every field a loader or reader uses, checked where the file is read ----
+class _Shape:
+    """A shape a JSON value must have; `expected` is what the error says it must be (a Said)."""
+
+    def wrong(self, value, where):
+        """(where, expected) of the first thing in `value` that does not fit, or None."""
+        raise NotImplementedError
+
+
+class _Kind(_Shape):
+    """A JSON scalar of one kind: "text", "flag" (true or false), "count" (a whole number, at least 0) or "seconds"
+    (a finite number, at least 0)."""
+
+    TESTS = {"text": lambda v: isinstance(v, str), "flag": lambda v: isinstance(v, bool),
+             "count": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+             "seconds": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0}
+
+    def __init__(self, kind):
+        self.kind, self.test = kind, self.TESTS[kind]
+
+    def wrong(self, value, where):
+        return None if self.test(value) else (where, Said(f"audit.is.{self.kind}"))
+
+
+class _OneOf(_Shape):
+    def __init__(self, *values):
+        self.values = values
+
+    def wrong(self, value, where):
+        if isinstance(value, str) and value in self.values:
+            return None
+        return where, Said("audit.is.one_of", values=", ".join(self.values))
+
+
+class _Maybe(_Shape):
+    """null, or the shape given."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def wrong(self, value, where):
+        if value is None:
+            return None
+        found = _wrong(value, self.shape, where)
+        return (found[0], Said("audit.is.or_null", expected=found[1])) if found and found[0] == where else found
+
+
+class _Items(_Shape):
+    """A list, each item of one shape."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def wrong(self, value, where):
+        if not isinstance(value, list):
+            return where, Said("audit.is.list")
+        for index, item in enumerate(value):
+            found = _wrong(item, self.shape, (*where, index))
+            if found:
+                return found
+        return None
+
+
+class _Table(_Shape):
+    """An object whose every value has one shape (names as keys)."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def wrong(self, value, where):
+        if not isinstance(value, dict):
+            return where, Said("audit.is.object")
+        for key, item in value.items():
+            found = _wrong(item, self.shape, (*where, key))
+            if found:
+                return found
+        return None
+
+
+class _Object(_Shape):
+    """An object with these fields (a name ending in "?" may be absent); any other field is any JSON value."""
+
+    def __init__(self, fields, pick=None):
+        self.fields = {name.rstrip("?"): (shape, not name.endswith("?")) for name, shape in fields.items()}
+        self.pick = pick        # pick(value) -> the shape of this object instead (a message: by its role)
+
+    def wrong(self, value, where):
+        if not isinstance(value, dict):
+            return where, Said("audit.is.object")
+        if self.pick is not None:
+            chosen = self.pick(value)
+            if chosen is not self:
+                return _wrong(value, chosen, where)
+        for name, (shape, required) in self.fields.items():
+            if name not in value:
+                if required:
+                    return (*where, name), Said("audit.is.missing")
+                continue
+            found = _wrong(value[name], shape, (*where, name))
+            if found:
+                return found
+        for name, item in value.items():
+            if name not in self.fields:
+                found = _wrong(item, ANY, (*where, name))
+                if found:
+                    return found
+        return None
+
+
+class _Any(_Shape):
+    """Any JSON value whose numbers are all finite and whose nesting stays under MAX_DEPTH (what the
+    snapshot is written again with: strict JSON, by an encoder with a recursion limit)."""
+
+    def wrong(self, value, where):
+        stack = [(value, where, 0)]
+        while stack:
+            value, at, depth = stack.pop()
+            if isinstance(value, float) and not math.isfinite(value):
+                return at, Said("audit.is.finite")
+            if isinstance(value, (dict, list)):
+                if depth >= MAX_DEPTH:
+                    return at, Said("audit.is.shallow", depth=MAX_DEPTH)
+                pairs = value.items() if isinstance(value, dict) else enumerate(value)
+                stack += [(item, (*at, key), depth + 1) for key, item in pairs]
+        return None
+
+
+def _wrong(value, shape, where):
+    return shape.wrong(value, where)
+
+
+def _path(where):
+    """A field's place as its error names it: messages[3].tool_calls[0].function."""
+    out = ""
+    for key in where:
+        out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else str(key))
+    return out or "."
+
+
+ANY = _Any()
+TEXT, FLAG, COUNT, SECONDS = _Kind("text"), _Kind("flag"), _Kind("count"), _Kind("seconds")
+CALL = _Object({"id": TEXT, "type?": _OneOf("function"), "function": _Object({"name": TEXT, "arguments": TEXT})})
+_SAID = {"name?": TEXT}
+MESSAGES = {
+    "system": _Object({"role": TEXT, "content": TEXT, **_SAID}),
+    "user": _Object({"role": TEXT, "content": TEXT, **_SAID}),
+    "assistant": _Object({"role": TEXT, "content?": _Maybe(TEXT), "tool_calls?": _Maybe(_Items(CALL)), **_SAID}),
+    "tool": _Object({"role": TEXT, "tool_call_id": TEXT, "content": TEXT, **_SAID}),
+}
+MESSAGE = _Object({"role": _OneOf(*MESSAGES)}, pick=lambda m: MESSAGES.get(m.get("role"), MESSAGE))
+TRACED_CALL = _Object({"id?": TEXT, "name?": TEXT, "status?": TEXT, "guard?": _Maybe(TEXT), "seconds?": SECONDS,
+                       "concurrent?": FLAG})
+RECORD = _Object({"turn?": COUNT, "model_seconds?": SECONDS, "tokens?": COUNT, "tokens_estimated?": FLAG,
+                  "tokens_in?": _Maybe(COUNT), "tokens_out?": _Maybe(COUNT), "used_tokens?": COUNT,
+                  "chars_sent?": COUNT, "chars_full?": COUNT, "notes?": _Items(TEXT), "tools?": _Items(TRACED_CALL)})
+SCHEMA = _Object({"type?": _OneOf("function"), "function": _Object({"name": TEXT, "description?": _Maybe(TEXT),
+                                                                     "parameters?": _Table(ANY)})})
+DECLARED_TOOL = _Object({"kind?": TEXT, "requires?": _Items(ANY), "effect?": _Items(ANY), "sources?": _Items(ANY),
+                         "choices?": _Table(ANY), "units?": _Table(ANY)})
+AGENT = _Object({"name?": TEXT, "file?": _Maybe(TEXT), "confirm?": _Items(TEXT), "language?": TEXT, "planning?": FLAG,
+                 "checks?": _Items(TEXT), "tools?": _Table(DECLARED_TOOL)})
+SNAPSHOT = _Object({   # what audit.load guarantees of a snapshot: the fields the loop, runs.py and the readers use
+    "run_id": TEXT, "status": _OneOf(*STATUSES), "reason?": TEXT, "detail?": TEXT, "turn": COUNT,
+    "mode": _OneOf("local", "mcp"), "model?": TEXT, "created?": TEXT, "updated?": TEXT,
+    "limits?": _Object({"max_turns?": COUNT, "budget?": COUNT}), "policy?": _Object({"tools?": _Maybe(_Items(TEXT))}),
+    "elapsed?": SECONDS, "epoch?": _Maybe(_Object({"start?": _Maybe(COUNT), "room?": _Maybe(COUNT), "turn?": COUNT})),
+    "answer?": TEXT, "agent?": _Maybe(AGENT), "memory": _Table(ANY), "messages": _Items(MESSAGE),
+    "tools": _Items(SCHEMA), "trace": _Items(RECORD), "mcp_url?": _Maybe(TEXT), "temporal?": _Maybe(_Table(ANY)),
+})
+
+
 def pairing_problem(messages):
-    """The API's rule: every tool call answered by one tool message, in order, before anything else."""
-    waiting = []
+    """The API's rule: every tool call answered by one tool message, in order, before anything else. The
+    problem names the message (messages[i]) where the rule breaks."""
+    waiting, asked = [], None
     for i, message in enumerate(messages):
         if message["role"] == "tool":
             if not waiting or message.get("tool_call_id") != waiting[0]:
@@ -268,12 +457,13 @@ def pairing_problem(messages):
             return Said("audit.unanswered_before", index=i, calls=waiting)
         if message["role"] == "assistant":
             calls = message.get("tool_calls") or []
-            if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+            if not isinstance(calls, list) or not all(isinstance(c, dict) and isinstance(c.get("id"), str)
+                                                      for c in calls):
                 return Said("audit.bad_calls", index=i)
-            waiting = [c.get("id") for c in calls]
+            waiting, asked = [c["id"] for c in calls], i
             if len(set(waiting)) != len(waiting):
                 return Said("audit.duplicate_ids", index=i)
-    return Said("audit.unanswered", calls=waiting) if waiting else None
+    return Said("audit.unanswered", calls=waiting, index=asked) if waiting else None
 
 
 class RunLock:

