@@ -133,3 +133,115 @@ def test_values_nested_too_deep_to_write_again_are_refused_by_name(tmp_path, rec
     snap["memory"]["plan"] = deep
     path = _place(tmp_path, snap, "running")
     _one_line(run_agent("--resume", "s", "--audit-dir", "audit", cwd=tmp_path), path, "memory.plan")
+
+
+# ---- every field of a real audit file, to every wrong type ----
+def _kind(value):
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "str", list: "list", dict: "dict", type(None): "null"}[type(value)]
+
+
+def _picked(where, items):
+    """The indices of a list whose items the mutations visit: for messages and trace records, the first of each
+    kind (role, with calls or not, the loop's or not; a record with calls or not); elsewhere the first."""
+    if where in (("messages",), ("trace",)):
+        firsts = {}
+        for index, item in enumerate(items):
+            kind = (item.get("role"), bool(item.get("tool_calls")), item.get("name")) if where == ("messages",) \
+                else bool(item.get("tools"))
+            firsts.setdefault(kind, index)
+        return sorted(firsts.values())
+    return [0] if items else []
+
+
+def _fields(value, where=()):
+    """Every field path of a value (lists: the items _picked visits); a tool schema's parameters and the
+    memory's values only to the first level below them (what lies deeper is any JSON, checked as such)."""
+    deep = len(where) >= 2 and where[0] in ("memory",) or "parameters" in where[:-1] or \
+        len(where) >= 4 and where[:2] == ("agent", "tools")
+    if deep:
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield (*where, key)
+            yield from _fields(item, (*where, key))
+    elif isinstance(value, list):
+        for index in _picked(where, value):
+            yield (*where, index)
+            yield from _fields(value[index], (*where, index))
+
+
+def _mutations(snapshot):
+    """(field path, wrong kind, mutated snapshot) for every field and every kind of value it must not have."""
+    for where in _fields(snapshot):
+        *parent_path, key = where
+        parent = snapshot
+        for step in parent_path:
+            parent = parent[step]
+        for kind, wrong in WRONG.items():
+            if kind != "nan" and _kind(wrong) == _kind(parent[key]):
+                continue
+            mutated = json.loads(json.dumps(snapshot))
+            target = mutated
+            for step in parent_path:
+                target = target[step]
+            target[key] = wrong
+            yield where, kind, mutated
+
+
+def _in_process(cwd, *args):
+    """The command line run here (agent.main), for the modes that ask no model: (exit code, stdout, stderr)."""
+    from handloop import agent
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = agent.main(list(args))
+            except SystemExit as exc:
+                code = exc.code
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+def test_every_field_of_a_real_audit_file_mutated_to_each_wrong_type(tmp_path, recorded):
+    """--trace and --check (here, for every mutation), --confirm and --resume (in a process of their own, for every
+    mutation audit.load accepts, and for a sample of those it refuses: the same load refuses them): exit 0, 1 or 2,
+    never a traceback; a refusal is one line naming the file and the field."""
+    loaded, refused, seen = [], [], 0
+    for where, kind, snap in _mutations(recorded):
+        seen += 1
+        path = _place(tmp_path, snap)
+        try:
+            audit.load(str(tmp_path / path))
+        except audit.AuditError as exc:
+            refused.append((where, kind, snap, str(exc)))
+        else:
+            loaded.append((where, kind, snap))
+        shown = _in_process(tmp_path, "--trace", "s", "--audit-dir", "audit")
+        if shown.returncode == 2:
+            _one_line(shown, path, str(where[0]))
+        else:
+            assert shown.returncode == 0, (where, kind, shown.stderr)
+        checked = _in_process(tmp_path, "--check", "s", "--audit-dir", "audit", "--json")
+        assert checked.returncode in (0, 1, 2) and checked.stderr == "", (where, kind, checked.stderr)
+        report = json.loads(checked.stdout)
+        assert report["summary"]["exit"] == checked.returncode
+        if checked.returncode == 2:
+            assert path in report["files"][0]["error"], (where, kind, report)
+    assert seen > 200 and refused and loaded
+    for where, kind, snap, said in refused:
+        assert str(where[0]) in said, (where, kind, said)
+    for index, (where, kind, snap) in enumerate(loaded + [r[:3] for r in refused[::25]]):
+        for mode, status in (("--confirm", None), ("--resume", "running")):
+            path = _place(tmp_path, snap, status)
+            out = run_agent(mode, "s", "--audit-dir", "audit", cwd=tmp_path)
+            assert "Traceback" not in out.stderr + out.stdout, (where, kind, mode, out.stderr)
+            assert out.returncode in (0, 1, 2), (where, kind, mode, out.returncode, out.stderr)
+            if out.returncode == 2:
+                assert path in out.stderr or "run s" in out.stderr or "s " in out.stderr, (where, kind, out.stderr)

@@ -28,8 +28,9 @@ The normalised messages, in the file's order (what judge/transcripts.py reads):
   tool's place ('reject', 'respond') or the run was cut off ('unknown').
 """
 import json
+import math
 
-from .texts import Said
+from .texts import Joined, Said
 
 FORMATS = ("chat", "responses", "langchain", "anthropic", "pydantic_ai", "otlp")   # their names: check_texts "format.*"
 CHAT_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "tool": "tool",
@@ -61,14 +62,116 @@ class Unreadable(Exception):
     """A file that is missing, unreadable or not a transcript; its message is a Said (catalogue.told says it)."""
 
 
+# ---- shapes: the fields the readers below use, checked where the file is read ----
+# A shape is a kind ("text", "flag", "count", "number", "double", "id", "any", "otlp_value"), ("null", shape): null
+# or that shape, [shape]: a list of it, ("table", shape): an object whose every value has it, {field: shape}: an
+# object whose fields have theirs (a field whose name ends in "?" may be absent; any other field is not read), or
+# ("by", field, {value: shape}): an object whose shape is the one its field's value names (any object otherwise).
+KINDS = {"text": lambda v: isinstance(v, str), "flag": lambda v: isinstance(v, bool),
+         "count": lambda v: isinstance(v, int) and not isinstance(v, bool),
+         "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+         "double": lambda v: isinstance(v, (int, float, str)) and not isinstance(v, bool),    # "NaN" in proto JSON
+         "id": lambda v: isinstance(v, str) or isinstance(v, int) and not isinstance(v, bool),
+         "any": lambda v: True}
+
+
+def _check(value, shape, where, path):
+    """Unreadable naming the file and the field when `value` (at `where`) does not have `shape`."""
+    found = _wrong(value, shape, where)
+    if found:
+        where, expected = found
+        raise Unreadable(Said("file.missing_field", path=path, field=_field(where)) if expected is None else
+                         Said("file.bad_field", path=path, field=_field(where), expected=expected))
+
+
+def _wrong(value, shape, where):
+    """(where, what it must be: a Said, None when it is missing) of the first part of `value` that does not have
+    `shape`; None when all of it does."""
+    if isinstance(shape, str):
+        if shape == "otlp_value":
+            return _wrong_value(value, where)
+        return None if KINDS[shape](value) else (where, Said(f"shape.{shape}"))
+    if isinstance(shape, tuple) and shape[0] == "by":       # ("by", field, {its value: shape}): an object's shape
+        chosen = shape[2].get(value.get(shape[1])) if isinstance(value, dict) else None   # is its field's
+        return _wrong(value, chosen if chosen is not None else {}, where)
+    if isinstance(shape, tuple) and shape[0] == "null":
+        found = None if value is None else _wrong(value, shape[1], where)
+        return (where, Said("shape.or_null", expected=found[1])) if found and found[0] == where and found[1] else found
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return where, Said("shape.list")
+        return next(filter(None, (_wrong(item, shape[0], (*where, i)) for i, item in enumerate(value))), None)
+    if not isinstance(value, dict):
+        return where, Said("shape.object")
+    if isinstance(shape, tuple):                    # ("table", shape)
+        return next(filter(None, (_wrong(item, shape[1], (*where, key)) for key, item in value.items())), None)
+    for name, inner in shape.items():
+        key = name.rstrip("?")
+        if key not in value:
+            if not name.endswith("?"):
+                return (*where, key), None
+            continue
+        found = _wrong(value[key], inner, (*where, key))
+        if found:
+            return found
+    return None
+
+
+def _wrong_value(value, where):
+    """An OTLP AnyValue: an object holding one of its kinds (an array's and a key/value list's values, in turn)."""
+    if isinstance(value, dict) and "arrayValue" in value:
+        return _wrong(value["arrayValue"], ("null", {"values?": ("null", ["otlp_value"])}), (*where, "arrayValue"))
+    if isinstance(value, dict) and "kvlistValue" in value:
+        return _wrong(value["kvlistValue"], ("null", {"values?": ("null", [OTLP_KEY_VALUE])}), (*where, "kvlistValue"))
+    return _wrong(value, OTLP_SCALAR, where)
+
+
+def _field(where):
+    """A field's place as an error names it: resourceSpans[0].scopeSpans[0].spans[3].attributes[2].value, with the
+    item of a JSONL file or the message of a span said in words before what follows."""
+    pieces, text = [], ""
+    for key in where:
+        if isinstance(key, Said):
+            pieces += [text, key] if text else [key]
+            text = ""
+        else:
+            text += f"[{key}]" if isinstance(key, int) else (f".{key}" if text else str(key))
+    return Joined([*pieces, text] if text else pieces, sep=None)
+
+
+OTLP_KEY_VALUE = {"key": "text", "value?": ("null", "otlp_value")}
+OTLP_SCALAR = {"stringValue?": ("null", "text"), "boolValue?": ("null", "flag"), "intValue?": ("null", "id"),
+               "doubleValue?": ("null", "double"), "bytesValue?": ("null", "text")}
+OTLP_ATTRIBUTES = ("null", [OTLP_KEY_VALUE])
+OTLP_SPAN = {"traceId?": ("null", "text"), "attributes?": OTLP_ATTRIBUTES,
+             "events?": ("null", [{"name?": ("null", "text"), "attributes?": OTLP_ATTRIBUTES}])}
+OTLP_REQUEST = {"resourceSpans": [{"scopeSpans?": ("null", [{"spans?": ("null", [OTLP_SPAN])}])}]}
+SEMCONV_MESSAGE = {"role?": ("null", "text"), "name?": ("null", "text"), "parts?": ("null", [("by", "type", {
+    "text": {"content?": ("null", "text")}, "tool_call": {"id?": ("null", "id"), "name?": ("null", "text")},
+    "tool_call_response": {"id?": ("null", "id")}})])}
+DECLARED_TOOL = {"kind?": ("null", "text"), "requires?": ("null", ["text"]), "effect?": ("null", [["text"]]),
+                 "sources?": ("null", [{"args?": ("null", ["text"]), "tool?": ("null", "text"),
+                                        "fields?": ("null", ["text"]), "path?": ("null", "text"),
+                                        "near?": ("null", "flag")}]),
+                 "choices?": ("null", ("table", ("table", ["text"]))), "units?": ("null", ("table", ["text"]))}
+DECLARATION = {"name?": ("null", "text"), "confirm?": ("null", ["text"]), "language?": ("null", "text"),
+               "planning?": ("null", "flag"), "checks?": ("null", ["text"]), "tools": ("table", DECLARED_TOOL)}
+
+
 # ---- the file ----
 def read(path):
     """The transcript in `path` as (normalised messages, what the file says of itself, format, container,
-    notes); Unreadable with a clear message otherwise."""
+    notes): its first conversation (read_all gives every one); Unreadable with a clear message otherwise."""
+    return read_all(path)[0]
+
+
+def read_all(path):
+    """Every conversation the file in `path` holds, each as read() gives one: a trace file may hold several (one per
+    conversation id, else per trace), any other file holds one. Unreadable with a clear message otherwise."""
     data, container = _read_file(path)
-    if _otlp_requests(data):
-        messages, meta = _from_otlp(_otlp_requests(data), path)
-        return messages, meta, "otlp", "otlp", []
+    requests = _otlp_requests(data)
+    if requests:
+        return [(messages, meta, "otlp", "otlp", []) for messages, meta in _from_otlp(requests, path, container)]
     meta = {}
     if isinstance(data, list):
         items = data
@@ -77,6 +180,8 @@ def read(path):
         container = "snapshot" if "version" in data and "run_id" in data else "object"
     else:
         raise Unreadable(Said("file.not_transcript", path=path, shapes=Said("file.shapes")))
+    if container == "snapshot" and isinstance(meta.get("agent"), dict) and isinstance(meta["agent"].get("tools"), dict):
+        _check(meta["agent"], DECLARATION, ("agent",), path)
     try:
         messages, formats, skipped = normalise(items)
     except Unreadable as exc:
@@ -88,7 +193,7 @@ def read(path):
     notes = [Said("note.skipped", count=n, kind=kind) for kind, n in skipped.items() if kind != "reasoning"]
     meta = dict({k: meta[k] for k in ("run_id", "status", "mode") if isinstance(meta.get(k), str)},
                 **({"agent": meta["agent"]} if isinstance(meta.get("agent"), dict) else {}))
-    return messages, meta, fmt, container, notes
+    return [(messages, meta, fmt, container, notes)]
 
 
 def _read_file(path):
@@ -363,34 +468,54 @@ def _otlp_requests(data):
     return []
 
 
-def _from_otlp(requests, path):
-    """(normalised messages, meta) of the longest conversation a span of these export requests holds."""
-    best, meta = [], {}
-    for span in _otlp_spans(requests):
-        attributes = _otlp_attributes(span.get("attributes"))
-        for conversation in (_span_messages(attributes), _event_messages(span.get("events"))):
-            if len(conversation) > len(best):
-                best = conversation
-                conversation_id = attributes.get("gen_ai.conversation.id")
-                meta = {"run_id": conversation_id} if isinstance(conversation_id, str) else {}
+def _from_otlp(requests, path, container):
+    """[(normalised messages, meta)] of every conversation the spans of these export requests hold, in the order
+    they first appear: the spans of one conversation are those with its `gen_ai.conversation.id` (a span without
+    one belongs to the conversation its trace names, when its trace names exactly one; else to its trace), and its
+    messages are the longest conversation one of its spans holds (each chat span carries the history so far)."""
+    at = (lambda i: (Said("field.item", index=i + 1),)) if container == "jsonl" else (lambda i: ())
+    for index, request in enumerate(requests):
+        _check(request, OTLP_REQUEST, at(index), path)
+    spans = [(where, span, _otlp_attributes(span.get("attributes"))) for where, span in _otlp_spans(requests, at)]
+    named = {}                                  # trace id -> the conversation ids its spans carry
+    for _, span, attributes in spans:
+        if _conversation_id(attributes):
+            named.setdefault(span.get("traceId"), set()).add(_conversation_id(attributes))
+    best = {}                                   # conversation -> (its longest messages, its id, where they are)
+    for where, span, attributes in spans:
+        conversation_id = _conversation_id(attributes)
+        if conversation_id is None and len(named.get(span.get("traceId"), ())) == 1:
+            conversation_id = next(iter(named[span.get("traceId")]))
+        key = ("conversation", conversation_id) if conversation_id else ("trace", span.get("traceId"))
+        for said, found in ((_span_messages(attributes), where), (_event_messages(span.get("events")), where)):
+            if len(said) > len(best.get(key, ((), None, None))[0]):
+                best[key] = (said, conversation_id, found)
     if not best:
         raise Unreadable(Said("file.otlp_no_messages", path=path))
-    try:
-        messages = [m for index, item in enumerate(best) for m in _from_semconv(item, index)]
-    except (AttributeError, TypeError, KeyError):
-        raise Unreadable(Said("file.otlp_bad_messages", path=path)) from None
-    if not any(m["role"] in ("user", "assistant") for m in messages):
+    conversations = []
+    for said, conversation_id, where in best.values():
+        for index, item in enumerate(said):
+            _check(item, SEMCONV_MESSAGE, (*where, Said("field.message", index=index + 1)), path)
+        messages = [m for index, item in enumerate(said) for m in _from_semconv(item, index)]
+        if any(m["role"] in ("user", "assistant") for m in messages):
+            conversations.append((messages, {"run_id": conversation_id} if conversation_id else {}))
+    if not conversations:
         raise Unreadable(Said("file.no_said", path=path))
-    return messages, meta
+    return conversations
 
 
-def _otlp_spans(requests):
-    for request in requests:
-        for resource in request["resourceSpans"] if isinstance(request, dict) else ():
-            for scope in (resource.get("scopeSpans") or ()) if isinstance(resource, dict) else ():
-                for span in (scope.get("spans") or ()) if isinstance(scope, dict) else ():
-                    if isinstance(span, dict):
-                        yield span
+def _conversation_id(attributes):
+    value = attributes.get("gen_ai.conversation.id")
+    return value if isinstance(value, str) and value else None
+
+
+def _otlp_spans(requests, at):
+    """(where, span) of every span of the export requests (checked: OTLP_REQUEST)."""
+    for number, request in enumerate(requests):
+        for r, resource in enumerate(request["resourceSpans"]):
+            for c, scope in enumerate(resource.get("scopeSpans") or ()):
+                for i, span in enumerate(scope.get("spans") or ()):
+                    yield (*at(number), "resourceSpans", r, "scopeSpans", c, "spans", i), span
 
 
 def _otlp_attributes(raw):
