@@ -421,14 +421,16 @@ MESSAGES = {
     "assistant": _Object({"role": TEXT, "content?": _Maybe(TEXT), "tool_calls?": _Maybe(_Items(CALL)), **_SAID}),
     "tool": _Object({"role": TEXT, "tool_call_id": TEXT, "content": TEXT, **_SAID}),
 }
-MESSAGE = _Object({"role": _OneOf(*MESSAGES)}, pick=lambda m: MESSAGES.get(m.get("role"), MESSAGE))
+MESSAGE = _Object({"role": _OneOf(*MESSAGES)},
+                  pick=lambda m: MESSAGES.get(m["role"], MESSAGE) if isinstance(m.get("role"), str) else MESSAGE)
 TRACED_CALL = _Object({"id?": TEXT, "name?": TEXT, "status?": TEXT, "guard?": _Maybe(TEXT), "seconds?": SECONDS,
                        "concurrent?": FLAG})
 RECORD = _Object({"turn?": COUNT, "model_seconds?": SECONDS, "tokens?": COUNT, "tokens_estimated?": FLAG,
                   "tokens_in?": _Maybe(COUNT), "tokens_out?": _Maybe(COUNT), "used_tokens?": COUNT,
                   "chars_sent?": COUNT, "chars_full?": COUNT, "notes?": _Items(TEXT), "tools?": _Items(TRACED_CALL)})
+PARAMETERS = _Object({"type?": TEXT, "properties?": _Table(_Table(ANY)), "required?": _Items(TEXT)})   # JSON Schema
 SCHEMA = _Object({"type?": _OneOf("function"), "function": _Object({"name": TEXT, "description?": _Maybe(TEXT),
-                                                                     "parameters?": _Table(ANY)})})
+                                                                     "parameters?": PARAMETERS})})
 DECLARED_TOOL = _Object({"kind?": TEXT, "requires?": _Items(ANY), "effect?": _Items(ANY), "sources?": _Items(ANY),
                          "choices?": _Table(ANY), "units?": _Table(ANY)})
 AGENT = _Object({"name?": TEXT, "file?": _Maybe(TEXT), "confirm?": _Items(TEXT), "language?": TEXT, "planning?": FLAG,
