@@ -36,7 +36,10 @@ def _utf8(value):
 
 class AuditError(HandloopError):
     """A run that cannot be found, read, trusted or used now; the message (a texts.Said, or a text
-    already said) says which. Its subclasses: CorruptAuditError, and runs.Refused."""
+    already said) says which. Its subclasses: CorruptAuditError, and runs.Refused. `language`: the one to say it in
+    when no agent is given (a damaged file's recorded agent's), else None."""
+
+    language: str | None = None
 
 
 class CorruptAuditError(AuditError):
@@ -421,7 +424,7 @@ MESSAGES = {
     "assistant": _Object({"role": TEXT, "content?": _Maybe(TEXT), "tool_calls?": _Maybe(_Items(CALL)), **_SAID}),
     "tool": _Object({"role": TEXT, "tool_call_id": TEXT, "content": TEXT, **_SAID}),
 }
-MESSAGE = _Object({"role": _OneOf(*MESSAGES)},
+MESSAGE: _Object = _Object({"role": _OneOf(*MESSAGES)},
                   pick=lambda m: MESSAGES.get(m["role"], MESSAGE) if isinstance(m.get("role"), str) else MESSAGE)
 TRACED_CALL = _Object({"id?": TEXT, "name?": TEXT, "status?": TEXT, "guard?": _Maybe(TEXT), "seconds?": SECONDS,
                        "concurrent?": FLAG})
@@ -448,7 +451,8 @@ SNAPSHOT = _Object({   # what audit.load guarantees of a snapshot: the fields th
 def pairing_problem(messages):
     """The API's rule: every tool call answered by one tool message, in order, before anything else. The
     problem names the message (messages[i]) where the rule breaks."""
-    waiting, asked = [], None
+    waiting: list[str] = []
+    asked = None
     for i, message in enumerate(messages):
         if message["role"] == "tool":
             if not waiting or message.get("tool_call_id") != waiting[0]:

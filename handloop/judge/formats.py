@@ -75,25 +75,35 @@ KINDS = {"text": lambda v: isinstance(v, str), "flag": lambda v: isinstance(v, b
          "any": lambda v: True}
 
 
-def _check(value, shape, where, path):
-    """Unreadable naming the file and the field when `value` (at `where`) does not have `shape`."""
+class _Damaged(Exception):
+    """A field that does not have its shape: (where, what it must be: a Said, or None when it is missing). read_all
+    says it as Unreadable naming the file and the field."""
+
+
+def _check(value, shape, where):
+    """_Damaged naming the field when `value` (at `where`) does not have `shape`."""
     found = _wrong(value, shape, where)
     if found:
-        where, expected = found
-        raise Unreadable(Said("file.missing_field", path=path, field=_field(where)) if expected is None else
-                         Said("file.bad_field", path=path, field=_field(where), expected=expected))
+        raise _Damaged(*found)
+
+
+def _damaged(exc, path):
+    where, expected = exc.args
+    return Unreadable(Said("file.missing_field", path=path, field=_field(where)) if expected is None else
+                      Said("file.bad_field", path=path, field=_field(where), expected=expected))
 
 
 def _wrong(value, shape, where):
     """(where, what it must be: a Said, None when it is missing) of the first part of `value` that does not have
     `shape`; None when all of it does."""
     if isinstance(shape, str):
-        if shape == "otlp_value":
-            return _wrong_value(value, where)
+        if shape in SPECIAL:
+            return SPECIAL[shape](value, where)
         return None if KINDS[shape](value) else (where, Said(f"shape.{shape}"))
-    if isinstance(shape, tuple) and shape[0] == "by":       # ("by", field, {its value: shape}): an object's shape
-        chosen = shape[2].get(value.get(shape[1])) if isinstance(value, dict) else None   # is its field's
-        return _wrong(value, chosen if chosen is not None else {}, where)
+    if isinstance(shape, tuple) and shape[0] == "by":       # ("by", field, {its value: shape}[, otherwise])
+        field, table, otherwise = shape[1], shape[2], shape[3] if len(shape) > 3 else {}
+        chosen = table.get(value[field]) if isinstance(value, dict) and isinstance(value.get(field), str) else None
+        return _wrong(value, chosen if chosen is not None else otherwise, where)
     if isinstance(shape, tuple) and shape[0] == "null":
         found = None if value is None else _wrong(value, shape[1], where)
         return (where, Said("shape.or_null", expected=found[1])) if found and found[0] == where and found[1] else found
@@ -126,10 +136,34 @@ def _wrong_value(value, where):
     return _wrong(value, OTLP_SCALAR, where)
 
 
+def _wrong_content(value, where):
+    """A message's content: text, null, or a list of parts (text, or objects: a text part's text is text, a tool
+    block's name is text)."""
+    if value is None or isinstance(value, str):
+        return None
+    if not isinstance(value, list):
+        return where, Said("shape.content")
+    for index, part in enumerate(value):
+        found = None if isinstance(part, str) else _wrong(part, CONTENT_PART, (*where, index)) \
+            if isinstance(part, dict) else ((*where, index), Said("shape.part"))
+        if found:
+            return found
+    return None
+
+
+def _wrong_call(value, where):
+    """A tool call in a message: OpenAI's {id, function: {name, arguments}}, or {name, args, id} (LangChain),
+    or an Anthropic tool_use block; its name is text."""
+    if isinstance(value, dict) and "function" in value:
+        return _wrong(value, {"id?": ("null", "id"), "function": {"name": "text"}}, where)
+    return _wrong(value, {"id?": ("null", "id"), "call_id?": ("null", "id"), "name": "text"}, where)
+
+
 def _field(where):
     """A field's place as an error names it: resourceSpans[0].scopeSpans[0].spans[3].attributes[2].value, with the
     item of a JSONL file or the message of a span said in words before what follows."""
-    pieces, text = [], ""
+    pieces: list[Said | str] = [] if where and isinstance(where[0], Said) else [Said("field.plain")]
+    text = ""
     for key in where:
         if isinstance(key, Said):
             pieces += [text, key] if text else [key]
@@ -139,6 +173,30 @@ def _field(where):
     return Joined([*pieces, text] if text else pieces, sep=None)
 
 
+SPECIAL = {"otlp_value": _wrong_value, "content": _wrong_content, "call": _wrong_call}
+CALLS = ("null", ["call"])
+ID = ("null", "id")
+TOOL_BLOCK = {"id?": ID, "name": "text"}
+CONTENT_PART = ("by", "type", {"text": {"text": "text"}, "tool_use": TOOL_BLOCK, "mcp_tool_use": TOOL_BLOCK,
+                               "server_tool_use": TOOL_BLOCK, "tool_result": {"tool_use_id?": ID},
+                               "mcp_tool_result": {"tool_use_id?": ID}}, {"text?": ("null", "text")})
+SAID = {"content?": "content", "name?": ("null", "text"), "tool_calls?": CALLS}
+ROLE_DICT = ("by", "role", {"tool": {"tool_call_id?": ID}, "function": {"tool_call_id?": ID}}, SAID)
+LANGCHAIN_DATA = {**SAID, "additional_kwargs?": ("null", {"tool_calls?": CALLS}),
+                  "invalid_tool_calls?": ("null", ["any"])}
+LANGCHAIN_TOOL = {"tool_call_id?": ID}
+RESPONSES_ITEM = ("by", "type", {"message": {"content?": "content"},
+                                 "function_call": {"call_id?": ID, "id?": ID, "name": "text"},
+                                 "custom_tool_call": {"call_id?": ID, "id?": ID, "name": "text"},
+                                 "function_call_output": {"call_id?": ID},
+                                 "custom_tool_call_output": {"call_id?": ID},
+                                 "mcp_call": {"id?": ID, "name": "text"}})
+ANTHROPIC_ITEM = {"content?": "content", "name?": ("null", "text")}
+PYDANTIC_PART = ("by", "part_kind", {"text": {"content?": ("null", "text")},
+                                     "tool-call": {"tool_name": "text", "tool_call_id?": ID},
+                                     "system-prompt": {"content?": "content"}, "user-prompt": {"content?": "content"},
+                                     "tool-return": {"tool_call_id?": ID, "outcome?": ("null", "text")},
+                                     "retry-prompt": {"tool_name?": ("null", "text"), "tool_call_id?": ID}})
 OTLP_KEY_VALUE = {"key": "text", "value?": ("null", "otlp_value")}
 OTLP_SCALAR = {"stringValue?": ("null", "text"), "boolValue?": ("null", "flag"), "intValue?": ("null", "id"),
                "doubleValue?": ("null", "double"), "bytesValue?": ("null", "text")}
@@ -167,7 +225,15 @@ def read(path):
 
 def read_all(path):
     """Every conversation the file in `path` holds, each as read() gives one: a trace file may hold several (one per
-    conversation id, else per trace), any other file holds one. Unreadable with a clear message otherwise."""
+    conversation id, else per trace), any other file holds one. Unreadable with a clear message otherwise (a field
+    of the wrong type: naming the file and the field)."""
+    try:
+        return _read_all(path)
+    except _Damaged as exc:
+        raise _damaged(exc, path) from None
+
+
+def _read_all(path):
     data, container = _read_file(path)
     requests = _otlp_requests(data)
     if requests:
@@ -181,7 +247,7 @@ def read_all(path):
     else:
         raise Unreadable(Said("file.not_transcript", path=path, shapes=Said("file.shapes")))
     if container == "snapshot" and isinstance(meta.get("agent"), dict) and isinstance(meta["agent"].get("tools"), dict):
-        _check(meta["agent"], DECLARATION, ("agent",), path)
+        _check(meta["agent"], DECLARATION, ("agent",))
     try:
         messages, formats, skipped = normalise(items)
     except Unreadable as exc:
@@ -256,18 +322,25 @@ def _item(item, index):
         kind = item.get("type")
         data = item["data"] if isinstance(item.get("data"), dict) else item
         _known_blocks(data.get("content"), index)
+        at = (Said("field.item", index=index + 1),)
         if item.get("kind") in ("request", "response") and isinstance(item.get("parts"), list):
+            _check(item["parts"], [PYDANTIC_PART], (*at, "parts"))
             found = _from_pydantic_ai(item, index)
         elif isinstance(kind, str) and kind:
             role = _lc_type(kind)
             if role != "":
+                _check(data, LANGCHAIN_TOOL if role == "tool" else LANGCHAIN_DATA, (*at, "data") if data is not item
+                       else at)
                 found = _from_langchain(item, role)
             elif kind == "message" and _anthropic_blocks(item.get("content")) or \
                     kind == "message" and "stop_reason" in item:            # a dumped Anthropic response
+                _check(item, ANTHROPIC_ITEM, at)
                 found = _from_anthropic(item, CHAT_ROLES.get(str(item.get("role")), "assistant"))
             else:
+                _check(item, RESPONSES_ITEM, at)
                 found = _from_responses(item, kind)
         elif "role" in item:
+            _check(item, ROLE_DICT, at)
             found = _from_role_dict(item)
     if found is None:
         what = Said("item.what_type", kind=item.get("type")) if isinstance(item, dict) and \
@@ -475,13 +548,13 @@ def _from_otlp(requests, path, container):
     messages are the longest conversation one of its spans holds (each chat span carries the history so far)."""
     at = (lambda i: (Said("field.item", index=i + 1),)) if container == "jsonl" else (lambda i: ())
     for index, request in enumerate(requests):
-        _check(request, OTLP_REQUEST, at(index), path)
+        _check(request, OTLP_REQUEST, at(index))
     spans = [(where, span, _otlp_attributes(span.get("attributes"))) for where, span in _otlp_spans(requests, at)]
-    named = {}                                  # trace id -> the conversation ids its spans carry
+    named: dict[str, set[str]] = {}             # trace id -> the conversation ids its spans carry
     for _, span, attributes in spans:
         if _conversation_id(attributes):
             named.setdefault(span.get("traceId"), set()).add(_conversation_id(attributes))
-    best = {}                                   # conversation -> (its longest messages, its id, where they are)
+    best: dict[tuple, tuple] = {}               # conversation -> (its longest messages, its id, where they are)
     for where, span, attributes in spans:
         conversation_id = _conversation_id(attributes)
         if conversation_id is None and len(named.get(span.get("traceId"), ())) == 1:
@@ -495,7 +568,7 @@ def _from_otlp(requests, path, container):
     conversations = []
     for said, conversation_id, where in best.values():
         for index, item in enumerate(said):
-            _check(item, SEMCONV_MESSAGE, (*where, Said("field.message", index=index + 1)), path)
+            _check(item, SEMCONV_MESSAGE, (*where, Said("field.message", index=index + 1)))
         messages = [m for index, item in enumerate(said) for m in _from_semconv(item, index)]
         if any(m["role"] in ("user", "assistant") for m in messages):
             conversations.append((messages, {"run_id": conversation_id} if conversation_id else {}))
