@@ -217,8 +217,11 @@ def test_every_field_of_a_real_audit_file_mutated_to_each_wrong_type(tmp_path, r
     for name in [k for k in os.environ if k.startswith(("OPENAI_", "AGENT_"))]:
         monkeypatch.delenv(name)
     loaded, refused, seen = [], [], 0
+    from handloop import texts
+    from handloop.trace import timeline, view
     for where, kind, snap in _mutations(recorded):
         seen += 1
+        view.render(timeline.build(snap), texts.ZH_TEXTS)      # the timeline reads any snapshot dict: never raises
         path = _place(tmp_path, snap)
         try:
             audit.load(str(tmp_path / path))
