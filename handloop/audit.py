@@ -261,12 +261,13 @@ def structure_problem(snapshot):
         return Said("audit.not_object")
     if snapshot.get("version") != config.AUDIT_VERSION:
         return Said("audit.version", version=snapshot.get("version"), ours=config.AUDIT_VERSION)
-    found = _wrong(snapshot, SNAPSHOT, ())
+    found = SNAPSHOT.wrong(snapshot)
     if found:
-        where, expected = found
+        keys, expected = found
+        field = _path(reversed(keys))
         if expected.name == "audit.is.missing":
-            return Said("audit.missing_field", field=_path(where))
-        return Said("audit.shape", field=_path(where), expected=expected)
+            return Said("audit.missing_field", field=field)
+        return Said("audit.shape", field=field, expected=expected)
     if "policy" in snapshot:
         try:
             config.Policy.from_dict(snapshot["policy"])
@@ -276,11 +277,12 @@ def structure_problem(snapshot):
 
 
 # ---- the shape of a snapshot: every field a loader or reader uses, checked where the file is read ----
+# wrong(value) is None when the value fits, else (the keys down to what does not, innermost first; what it must be):
+# a path is built only for a value that does not fit, so a whole snapshot is checked at little more than its walk.
 class _Shape:
-    """A shape a JSON value must have; `expected` is what the error says it must be (a Said)."""
+    """A shape a JSON value must have; the error says what it must be (a Said)."""
 
-    def wrong(self, value, where):
-        """(where, expected) of the first thing in `value` that does not fit, or None."""
+    def wrong(self, value):
         raise NotImplementedError
 
 
@@ -295,18 +297,18 @@ class _Kind(_Shape):
     def __init__(self, kind):
         self.kind, self.test = kind, self.TESTS[kind]
 
-    def wrong(self, value, where):
-        return None if self.test(value) else (where, Said(f"audit.is.{self.kind}"))
+    def wrong(self, value):
+        return None if self.test(value) else ([], Said(f"audit.is.{self.kind}"))
 
 
 class _OneOf(_Shape):
     def __init__(self, *values):
         self.values = values
 
-    def wrong(self, value, where):
+    def wrong(self, value):
         if isinstance(value, str) and value in self.values:
             return None
-        return where, Said("audit.is.one_of", values=", ".join(self.values))
+        return [], Said("audit.is.one_of", values=", ".join(self.values))
 
 
 class _Maybe(_Shape):
@@ -315,11 +317,11 @@ class _Maybe(_Shape):
     def __init__(self, shape):
         self.shape = shape
 
-    def wrong(self, value, where):
+    def wrong(self, value):
         if value is None:
             return None
-        found = _wrong(value, self.shape, where)
-        return (found[0], Said("audit.is.or_null", expected=found[1])) if found and found[0] == where else found
+        found = self.shape.wrong(value)
+        return ([], Said("audit.is.or_null", expected=found[1])) if found and not found[0] else found
 
 
 class _Items(_Shape):
@@ -328,12 +330,14 @@ class _Items(_Shape):
     def __init__(self, shape):
         self.shape = shape
 
-    def wrong(self, value, where):
+    def wrong(self, value):
         if not isinstance(value, list):
-            return where, Said("audit.is.list")
+            return [], Said("audit.is.list")
+        check = self.shape.wrong
         for index, item in enumerate(value):
-            found = _wrong(item, self.shape, (*where, index))
+            found = check(item)
             if found:
+                found[0].append(index)
                 return found
         return None
 
@@ -344,12 +348,14 @@ class _Table(_Shape):
     def __init__(self, shape):
         self.shape = shape
 
-    def wrong(self, value, where):
+    def wrong(self, value):
         if not isinstance(value, dict):
-            return where, Said("audit.is.object")
+            return [], Said("audit.is.object")
+        check = self.shape.wrong
         for key, item in value.items():
-            found = _wrong(item, self.shape, (*where, key))
+            found = check(item)
             if found:
+                found[0].append(key)
                 return found
         return None
 
@@ -358,29 +364,35 @@ class _Object(_Shape):
     """An object with these fields (a name ending in "?" may be absent); any other field is any JSON value."""
 
     def __init__(self, fields, pick=None):
-        self.fields = {name.rstrip("?"): (shape, not name.endswith("?")) for name, shape in fields.items()}
+        self.fields = {name.rstrip("?"): (shape.wrong, not name.endswith("?")) for name, shape in fields.items()}
         self.pick = pick        # pick(value) -> the shape of this object instead (a message: by its role)
 
-    def wrong(self, value, where):
+    def wrong(self, value):
         if not isinstance(value, dict):
-            return where, Said("audit.is.object")
+            return [], Said("audit.is.object")
         if self.pick is not None:
             chosen = self.pick(value)
             if chosen is not self:
-                return _wrong(value, chosen, where)
-        for name, (shape, required) in self.fields.items():
-            if name not in value:
-                if required:
-                    return (*where, name), Said("audit.is.missing")
+                return chosen.wrong(value)
+        fields, known = self.fields, 0
+        for name, (check, required) in fields.items():
+            if name in value:
+                known += 1
+                found = check(value[name])
+            elif required:
+                found = [], Said("audit.is.missing")
+            else:
                 continue
-            found = _wrong(value[name], shape, (*where, name))
             if found:
+                found[0].append(name)
                 return found
-        for name, item in value.items():
-            if name not in self.fields:
-                found = _wrong(item, ANY, (*where, name))
-                if found:
-                    return found
+        if len(value) > known:                  # fields no reader uses: any JSON value
+            for name, item in value.items():
+                if name not in fields and isinstance(item, (dict, list, float)):
+                    found = ANY.wrong(item)
+                    if found:
+                        found[0].append(name)
+                        return found
         return None
 
 
@@ -388,28 +400,24 @@ class _Any(_Shape):
     """Any JSON value whose numbers are all finite and whose nesting stays under MAX_DEPTH (what the
     snapshot is written again with: strict JSON, by an encoder with a recursion limit)."""
 
-    def wrong(self, value, where):
-        stack = [(value, where, 0)]
+    def wrong(self, value):
+        stack = [(value, (), 0)]
         while stack:
             value, at, depth = stack.pop()
             if isinstance(value, float) and not math.isfinite(value):
-                return at, Said("audit.is.finite")
+                return list(reversed(at)), Said("audit.is.finite")
             if isinstance(value, (dict, list)):
                 if depth >= MAX_DEPTH:
-                    return at, Said("audit.is.shallow", depth=MAX_DEPTH)
+                    return list(reversed(at)), Said("audit.is.shallow", depth=MAX_DEPTH)
                 pairs = value.items() if isinstance(value, dict) else enumerate(value)
-                stack += [(item, (*at, key), depth + 1) for key, item in pairs]
+                stack += [(item, (*at, key), depth + 1) for key, item in pairs if isinstance(item, (dict, list, float))]
         return None
 
 
-def _wrong(value, shape, where):
-    return shape.wrong(value, where)
-
-
-def _path(where):
-    """A field's place as its error names it: messages[3].tool_calls[0].function."""
+def _path(inward):
+    """A field's place as its error names it (its keys outermost first): messages[3].tool_calls[0].function."""
     out = ""
-    for key in where:
+    for key in inward:
         out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else str(key))
     return out or "."
 
