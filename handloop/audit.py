@@ -3,8 +3,10 @@
 Invariants: a snapshot is written atomically (a spare file, fsync, a link renamed over the file,
 fsync of the folder), so the file on disk is always a whole snapshot, never half of one, even under kill -9.
 A snapshot is strict JSON: NaN and infinities are refused (ValueError), as --check reads it.
-Loading checks version, structure and tool-call pairing and refuses a bad file with a clear
-message (CorruptAuditError, an AuditError). A run is used by one process at a time (RunLock, released by the OS when
+Loading checks version, the shape of every field a loader or reader uses (SNAPSHOT: no NaN or
+infinity anywhere, nesting at most MAX_DEPTH) and tool-call pairing, and refuses a bad file with a clear
+message naming the field (CorruptAuditError, an AuditError): what load returns, no reader of it can trip on.
+A run is used by one process at a time (RunLock, released by the OS when
 its holder dies). Run ids are checked before they touch a path.
 """
 import datetime

@@ -3,8 +3,10 @@
 Invariants: imports no project module (config included) but the judge's catalogue judge/texts.py (its errors and
 notes are Said, said in the judged agent's language); reads, never writes; knows the shapes, never what the
 messages mean (that is judge/transcripts.py). Each item's shape is detected on its own; a file that is missing,
-unreadable or not a transcript, an item of no known shape, and a content block type or part kind no format has
-all raise Unreadable with the reason: no shape is read as another.
+unreadable or not a transcript, an item of no known shape, a content block type or part kind no format has, and a
+field a reader uses whose type is wrong (the shapes below: checked where the file is read, never read as absent)
+all raise Unreadable with the reason, naming the field: no shape is read as another. An OTLP trace file may hold
+several conversations: read_all gives each (read, the first).
 
 Input shapes, detected item by item: this project's audit snapshot (a JSON object with
 `messages`), any JSON object with `messages`, a bare JSON array, or JSONL (one item a line), whose
