@@ -1,5 +1,6 @@
 """`--check`'s command-line side: files in, verdicts and a report out. Resolves run ids and paths to files,
-judges each (transcripts.load, then checks.judge) as the agent its audit file records, else the agent given
+judges each conversation it holds (transcripts.load_all: a trace file may hold several, each its own entry and verdicts;
+then checks.judge) as the agent its audit file records, else the agent given
 (`--agent FILE`'s declaration, a plain dict), else the Xi'an agent, and gives the verdicts as JSON or a readable report
 with a summary and the exit code.
 
@@ -24,7 +25,7 @@ from ..texts.catalogue import said, told
 from ..judge.texts import Joined, Said, language_of, of
 from ..checks import judge, not_applicable, progress, progress_said
 from ..judge.formats import Unreadable
-from ..judge.transcripts import load
+from ..judge.transcripts import load_all
 
 VERDICT = {"pass": "✓", "fail": "✗", "pending": "○"}     # the marks; the words are check_texts "verdict.<verdict>"
 RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -33,29 +34,40 @@ RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 def check_file(path, agent=None, language="zh"):
     """Verdicts for one file as a dict (also what --json prints); `error` set when unreadable. `agent`: the
     declaration (calls.Agent.declared()) a file that records none is judged by (default: the Xi'an agent).
-    `language`: what its texts are said in, "zh" or "en"; None: the judged agent's (what --check prints)."""
-    return _checked(path, agent, language)[0]
+    `language`: what its texts are said in, "zh" or "en"; None: the judged agent's (what --check prints).
+    A trace file holding several conversations: the first one's (check_conversations gives every one)."""
+    return check_conversations(path, agent, language)[0]
+
+
+def check_conversations(path, agent=None, language="zh"):
+    """The entries of every conversation in one file, each as check_file gives one (a file that cannot be read:
+    one entry, its error)."""
+    return [entry for entry, _ in _checked(path, agent, language)]
 
 
 def _checked(path, agent, language):
-    """(the entry of one file, the language its texts are said in). None `language`: the judged agent's, and for a
-    file that cannot be read, the given agent's (else Chinese)."""
-    entry = {"path": path, "error": None, "checks": [], "notes": []}
+    """[(the entry of each conversation of one file, the language its texts are said in)]: one per conversation (a
+    trace file may hold several), or one entry for a file that cannot be read. None `language`: the judged agent's,
+    and for a file that cannot be read, the given agent's (else Chinese)."""
     try:
-        t = load(path, agent)
-        verdicts = judge(t)
+        found = [(t, judge(t)) for t in load_all(path, agent)]
     except Unreadable as exc:
         language = language or language_of(agent)
-        entry["error"] = told(exc, of(language))
-        return entry, language
+        return [(dict(path=path, error=told(exc, of(language)), checks=[], notes=[]), language)]
     except RecursionError:
         language = language or language_of(agent)
-        entry["error"] = of(language)("file.nested", path=path)
-        return entry, language
-    language = language or t.agent.language
+        return [(dict(path=path, error=of(language)("file.nested", path=path), checks=[], notes=[]), language)]
+    return [_entry(path, t, verdicts, language or t.agent.language, index, len(found))
+            for index, (t, verdicts) in enumerate(found, 1)]
+
+
+def _entry(path, t, verdicts, language, index, count):
+    """(the entry of one judged conversation, its language)."""
     say = of(language)
+    entry = {"path": path, "error": None, "checks": [], "notes": []}
     meta = t.meta
-    entry.update(format=t.format, container=t.container, run_id=meta.get("run_id"), status=meta.get("status"),
+    entry.update(format=t.format, container=t.container, conversation=index, conversations=count,
+                 run_id=meta.get("run_id"), status=meta.get("status"),
                  mode=meta.get("mode"), agent=t.agent.name, finished=t.finished, progress=progress(t),
                  progress_text=said(progress_said(t, progress(t)), say), messages=len(t.messages), turns=t.turns,
                  checks=[dict(c, name=said(c["name"], say), reason=said(c["reason"], say)) for c in verdicts],
@@ -107,9 +119,11 @@ def _counts(verdicts):
 
 
 def summary(entries, strict=False):
+    """The counts of a check: files (each path once), conversations judged, unreadable files, verdicts; the exit code."""
     counts = _counts([c for e in entries for c in e["checks"]])
-    return {"files": len(entries), "unreadable": sum(bool(e["error"]) for e in entries), **counts,
-            "strict": strict, "exit": exit_code(entries, strict)}
+    return {"files": len({e["path"] for e in entries}), "conversations": sum(not e["error"] for e in entries),
+            "unreadable": sum(bool(e["error"]) for e in entries), **counts, "strict": strict,
+            "exit": exit_code(entries, strict)}
 
 
 def render(entry, language="zh"):
@@ -118,7 +132,9 @@ def render(entry, language="zh"):
     if entry["error"]:
         return say("report.unreadable", error=entry["error"])
     shape = say(f"format.{entry['format']}") + (say("report.jsonl") if entry["container"] == "jsonl" else "")
-    facts = [say("report.run", run_id=entry["run_id"]) if entry.get("run_id") else shape,
+    facts = [say("report.conversation", index=entry["conversation"], count=entry["conversations"])
+             if entry.get("conversations", 1) > 1 else None,
+             say("report.run", run_id=entry["run_id"]) if entry.get("run_id") else shape,
              say("report.agent", agent=entry["agent"]) if entry.get("agent") else None,
              entry.get("status") or say("report.finished" if entry["finished"] else "report.unfinished"),
              entry.get("mode"), say("report.messages", count=entry["messages"]), say("report.turns", count=entry["turns"])]
@@ -164,7 +180,7 @@ def run(targets, audit_dir, as_json=False, out=None, strict=False, agent=None):
     except Unreadable as exc:
         print(say("report.error", error=told(exc, say)), file=sys.stderr)
         return 2
-    checked = [_checked(p, agent, None) for p in paths]
+    checked = [found for p in paths for found in _checked(p, agent, None)]
     entries, languages = [entry for entry, _ in checked], {said_in for _, said_in in checked}
     language = language_of(agent) if agent is not None or len(languages) != 1 else languages.pop()
     totals = summary(entries, strict)

@@ -50,7 +50,7 @@ import re
 from ..texts import stated, words
 from .texts import Said
 from .declaration import Declaration, declaration_of, readable, tool_name
-from .formats import read
+from .formats import read_all
 from .readings import choices_in, dicts_in, has_token, parse_arguments, read_result
 
 PLAN_TOOLS = ("set_plan", "mark_step")
@@ -65,12 +65,21 @@ DECLINED = re.compile(r"\bnot (been )?approved\b|(tool call|call|execution|tool 
 
 
 def load(path, agent=None):
-    """The conversation in `path`, judged as the agent its audit file records, else `agent` (a declaration as a
-    plain dict), else the Xi'an agent; Unreadable (judge/formats.py) with a clear message otherwise."""
-    messages, meta, fmt, container, notes = read(path)
-    if "agent" in meta and not readable(meta["agent"]):
-        notes.append(Said("note.agent_unreadable", whose=Said("note.whose_given" if readable(agent) else "note.whose_xian")))
-    return Transcript(messages, meta, fmt, container, notes, agent=declaration_of(meta, agent))
+    """The conversation in `path` (its first: load_all gives every one), judged as the agent its audit file records,
+    else `agent` (a declaration as a plain dict), else the Xi'an agent; Unreadable (judge/formats.py) with a clear
+    message otherwise."""
+    return load_all(path, agent)[0]
+
+
+def load_all(path, agent=None):
+    """Every conversation in `path` (a trace file may hold several), each a Transcript judged as load() says."""
+    found = []
+    for messages, meta, fmt, container, notes in read_all(path):
+        if "agent" in meta and not readable(meta["agent"]):
+            notes.append(Said("note.agent_unreadable",
+                              whose=Said("note.whose_given" if readable(agent) else "note.whose_xian")))
+        found.append(Transcript(messages, meta, fmt, container, notes, agent=declaration_of(meta, agent)))
+    return found
 
 
 # ---- the conversation: turns, calls, results, asks ----
