@@ -1,5 +1,5 @@
 """What the command line prints about a run: each turn (its figures, the model's words, every call
-and what came of it), the answer, the loop's nudges, the MCP server a run talks to, and the summary
+and what came of it, and what the cut of an MCP result dropped, the first time the trace says it), the answer, the loop's nudges, the MCP server a run talks to, and the summary
 with what the user can do next, and the one line saying why a trace was not exported. Nothing else: it
 reads a run, it never changes one, and nothing it prints makes it raise (a tool's own `gist` that fails is
 replaced by the start of the JSON).
@@ -50,11 +50,34 @@ def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=Fal
     together = [c.name for c in calls if outcomes[c.id].concurrent]
     if together:
         print("   " + say("cli.together", names=", ".join(together)))
+    said = {t.get("id"): t.get("notice") for t in trace.get("tools") or ()}
     for call in calls:
         outcome = outcomes[call.id]
         where = say("cli.blocked", guard=outcome.guard) if outcome.status == "blocked" else f"{outcome.seconds:.3f}s"
         print(f"   {MARK.get(outcome.status, '?')} {call.name} {call.arguments[:160]} → "
               + say("cli.outcome", gist=_gist(call, outcome.result, say), where=where))
+        for line in notice_lines(call.name, said.get(call.id), say):
+            print("     " + line)
+
+
+SHOWN_PATHS = 12          # dropped paths printed of a notice (the trace holds more)
+
+
+def notice_lines(tool, notice, say):
+    """What an MCP result's cut took, as the trace records it the first time (loop.py: once per tool and path):
+    the fields not declared that were dropped, and the lists and strings shortened."""
+    if not isinstance(notice, dict):
+        return []
+    lines, dropped = [], list(notice.get("dropped") or ())
+    more = max(0, len(dropped) - SHOWN_PATHS) + (notice.get("more") or 0)
+    if dropped or more:
+        fields = ", ".join(dropped[:SHOWN_PATHS]) + (say("cli.dropped_more", count=more) if more else "")
+        lines.append(say("cli.dropped", tool=tool, fields=fields))
+    cuts = [say("cli.cut_items", path=c["path"], items=c["items"], of=c["of"]) if "items" in c else
+            say("cli.cut_chars", path=c["path"], chars=c.get("chars")) for c in notice.get("cut") or () if isinstance(c, dict)]
+    if cuts:
+        lines.append(say("cli.cut", tool=tool, cuts=say.join(cuts)))
+    return lines
 
 
 def _gist(call, result, say):
