@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping
 from . import signature, texts
 from .errors import DeclarationError
 from .texts.catalogue import Texts
-from .values import _unencodable, redacted_url
+from .values import _unencodable, redacted_url, told_at
 
 ZH = texts.ZH_TEXTS
 KINDS = ("read", "state", "write")                   # a tool's kind
@@ -59,13 +59,14 @@ class HookError(Exception):
 
 def hooked(tool: str, hook: str, fn: Callable, *args: Any, returns: type | None = None) -> Any:
     """`fn(*args)`, a tool's hook; any failure of it (or, `returns` given, a value of another type) is
-    a HookError naming the tool and the hook. The user stopping the run passes through."""
+    a HookError naming the tool, the hook and where it failed (file:line, values.told_at). The user
+    stopping the run passes through."""
     try:
         value = fn(*args)
     except BaseException as exc:
         if by_user(exc):
             raise
-        raise HookError(tool, hook, f"{type(exc).__name__}: {exc}"[:300]) from None
+        raise HookError(tool, hook, told_at(exc)[:300]) from None
     if returns is not None and not isinstance(value, returns):
         raise HookError(tool, hook, f"returned {type(value).__name__}, not {returns.__name__}")
     return value

@@ -293,8 +293,12 @@ def _loaded(content):
 
 def failed(r, exc):
     """The model service failed. A reply that could not be used (empty, cut off) leaves a nudge in
-    the record, so that a resume sends something new instead of the same request again."""
+    the record, so that a resume sends something new instead of the same request again. The user's own
+    model code failing (kind "model_code": an offline model or a function model raised) is no failure of
+    the service: the run stops, recorded, and --resume goes on once the code is fixed."""
     r.memory.used_tokens += exc.tokens
+    if exc.kind == "model_code":
+        return finish(r, "stopped", exc.kind, exc.text(r.say))
     if exc.kind in ("empty_reply", "length") and r.say(f"nudge.{exc.kind}") != r.messages[-1].get("content"):
         nudge(r, exc.kind)
     return finish(r, "error", exc.kind, exc.text(r.say))

@@ -69,10 +69,10 @@ def _checked(path, agent, language):
     return entry, language
 
 
-def resolve(targets, audit_dir):
+def resolve(targets, audit_dir, cmd="handloop"):
     """Paths to check: each target as a run id (<audit-dir>/run-<id>.json) or a path; none → latest."""
     if not targets:
-        return [os.path.join(audit_dir, f"run-{latest_run_id(audit_dir)}.json")]
+        return [os.path.join(audit_dir, f"run-{latest_run_id(audit_dir, cmd)}.json")]
     paths = []
     for target in targets:
         as_run = os.path.join(audit_dir, f"run-{target}.json")
@@ -82,14 +82,15 @@ def resolve(targets, audit_dir):
     return paths
 
 
-def latest_run_id(audit_dir):
-    """The run whose audit file changed last (newest mtime, then name); Unreadable when none."""
+def latest_run_id(audit_dir, cmd="handloop"):
+    """The run whose audit file changed last (newest mtime, then name); Unreadable when none (saying to start one
+    with `cmd`, the command as the user ran it)."""
     try:
         names = [n for n in os.listdir(audit_dir) if n.startswith("run-") and n.endswith(".json")]
     except OSError:
         names = []
     if not names:
-        raise Unreadable(Said("file.no_runs", audit_dir=audit_dir))
+        raise Unreadable(Said("file.no_runs", audit_dir=audit_dir, cmd=cmd))
     newest = max(names, key=lambda n: (os.path.getmtime(os.path.join(audit_dir, n)), n))
     return newest[len("run-"):-len(".json")]
 
@@ -153,14 +154,15 @@ def conclusion(totals, language="zh"):
     return say("end.passed")
 
 
-def run(targets, audit_dir, as_json=False, out=None, strict=False, agent=None):
+def run(targets, audit_dir, as_json=False, out=None, strict=False, agent=None, cmd="handloop"):
     """`python agent.py --check [RUN_ID or PATH ...] [--json] [--strict] [--agent FILE]`: print the report, return
-    the exit code. `agent`: --agent FILE's declaration (a plain dict), for files that record no agent. Each file is
+    the exit code. `agent`: --agent FILE's declaration (a plain dict), for files that record no agent; `cmd`: the
+    command as the user ran it (a hint repeats it). Each file is
     said in its judged agent's language; errors before any file in `agent`'s (else Chinese); the summary line in
     `agent`'s, else in the one language of all the files, else Chinese."""
     out, say = out or sys.stdout, of(language_of(agent))
     try:
-        paths = resolve(targets, audit_dir)
+        paths = resolve(targets, audit_dir, cmd)
     except Unreadable as exc:
         print(say("report.error", error=told(exc, say)), file=sys.stderr)
         return 2

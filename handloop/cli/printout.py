@@ -130,25 +130,29 @@ def _long(value, say, limit=SHOWN_MAX):
     return say("cli.cut_value", head=text[:limit], size=len(text))
 
 
-def summary(r, seconds, toolset, more=""):
-    """How the run ended, and what the user can do next (`more`: options the next command needs)."""
+def summary(r, seconds, toolset, more="", cmd="handloop"):
+    """How the run ended, and what the user can do next: the command as the user ran it (`cmd`: `handloop`,
+    `python -m handloop`, `python agent.py`) with the options the next command needs (`more`)."""
     say = r.say
     where = say("cli.audit_file", path=r.path)
     head = say("cli.head", run_id=r.run_id, turns=r.turn, tokens=r.memory.used_tokens, seconds=seconds)
     if r.status == "suspended" and r.reason in ("awaiting_confirmation", "confirmed_no_write"):
         print("\n" + say("cli.wait_confirm", head=head, proposal=_proposal_lines(r, toolset), run_id=r.run_id + more,
-                         confirm=r.agent.confirm[0], where=where))
+                         confirm=r.agent.confirm[0], where=where, cmd=cmd))
     elif r.status == "suspended":
-        print("\n" + say("cli.wait_reply", head=head, run_id=r.run_id + more, where=where))
+        print("\n" + say("cli.wait_reply", head=head, run_id=r.run_id + more, where=where, cmd=cmd))
     elif r.status == "done":
         made = say("list.sep").join(say("cli.made", tool=w["tool"], shown=_shown(toolset, w["tool"], w["receipt"], say))
                                     for w in r.memory.writes) or (say("cli.no_write") if r.memory.writable else "")
         print("\n" + say("cli.done", head=head, made=made, where=where))
     elif r.status == "stopped":
-        print("\n" + say("cli.stopped", reason=r.reason, detail=r.detail, head=head, where=where))
+        from ..runs import RESUMABLE_STOPS          # here: --check, which imports this module, needs no run machinery
+        resumable = r.reason in RESUMABLE_STOPS and r.reason != "interrupted"
+        print("\n" + say("cli.stopped_resume" if resumable else "cli.stopped", reason=r.reason, detail=r.detail,
+                          head=head, where=where, run_id=r.run_id + more, cmd=cmd))
     else:
-        print("\n" + say("cli.failed", reason=r.reason, detail=r.detail, head=head, run_id=r.run_id + more, where=where),
-              file=sys.stderr)
+        print("\n" + say("cli.failed", reason=r.reason, detail=r.detail, head=head, run_id=r.run_id + more, where=where,
+                          cmd=cmd), file=sys.stderr)
 
 
 def traced(stretch, say):
