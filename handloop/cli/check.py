@@ -1,6 +1,7 @@
 """`--check`'s command-line side: files in, verdicts and a report out. Resolves run ids and paths to files,
 judges each (transcripts.load, then checks.judge) as the agent its audit file records, else the agent given
-(`--agent FILE`'s declaration, a plain dict), else the Xi'an agent, and gives the verdicts as JSON or a readable report
+(`--agent FILE`'s declaration, a plain dict), else the Xi'an agent (an OpenTelemetry trace whose spans name their
+agent: as that agent, when its declaration is given or its run's audit file in the audit dir records it), and gives the verdicts as JSON or a readable report
 with a summary and the exit code.
 
 Language (judge/texts.py, one catalogue per language): each file's texts (its JSON `name`, `reason`, `notes`,
@@ -30,19 +31,20 @@ VERDICT = {"pass": "✓", "fail": "✗", "pending": "○"}     # the marks; the 
 RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
-def check_file(path, agent=None, language="zh"):
+def check_file(path, agent=None, language="zh", audit_dir=None):
     """Verdicts for one file as a dict (also what --json prints); `error` set when unreadable. `agent`: the
     declaration (calls.Agent.declared()) a file that records none is judged by (default: the Xi'an agent).
-    `language`: what its texts are said in, "zh" or "en"; None: the judged agent's (what --check prints)."""
-    return _checked(path, agent, language)[0]
+    `language`: what its texts are said in, "zh" or "en"; None: the judged agent's (what --check prints). `audit_dir`:
+    where the audit file of a trace's run is looked for (an OTLP trace naming its agent, see _named)."""
+    return _checked(path, agent, language, audit_dir)[0]
 
 
-def _checked(path, agent, language):
+def _checked(path, agent, language, audit_dir=None):
     """(the entry of one file, the language its texts are said in). None `language`: the judged agent's, and for a
     file that cannot be read, the given agent's (else Chinese)."""
     entry = {"path": path, "error": None, "checks": [], "notes": []}
     try:
-        t = load(path, agent)
+        t = _named(load(path, agent), path, audit_dir)
         verdicts = judge(t)
     except Unreadable as exc:
         language = language or language_of(agent)
@@ -67,6 +69,32 @@ def _checked(path, agent, language):
                      reading_text=said(Said("reading.agent", replies=Joined(t.agent.confirm)) if t.strict else
                                        Said("reading.wide"), say))
     return entry, language
+
+
+def _named(t, path, audit_dir):
+    """A trace whose spans name its agent (gen_ai.agent.name) judged as that agent: the declaration given, when it
+    is that agent's, else the one the run's audit file in `audit_dir` records (gen_ai.conversation.id is the run
+    id), when it is that agent's; else as it was, with a note saying so."""
+    name = t.meta.get("agent_name")
+    if not name or t.agent.name == name:
+        return t
+    recorded = _recorded(audit_dir, t.meta.get("run_id"), name)
+    if recorded is not None:
+        return load(path, recorded)
+    t.notes.append(Said("note.agent_named", name=name, judged=t.agent.name))
+    return t
+
+
+def _recorded(audit_dir, run_id, name):
+    """The declaration of agent `name` the audit file of run `run_id` records, or None."""
+    if not audit_dir or not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+        return None
+    try:
+        with open(os.path.join(audit_dir, f"run-{run_id}.json"), encoding="utf-8") as f:
+            declared = json.load(f).get("agent")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None
+    return declared if isinstance(declared, dict) and declared.get("name") == name else None
 
 
 def resolve(targets, audit_dir, cmd="handloop"):
@@ -166,7 +194,7 @@ def run(targets, audit_dir, as_json=False, out=None, strict=False, agent=None, c
     except Unreadable as exc:
         print(say("report.error", error=told(exc, say)), file=sys.stderr)
         return 2
-    checked = [_checked(p, agent, None) for p in paths]
+    checked = [_checked(p, agent, None, audit_dir) for p in paths]
     entries, languages = [entry for entry, _ in checked], {said_in for _, said_in in checked}
     language = language_of(agent) if agent is not None or len(languages) != 1 else languages.pop()
     totals = summary(entries, strict)

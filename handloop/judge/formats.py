@@ -364,10 +364,13 @@ def _otlp_requests(data):
 
 
 def _from_otlp(requests, path):
-    """(normalised messages, meta) of the longest conversation a span of these export requests holds."""
-    best, meta = [], {}
+    """(normalised messages, meta) of the longest conversation a span of these export requests holds; meta's
+    `agent_name` is the one gen_ai.agent.name its spans give, if they give one."""
+    best, meta, agents = [], {}, set()
     for span in _otlp_spans(requests):
         attributes = _otlp_attributes(span.get("attributes"))
+        if isinstance(attributes.get("gen_ai.agent.name"), str) and attributes["gen_ai.agent.name"]:
+            agents.add(attributes["gen_ai.agent.name"])
         for conversation in (_span_messages(attributes), _event_messages(span.get("events"))):
             if len(conversation) > len(best):
                 best = conversation
@@ -375,6 +378,8 @@ def _from_otlp(requests, path):
                 meta = {"run_id": conversation_id} if isinstance(conversation_id, str) else {}
     if not best:
         raise Unreadable(Said("file.otlp_no_messages", path=path))
+    if len(agents) == 1:
+        meta["agent_name"] = agents.pop()
     try:
         messages = [m for index, item in enumerate(best) for m in _from_semconv(item, index)]
     except (AttributeError, TypeError, KeyError):

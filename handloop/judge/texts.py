@@ -106,6 +106,7 @@ ZH = {
     "call.unnamed": "（无名工具）",
     "note.agent_unreadable": "审计文件记录的 agent 读不出工具声明，按{whose}的声明评判",
     "note.whose_given": "给定的智能体",
+    "note.agent_named": "追踪的 span 写明智能体是 {name}，但没有给定（--agent FILE）或记录（审计目录里它的审计文件）它的声明：按 {judged} 的声明评判",
     "note.whose_xian": "西安智能体",
     "note.unanswered": "{call} 没有对应的工具结果（结果未知）",
     "note.bad_args": "{call} 的参数无法解析：{problem}",
@@ -298,6 +299,8 @@ EN = {
     "note.agent_unreadable": "the agent the audit file records has no readable tool declarations; judged by {whose}'s "
                              "declarations",
     "note.whose_given": "the given agent",
+    "note.agent_named": "the trace's spans name the agent {name}, but no declaration of it is given (--agent FILE) or "
+                        "recorded (its audit file in the audit dir): judged by {judged}'s",
     "note.whose_xian": "the Xi'an agent",
     "note.unanswered": "{call} has no tool result (outcome unknown)",
     "note.bad_args": "{call}: the arguments cannot be parsed: {problem}",
