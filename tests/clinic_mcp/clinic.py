@@ -31,8 +31,7 @@ BOOK = Tool("book_appointment", "Book a slot for a patient (a write: only after 
             {"type": "object", "required": ["patient_id", "slot_id"],
              "properties": {"patient_id": {"type": "string"}, "slot_id": {"type": "string"}}},
             book_appointment, kind="write", takes=("idempotency_key",), effect=(("slot_id", "id"), ("patient_id", "id")),
-            sources=(Source(("slot_id",), "list_slots", ("slot_id",), "slots[]"),
-                     Source(("patient_id",), "find_patient", ("patient_id",), "patient")))
+            sources=(Source.of("list_slots", "slot_id", path="slots[]"), Source.of("find_patient", "patient_id", path="patient")))
 URL = os.environ.get("CLINIC_URL")
 CLINIC = MCPServer("clinic", url=URL, command=None if URL else [sys.executable, os.path.join(HERE, "clinic_mcp.py")],
                    tools={"find_patient": ("patient.patient_id", "patient.name"),
