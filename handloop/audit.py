@@ -63,14 +63,15 @@ def path_for(audit_dir, run_id):
     return os.path.join(audit_dir, f"run-{check_run_id(run_id)}.json")
 
 
-def latest_run_id(audit_dir):
-    """The run whose audit file changed last, or AuditError when there is none."""
+def latest_run_id(audit_dir, cmd="handloop"):
+    """The run whose audit file changed last, or AuditError when there is none (saying to start one with `cmd`,
+    the command as the user ran it)."""
     try:
         names = [n for n in os.listdir(audit_dir) if n.startswith("run-") and n.endswith(".json")]
     except OSError:
         names = []
     if not names:
-        raise AuditError(Said("audit.no_runs", folder=audit_dir))
+        raise AuditError(Said("audit.no_runs", folder=audit_dir, cmd=cmd))
     newest = max(names, key=lambda n: (os.path.getmtime(os.path.join(audit_dir, n)), n))
     return newest[len("run-"):-len(".json")]
 

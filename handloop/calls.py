@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping
 from . import signature, texts
 from .errors import DeclarationError
 from .texts.catalogue import Texts
-from .values import _unencodable, redacted_url
+from .values import _unencodable, redacted_url, told_at
 
 ZH = texts.ZH_TEXTS
 KINDS = ("read", "state", "write")                   # a tool's kind
@@ -59,13 +59,14 @@ class HookError(Exception):
 
 def hooked(tool: str, hook: str, fn: Callable, *args: Any, returns: type | None = None) -> Any:
     """`fn(*args)`, a tool's hook; any failure of it (or, `returns` given, a value of another type) is
-    a HookError naming the tool and the hook. The user stopping the run passes through."""
+    a HookError naming the tool, the hook and where it failed (file:line, values.told_at). The user
+    stopping the run passes through."""
     try:
         value = fn(*args)
     except BaseException as exc:
         if by_user(exc):
             raise
-        raise HookError(tool, hook, f"{type(exc).__name__}: {exc}"[:300]) from None
+        raise HookError(tool, hook, told_at(exc)[:300]) from None
     if returns is not None and not isinstance(value, returns):
         raise HookError(tool, hook, f"returned {type(value).__name__}, not {returns.__name__}")
     return value
@@ -333,12 +334,13 @@ class MCPServer:
     `token_env` when the run starts, sent to this server only, never recorded; a URL never carries a user
     name or password) and which of its tools the agent uses.
 
-    `tools` maps each allowed tool to the result fields kept (a tuple of names), or to a dict of its
-    declaration: `fields` (kept; JSON scalars), `required` (fields a result must have, else a tool
-    error), `arguments` (what its input schema must take), `sources`, `requires`, `timeout`, `keep`,
+    `tools` maps each allowed tool to the result fields kept (a tuple of field paths), or to a dict of its
+    declaration: `fields` (kept: paths, see field_path: "doctor", "doctor.name", "slots[].slot_id" for a
+    field of each record of a list), `required` (fields a result must have, else a tool error), `arguments` (what its input schema must take), `sources`, `requires`, `timeout`, `keep`,
     and the memory and screen hooks a local tool declares (`absorb`, `render`, `gist`, `facts`,
     `initial`), `description` (ours, shown instead of the server's). Only these tools reach the
-    model; every result is cut to its fields, always; a server's own description is untrusted text,
+    model; every result is cut to its fields, always (toolset.trim says what it dropped); a tool declared with
+    no fields is a declaration error, not a tool whose results pass whole; a server's own description is untrusted text,
     kept to DESCRIPTION_LIMIT characters. `timeout`: seconds per MCP request (None: the default).
     `replaces`: local tools of the agent its tools stand in for while it is used (they take over
     the local tool's hooks); `optional`: used only when the run asks for MCP (--mcp), as the Xi'an
@@ -365,6 +367,49 @@ class MCPServer:
     def rule(self, tool):
         """The declaration of one allowed tool: {fields, required, arguments, sources, ...}."""
         return self.tools[tool]
+
+
+FIELD_DEPTH = 8                                  # steps a declared result field may go down ("slots[].slot_id": 2)
+FIELD_STEP = re.compile(r"[^.\[\]]+(\[\])?")
+
+
+def field_path(path: Any) -> tuple[tuple[str, bool], ...] | None:
+    """A declared result field as its steps, each (name, whether it steps into a list of that name): "doctor" →
+    (("doctor", False),), "slots[].slot_id" → (("slots", True), ("slot_id", False)); None when it is no path (names
+    joined by ".", "[]" after the name of a list, at most FIELD_DEPTH steps). A path's last step keeps a JSON scalar
+    ("tags[]": a list of them); a step before it, the object it names ("doctor.name"), or with "[]" each object of
+    the list it names ("slots[].slot_id")."""
+    if not isinstance(path, str) or not path:
+        return None
+    steps = path.split(".")
+    if len(steps) > FIELD_DEPTH or not all(FIELD_STEP.fullmatch(s) for s in steps):
+        return None
+    return tuple((s[:-2], True) if s.endswith("[]") else (s, False) for s in steps)
+
+
+def field_tree(paths: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
+    """Declared result fields as a tree, {name: (into a list, {name: ...} of the fields under it, or None for a
+    value)}, and what is wrong with them: a path that is none (field_path), a field declared in two shapes (a
+    value, a list of values, an object, records of a list: "slots" beside "slots[].slot_id")."""
+    tree: dict[str, Any] = {}
+    problems = []
+    for path in paths:
+        steps = field_path(path)
+        if steps is None:
+            problems.append(f"field {path!r} is not a field path: names joined by '.', '[]' after the name of a "
+                            f"list, at most {FIELD_DEPTH} steps (e.g. 'doctor', 'slots[].slot_id')")
+            continue
+        level, at = tree, ""
+        for i, (name, into) in enumerate(steps):
+            last, at = i == len(steps) - 1, f"{at}.{name}" if at else name
+            had = level.setdefault(name, (into, None if last else {}))
+            if last != (had[1] is None) or had[0] != into:
+                problems.append(f"field {path!r} disagrees with another about {at!r}: declare it as one value ({at}), "
+                                f"a list of values ({at}[]), an object ({at}.x) or records of a list ({at}[].x)")
+                break
+            if not last:
+                level = had[1]
+    return tree, problems
 
 
 def _remote_rule(rule):
@@ -416,7 +461,10 @@ def _rule_problems(name, rule):
     problems = [f"{key!r} is not one of {', '.join(MCP_RULES)}" for key in rule if key not in MCP_RULES]
     fields = rule.get("fields")
     if not isinstance(fields, (tuple, list)) or not fields or not all(isinstance(f, str) and f for f in fields):
-        problems.append("fields must be a non-empty list of the result fields kept")
+        problems.append("fields must be a non-empty list of the result fields kept (paths such as 'doctor' or "
+                        "'slots[].slot_id'): a result is cut to them, always")
+    else:
+        problems += field_tree(fields)[1]
     for key in ("required", "arguments", "requires", "keep"):
         value = rule.get(key, ())
         if not isinstance(value, (tuple, list)) or not all(isinstance(v, str) for v in value):
@@ -599,6 +647,7 @@ class Outcome:
     seconds: float = 0.0
     concurrent: bool = False
     content: str = ""              # the tool message's text; set when the outcome is settled
+    notice: dict | None = None     # an MCP result's: what its cut dropped (toolset.trim), for the trace and printout
 
 
 # ---- JSON Schema ----

@@ -42,6 +42,8 @@ CHARS_PER_TOKEN = 3             # rough estimate when a server reports no usage
 MCP_TIMEOUT = 8.0               # seconds per MCP request (a server may declare its own); under TOOL_TIMEOUT, so the MCP error is what the model sees
 MCP_RESTARTS = 3                # server restarts allowed in one process before calls fail fast
 MCP_TOKEN_ENV = "AGENT_MCP_TOKEN"   # the token of the server --mcp-url names (and our --http server's), no other
+MCP_LIST_ITEMS = 100            # items kept of each list in an MCP result (the rest cut, and said)
+MCP_STRING_CHARS = 200          # characters kept of each string in an MCP result (the rest cut, and said)
 
 class PolicyError(ValueError):
     """What is wrong with a policy, as data: `problem` (not_object, unknown_field, out_of_range,

@@ -253,7 +253,8 @@ def _outcome(job, call, toolset, timeout, limit, say, concurrent=False):
 def settle(value, exc, limit, say, doubt=None):
     """What a tool returned or raised, as the Outcome the record will hold (here, and for a call run elsewhere:
     in a Temporal workflow or activity). A result JSON cannot hold is a tool error, or for a write
-    (`doubt(why)`) an outcome to reconcile."""
+    (`doubt(why)`) an outcome to reconcile. What a cut MCP result says it dropped (toolset.Cut) stays
+    with the outcome (`notice`)."""
     if exc is not None:
         message = _told(exc) if isinstance(exc, ToolError) else say("tool.internal", kind=type(exc).__name__,
                                                                    error=_told(exc))
@@ -261,7 +262,7 @@ def settle(value, exc, limit, say, doubt=None):
     else:
         result = value if isinstance(value, dict) else {"value": value}
         status = "error" if "error" in result else "ok"
-    outcome = Outcome({}, status=status)
+    outcome = Outcome({}, status=status, notice=getattr(value, "notice", None) if exc is None else None)
     try:
         outcome.result, outcome.content = settled(result, limit, say)
     except Unencodable as why:

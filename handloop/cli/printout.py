@@ -1,5 +1,5 @@
 """What the command line prints about a run: each turn (its figures, the model's words, every call
-and what came of it), the answer, the loop's nudges, the MCP server a run talks to, and the summary
+and what came of it, and what the cut of an MCP result dropped, the first time the trace says it), the answer, the loop's nudges, the MCP server a run talks to, and the summary
 with what the user can do next, and the one line saying why a trace was not exported. Nothing else: it
 reads a run, it never changes one, and nothing it prints makes it raise (a tool's own `gist` that fails is
 replaced by the start of the JSON).
@@ -50,11 +50,34 @@ def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=Fal
     together = [c.name for c in calls if outcomes[c.id].concurrent]
     if together:
         print("   " + say("cli.together", names=", ".join(together)))
+    said = {t.get("id"): t.get("notice") for t in trace.get("tools") or ()}
     for call in calls:
         outcome = outcomes[call.id]
         where = say("cli.blocked", guard=outcome.guard) if outcome.status == "blocked" else f"{outcome.seconds:.3f}s"
         print(f"   {MARK.get(outcome.status, '?')} {call.name} {call.arguments[:160]} → "
               + say("cli.outcome", gist=_gist(call, outcome.result, say), where=where))
+        for line in notice_lines(call.name, said.get(call.id), say):
+            print("     " + line)
+
+
+SHOWN_PATHS = 12          # dropped paths printed of a notice (the trace holds more)
+
+
+def notice_lines(tool, notice, say):
+    """What an MCP result's cut took, as the trace records it the first time (loop.py: once per tool and path):
+    the fields not declared that were dropped, and the lists and strings shortened."""
+    if not isinstance(notice, dict):
+        return []
+    lines, dropped = [], list(notice.get("dropped") or ())
+    more = max(0, len(dropped) - SHOWN_PATHS) + (notice.get("more") or 0)
+    if dropped or more:
+        fields = ", ".join(dropped[:SHOWN_PATHS]) + (say("cli.dropped_more", count=more) if more else "")
+        lines.append(say("cli.dropped", tool=tool, fields=fields))
+    cuts = [say("cli.cut_items", path=c["path"], items=c["items"], of=c["of"]) if "items" in c else
+            say("cli.cut_chars", path=c["path"], chars=c.get("chars")) for c in notice.get("cut") or () if isinstance(c, dict)]
+    if cuts:
+        lines.append(say("cli.cut", tool=tool, cuts=say.join(cuts)))
+    return lines
 
 
 def _gist(call, result, say):
@@ -107,25 +130,29 @@ def _long(value, say, limit=SHOWN_MAX):
     return say("cli.cut_value", head=text[:limit], size=len(text))
 
 
-def summary(r, seconds, toolset, more=""):
-    """How the run ended, and what the user can do next (`more`: options the next command needs)."""
+def summary(r, seconds, toolset, more="", cmd="handloop"):
+    """How the run ended, and what the user can do next: the command as the user ran it (`cmd`: `handloop`,
+    `python -m handloop`, `python agent.py`) with the options the next command needs (`more`)."""
     say = r.say
     where = say("cli.audit_file", path=r.path)
     head = say("cli.head", run_id=r.run_id, turns=r.turn, tokens=r.memory.used_tokens, seconds=seconds)
     if r.status == "suspended" and r.reason in ("awaiting_confirmation", "confirmed_no_write"):
         print("\n" + say("cli.wait_confirm", head=head, proposal=_proposal_lines(r, toolset), run_id=r.run_id + more,
-                         confirm=r.agent.confirm[0], where=where))
+                         confirm=r.agent.confirm[0], where=where, cmd=cmd))
     elif r.status == "suspended":
-        print("\n" + say("cli.wait_reply", head=head, run_id=r.run_id + more, where=where))
+        print("\n" + say("cli.wait_reply", head=head, run_id=r.run_id + more, where=where, cmd=cmd))
     elif r.status == "done":
         made = say("list.sep").join(say("cli.made", tool=w["tool"], shown=_shown(toolset, w["tool"], w["receipt"], say))
                                     for w in r.memory.writes) or (say("cli.no_write") if r.memory.writable else "")
         print("\n" + say("cli.done", head=head, made=made, where=where))
     elif r.status == "stopped":
-        print("\n" + say("cli.stopped", reason=r.reason, detail=r.detail, head=head, where=where))
+        from ..runs import RESUMABLE_STOPS          # here: --check, which imports this module, needs no run machinery
+        resumable = r.reason in RESUMABLE_STOPS and r.reason != "interrupted"
+        print("\n" + say("cli.stopped_resume" if resumable else "cli.stopped", reason=r.reason, detail=r.detail,
+                          head=head, where=where, run_id=r.run_id + more, cmd=cmd))
     else:
-        print("\n" + say("cli.failed", reason=r.reason, detail=r.detail, head=head, run_id=r.run_id + more, where=where),
-              file=sys.stderr)
+        print("\n" + say("cli.failed", reason=r.reason, detail=r.detail, head=head, run_id=r.run_id + more, where=where,
+                          cmd=cmd), file=sys.stderr)
 
 
 def traced(stretch, say):

@@ -548,7 +548,8 @@ def _from_otlp(requests, path, container):
     """[(normalised messages, meta)] of every conversation the spans of these export requests hold, in the order
     they first appear: the spans of one conversation are those with its `gen_ai.conversation.id` (a span without
     one belongs to the conversation its trace names, when its trace names exactly one; else to its trace), and its
-    messages are the longest conversation one of its spans holds (each chat span carries the history so far)."""
+    messages are the longest conversation one of its spans holds (each chat span carries the history so far); its
+    meta's `agent_name` is the one gen_ai.agent.name its spans give, if they give one."""
     at = (lambda i: (Said("field.item", index=i + 1),)) if container == "jsonl" else (lambda i: ())
     for index, request in enumerate(requests):
         _check(request, OTLP_REQUEST, at(index))
@@ -558,23 +559,29 @@ def _from_otlp(requests, path, container):
         if _conversation_id(attributes):
             named.setdefault(span.get("traceId"), set()).add(_conversation_id(attributes))
     best: dict[tuple, tuple] = {}               # conversation -> (its longest messages, its id, where they are)
+    agents: dict[tuple, set[str]] = {}          # conversation -> the agent names its spans give
     for where, span, attributes in spans:
         conversation_id = _conversation_id(attributes)
         if conversation_id is None and len(named.get(span.get("traceId"), ())) == 1:
             conversation_id = next(iter(named[span.get("traceId")]))
         key = ("conversation", conversation_id) if conversation_id else ("trace", span.get("traceId"))
+        name = attributes.get("gen_ai.agent.name")
+        if isinstance(name, str) and name:
+            agents.setdefault(key, set()).add(name)
         for said, found in ((_span_messages(attributes), where), (_event_messages(span.get("events")), where)):
             if len(said) > len(best.get(key, ((), None, None))[0]):
                 best[key] = (said, conversation_id, found)
     if not best:
         raise Unreadable(Said("file.otlp_no_messages", path=path))
     conversations = []
-    for said, conversation_id, where in best.values():
+    for key, (said, conversation_id, where) in best.items():
         for index, item in enumerate(said):
             _check(item, SEMCONV_MESSAGE, (*where, Said("field.message", index=index + 1)))
         messages = [m for index, item in enumerate(said) for m in _from_semconv(item, index)]
         if any(m["role"] in ("user", "assistant") for m in messages):
-            conversations.append((messages, {"run_id": conversation_id} if conversation_id else {}))
+            named = agents.get(key, set())
+            conversations.append((messages, {**({"run_id": conversation_id} if conversation_id else {}),
+                                             **({"agent_name": next(iter(named))} if len(named) == 1 else {})}))
     if not conversations:
         raise Unreadable(Said("file.no_said", path=path))
     return conversations

@@ -6,7 +6,10 @@ offline and online runs take the same code path; like the real API it rejects (H
 API's own wording) a request whose tool calls are unanswered, answered out of order, or
 answered with no call; `respond(request)` decides every reply, faults included. Its message
 check is written apart from audit.pairing_problem on purpose: the fake API must not share a bug
-with the code it judges. A request with `stream: true` is answered with server-sent events
+with the code it judges. A `respond` that raises, or returns what is no reply (a dict), failed as code:
+the request is answered 500 and the failure kept, one line naming its file and line (values.told_at), for
+the client that serves an offline model through it (`take_failure`: model.offline_model raises it at once,
+never retried as the network's failure); nothing is printed. A request with `stream: true` is answered with server-sent events
 (chunked, as real servers send them) carrying the same reply; a reply's `_stream` options play
 the stream quirks of real providers (see STREAM), so every one of them can be tested.
 """
@@ -15,6 +18,8 @@ import json
 import socket
 import threading
 import time
+
+from ..values import defined_at, told_at
 
 # How a reply is streamed, and the providers' quirks a reply's "_stream" options can ask for.
 STREAM = {
@@ -52,6 +57,7 @@ class Endpoint:
 
     def __init__(self, respond, model="offline"):
         self.respond, self.model, self.requests, self.timings = respond, model, [], []
+        self.failure = None             # the last failure of `respond` not taken yet (take_failure)
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
@@ -68,7 +74,13 @@ class Endpoint:
         if problem:
             return 400, {}, {"error": {"message": problem, "type": "invalid_request_error",
                                        "param": "messages", "code": None}}, 0, False
-        reply = self.respond(request)
+        try:
+            reply = self.respond(request)
+        except Exception as exc:        # the scripted model's own bug: said where, not a dropped connection
+            return self._failed(told_at(exc))
+        if not isinstance(reply, dict):
+            return self._failed(f"{defined_at(self.respond)}: returned {type(reply).__name__}, not a reply "
+                                "(an assistant message as a dict)")
         fault = reply.get("_http")
         if fault and fault.get("dribble"):
             return 200, {}, fault["dribble"], 0, None
@@ -82,6 +94,16 @@ class Endpoint:
             return 200, {}, events(body, options, (request.get("stream_options") or {}).get("include_usage")), 0, \
                 "stream"
         return 200, {}, body, 0, False
+
+    def _failed(self, failure):
+        self.failure = failure
+        return 500, {}, {"error": {"message": "the offline model failed: " + failure, "type": "server_error",
+                                   "param": None, "code": None}}, 0, False
+
+    def take_failure(self):
+        """The failure of `respond` behind the last request that failed, once (then None)."""
+        failure, self.failure = self.failure, None
+        return failure
 
     def _completion(self, request, reply):
         message = {"role": "assistant", "content": reply.get("content")}
