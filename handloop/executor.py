@@ -28,7 +28,7 @@ import time
 
 from . import config
 from .calls import ZH, Outcome, ToolError, by_user
-from .values import Unencodable, settled
+from .values import Unencodable, settled, wrapped
 
 
 def order(memory, calls, inline):
@@ -258,7 +258,7 @@ def settle(value, exc, limit, say, doubt=None):
                                                                    error=_told(exc))
         result, status = {"error": message}, "error"
     else:
-        result = value if isinstance(value, dict) else {"value": value}
+        result = wrapped(value)                  # any JSON value: an object for the model, {"value": ...}
         status = "error" if "error" in result else "ok"
     outcome = Outcome({}, status=status)
     try:
@@ -297,16 +297,18 @@ def _timed_out(call, toolset, timeout, say):
 def _unsure(call, toolset, say, key, **values):
     """A write whose outcome is unknown: the receipt its idempotency key stored (reconciled), else
     the unknown outcome, said with `key` (the model may retry: the key makes that safe). A
-    reconcile that fails, or returns what is not a JSON object, has found nothing."""
+    reconcile that fails, or returns None, has found nothing; a receipt that is no JSON object is
+    wrapped as a result is ({"value": ...})."""
     try:
         receipt = toolset.reconcile(call)
     except BaseException as exc:        # the store is locked, the tool's own code is wrong...
         if by_user(exc):
             raise
         receipt = None
-    if isinstance(receipt, dict):
+    if receipt is not None:
         try:
-            return Outcome(settled(dict(receipt, reconciled=True), config.TOOL_RESULT_MAX_CHARS, say)[0], status="ok")
+            return Outcome(settled(dict(wrapped(receipt), reconciled=True), config.TOOL_RESULT_MAX_CHARS, say)[0],
+                           status="ok")
         except Unencodable:
             pass
     return Outcome({"error": say(key, tool=call.name, **values), "outcome": "unknown"}, status="unknown")

@@ -30,7 +30,8 @@ from . import mcp_tools
 from . import plan
 from . import texts
 from .calls import DESCRIPTION_LIMIT, Agent, Call, Tool, ToolError, by_user
-from .values import normalise, settled, valid_text, validate
+from .texts.stated import canonical
+from .values import normalise, settled, valid_text, validate, wrapped
 
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 
@@ -86,9 +87,10 @@ def _depth(value):
 
 
 def idempotency_key(run_id, call):
-    """Covers the run and every argument that defines the write's effect (its declared effect)."""
+    """Covers the run and every argument that defines the write's effect (its declared effect); a list is the same
+    effect whatever the order of its elements (texts/stated.canonical)."""
     keys = [k for k, _ in call.tool.effect] if call.tool and call.tool.effect else sorted(call.args)
-    body = json.dumps({"run": run_id, "tool": call.name, "args": {k: call.args.get(k) for k in keys}},
+    body = json.dumps({"run": run_id, "tool": call.name, "args": {k: canonical(call.args.get(k)) for k in keys}},
                       sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(body.encode()).hexdigest()
 
@@ -245,7 +247,7 @@ class ToolSet:
         if not self.inline(call) or call.name in self.remote:
             return None
         try:
-            return settled(self._invoke(call, view), config.TOOL_RESULT_MAX_CHARS, self.say)[0]
+            return settled(wrapped(self._invoke(call, view)), config.TOOL_RESULT_MAX_CHARS, self.say)[0]
         except ToolError as exc:
             return {"error": str(exc)}
         except BaseException as exc:        # the executor will say what; the guards need only know it failed
