@@ -189,7 +189,8 @@ class Tool:
     and render; the executor its kind, timeout, inline and fn; compaction its kind and keep; the
     command line its gist.
 
-    `fn(**args, **context)` returns a JSON object or raises ToolError; it may be `async def`.
+    `fn(**args, **context)` returns any JSON value (an object is its tool message; a string, a list or a
+    number reaches the model as {"value": ...}) or raises ToolError; it may be `async def`.
     `takes` names the context it needs, passed as keyword arguments: `run_id`, `idempotency_key`
     (writes), `plan` (the current plan), `tool_names`, `done_tools` (the tools that succeeded in the run).
     `Tool.from_function(fn, kind=...)` reads the name, the description and `parameters` from a plain

@@ -9,8 +9,9 @@ are reused (a new one starts only when none is idle, so a hung tool keeps its ow
 never delays another call). An `async def` tool runs on the executor's own event loop (one
 daemon thread), concurrently with the other async reads; at its timeout it is cancelled. A
 write whose outcome is unknown at its timeout is reconciled through its idempotency key, never
-retried blind. Every outcome is settled once (fitted to the result limit, encoded as strict
-JSON): what memory absorbs is what the tool message says. Flattening yields exactly one tool
+retried blind. Every outcome is settled once (a result that is no JSON object wrapped as
+{"value": ...}, fitted to the result limit, encoded as strict JSON): what memory absorbs is what
+the tool message says. Flattening yields exactly one tool
 message per call, in request order; a write that ran and did not succeed (an error, an unknown
 outcome) is flattened with the note that the confirmation it ran on is spent.
 

@@ -6,7 +6,8 @@ through absorb); every decision is a named Decision, and every blocked call gets
 hence a tool message. They name no tool: they read each call's declaration (kind,
 prerequisites, sources, effect). Checks, in order: duplicate (the same call earlier in this
 turn), repeated (blocked before), arguments, calls per turn, budget, spin, plan first, plan order,
-provenance, unconfirmed write.
+provenance (every source of the call holds, for each element of a list argument on its own, from any one of a
+source's alternatives: texts/stated.py, as the judge reads it), unconfirmed write.
 
 Calls earlier in the same turn count as they will have happened: each decision is made against
 a fork of memory into which the calls decided before it were folded by memory's own fold (a

@@ -9,7 +9,7 @@ Proposals and confirmation: a proposal is a blocked write (its exact arguments) 
 task's write has not happened, a model answer after the task made progress that is an offer
 (a proposal in words: words for the user, no tool markup or pasted result, no claim of a write
 that never ran, naming exactly one id the reads gave and one declared choice for each of a
-write's id and choice effects); any other answer leaves the run waiting for the user's reply. Confirmation comes only from a user message that is one of the agent's confirm replies
+write's id and choice effects, at least one for a list effect: texts/stated.py); any other answer leaves the run waiting for the user's reply. Confirmation comes only from a user message that is one of the agent's confirm replies
 (「确认」 for the Xi'an agent) after a proposal, never from model, tool or loop text; it authorises the proposed write (for words: the ids and
 choices the text named, the dates and counts it or the user stated; the tool it showed) and is used up by it, or
 by the write's failure (`_spend`: it ran and did not succeed; any later write is a new proposal). Any

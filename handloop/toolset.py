@@ -4,7 +4,8 @@ MCP server), the argument parsing ladder, validation, and routing a call to its 
 Invariants: a call is validated against its schema before any tool runs, and a call that
 fails parsing or validation carries the problem instead of arguments (never a silent `{}`);
 tools get what they need passed in explicitly (their declared `takes`: plan, run id,
-idempotency key), never memory itself; every result handed back is a JSON object. The tool set
+idempotency key), never memory itself; every result handed back is a JSON object (a state
+call's preview wraps any other value as {"value": ...}, as the executor does). The tool set
 knows no tool by name and imports no agent: it is given its agent (calls.Agent) and reads its
 declarations (calls.Tool). The planning tools are always there.
 MCP: the agent declares its servers (calls.MCPServer) and, for each, the tools it allows; only
