@@ -55,6 +55,16 @@ def test_each_element_of_a_list_argument_is_sourced_on_its_own_from_any_alternat
                        ["order_id", "passengers[].name"]) == [("#W1", "Ann"), ("#W1", "Bo")]
 
 
+def test_each_element_of_a_list_of_objects_comes_from_one_record():
+    flights = [{"value": [{"flight_number": "HAT001", "date": "2024-05-01"}, {"flight_number": "HAT002", "date": "2024-05-02"}]}]
+    found = lambda tool, path: [r for result in flights for r in stated.records_at(result, path)]   # noqa: E731
+    source = Source(("flights[].flight_number", "flights[].date"), "search", ("flight_number", "date"), "[]").declared()
+    good = [{"flight_number": "HAT001", "date": "2024-05-01"}, {"flight_number": "HAT002", "date": "2024-05-02"}]
+    assert stated.unsourced({"flights": good}, source, found) == []
+    mixed = [good[0], {"flight_number": "HAT001", "date": "2024-05-02"}]        # each field seen, not in one record
+    assert stated.unsourced({"flights": mixed}, source, found) == [(1, ("HAT001", "2024-05-02"))]
+
+
 def test_two_sources_on_one_argument_must_both_hold():
     strict = declared_tool(_tool(sources=(Source(("payment_method_id",), "get_order", ("payment_method_id",),
                                                  "payment_history[]"),
