@@ -130,3 +130,19 @@ def test_alternatives_must_source_the_same_arguments():
         Source.any(Source(("order_id",), "get_order", ("order_id",)), "get_user")
     nested = Source.any(PAYMENT, Source(("payment_method_id",), "get_user", ("id",), "cards[]"))
     assert len(nested.options()) == 3
+
+
+def test_a_list_in_another_order_is_the_same_write_for_its_key_and_for_written():
+    from handloop.calls import Call
+    from handloop.memory import Memory
+    from handloop.toolset import idempotency_key
+    tool = _tool(sources=(Source(("item_ids[]",), "get_order", ("item_id",), "items[]"),))
+    first = Call("c1", "refund", "{}", {"order_id": "#W1", "item_ids": ["A1", "B2"], "payment_method_id": "card_1"},
+                 tool=tool)
+    again = Call("c2", "refund", "{}", dict(first.args, item_ids=["B2", "A1"]), tool=tool)
+    other = Call("c3", "refund", "{}", dict(first.args, item_ids=["A1"]), tool=tool)
+    assert idempotency_key("r", first) == idempotency_key("r", again) != idempotency_key("r", other)
+    memory = Memory().declare([tool])
+    memory.absorb(first, {"value": "refunded 2 items"})
+    assert memory.written(again) == {"receipt": "refunded 2 items"} and memory.written(other) is None
+    assert memory.writes[0]["receipt"] == "refunded 2 items"          # as the tool returned it
