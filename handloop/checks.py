@@ -5,8 +5,9 @@ calls for (applicable, AGENT_CHECKS), judge() and progress(); the rule of confir
 Xi'an agent's own check judge/weather.py's, and what every rule shares in saying its verdict judge/verdicts.py's.
 
 Invariants: imports no project module (config included) but the judge's own below it (judge/confirm.py,
-judge/weather.py, judge/verdicts.py, judge/declaration.py, judge/readings.py, its catalogue judge/texts.py), and shares no rule
-code with the guards but the leaves under texts/ (words.py, stated.py: how a declaration's effects read), so it can
+judge/weather.py, judge/verdicts.py, judge/declaration.py, judge/readings.py, its catalogue judge/texts.py) and the leaf
+texts/stated.py, and shares no rule code with the guards but the leaves under texts/ (words.py, stated.py: how a
+declaration's effects and sources read), so it can
 judge a transcript from any system, this one included; reads no file and never asks a model. Files, the report and
 exit codes are cli/check.py's. Reasons, names and progress are Said (a catalogue key and its values): cli/check.py
 says them in the judged agent's language.
@@ -21,7 +22,10 @@ rules:
   later one is dropped, not a failure;
 - provenance: each argument a tool declares in `sources` equals (`near`: to within 0.01) the field of a record
   in an earlier successful result of the source tool (a record anywhere in it: other systems shape results
-  their own way; a plain-text result must contain the value as a token);
+  their own way; or at the source's path, where a record keyed by id has its key as the field "*"; a plain-text
+  result must contain the value as a token); the sources read as the guards read them (texts/stated.py): every
+  source holds (two naming one argument both), each element of a list argument ("item_ids[]") on its own, from
+  any one of a source's alternatives (`any`);
 - write_after_confirmation (when the agent has a write; judge/confirm.py): no write took effect before a user
   confirmation (one of the declared confirm replies, or an approval as classify_reply reads it) that came after it
   was proposed, with the arguments the user was shown (its declared effect arguments);
@@ -41,6 +45,7 @@ from .judge.verdicts import ARG_WORDS, WORDS, judge_calls, said_args, said_steps
 from .judge.weather import room_type
 from .judge.declaration import tool_name
 from .judge.readings import dicts_in, has_token, plain_result
+from .texts.stated import base, records_at, rows
 
 CHECKS = tuple((cid, Said(f"check.{cid}")) for cid in ("plan_first", "no_skipped_step", "provenance", "room_type",
                                                         "write_after_confirmation"))
@@ -143,10 +148,10 @@ def provenance(t):
     said = []
     for tool in subject:
         for source in t.agent.sources(tool):
-            values = sorted({_shown([c.arg(a) for a in source["args"]]) for c in t.ok(tool) if c.args is not None})
+            values = sorted({_shown(row) for c in t.ok(tool) if c.args is not None for row in _rows(c.args, source["args"])})
             if values:
                 said.append(Said("prov.passes", what=said_tools([tool], bare=True), args=Joined(source["args"]), values=Joined(values),
-                                 source=source["tool"]))
+                                 source=_tools(source)))
     passes = fine and Joined([Joined(said, "sep.clauses"), seen], sep=None)
     args = Joined(a for tool in subject for s in t.agent.sources(tool) for a in s["args"])
     return verdict_of(faults, doubts, passes, Said("prov.nothing", what=said_tools(subject), args=args, seen=seen))
@@ -158,29 +163,51 @@ def _applies(t, call):
     if call.write:
         return True
     return call.args is not None and any(k in call.args for s in t.agent.sources(call.name) for a in s["args"]
-                                         for k in (a,) + ALIASES.get(a, ()))
+                                         for k in (base(a),) + ALIASES.get(base(a), ()))
 
 
 def _sourced(t, call):
-    """(kind, reason) for one call against its declared sources."""
+    """(kind, reason) for one call against its declared sources, read as the guards read them (texts/stated.py):
+    each source must hold (two naming one argument both), for each element of a list argument on its own, from
+    any one of its alternatives."""
     sources = t.agent.sources(call.name)
     if call.args is None:
         return "fail", Said("prov.unparseable", call=call.label, args=Joined(a for s in sources for a in s["args"]))
     for source in sources:
-        values = [_value(call.args, a) for a in source["args"]]
-        if not any(_found(values, source, search) for search in t.ok(source["tool"]) if search.pos < call.pos):
+        tried = [(o, _rows(call.args, o["args"])) for o in source.get("any") or [source]]
+        for at, values in enumerate(tried[0][1]):
+            if any(at < len(found) and _held(t, call, option, list(found[at])) for option, found in tried):
+                continue
+            names = [a.replace("[]", f"[{at + 1}]") for a in source["args"]]
             if len(values) == 1 and not source["near"]:
-                return "fail", Said("prov.not_seen", call=call.label, arg=source["args"][0], value=values[0],
-                                    source=source["tool"])
+                return "fail", Said("prov.not_seen", call=call.label, arg=names[0], value=values[0],
+                                    source=_tools(source))
             key = "prov.not_from" if ",".join(source["args"]) in ARG_WORDS else "prov.not_from_args"
-            return "fail", Said(key, call=call.label, what=said_args(source["args"]), values=_shown(values),
-                                source=source["tool"])
+            return "fail", Said(key, call=call.label, what=said_args(names), values=_shown(values), source=_tools(source))
     return "ok", ""
 
 
+def _rows(args, names):
+    """The rows of values a source's argument paths give (stated.rows), an argument missing read under the names
+    other systems give it (ALIASES), else as None (never found)."""
+    given = dict(args)
+    for name in {base(n) for n in names} - set(given):
+        given[name] = _value(args, name)
+    return rows(given, names) or []
+
+
+def _held(t, call, source, values):
+    return any(_found(values, source, search) for search in t.ok(source["tool"]) if search.pos < call.pos)
+
+
+def _tools(source):
+    return Joined(dict.fromkeys(o["tool"] for o in source.get("any") or [source]), "sep.or")
+
+
 def _found(values, source, search):
-    """Whether an earlier result holds the values: a record with the fields (any depth), or, in plain text,
-    each value as a token (`near`: a number within 0.01)."""
+    """Whether an earlier result holds the values: a record with the fields (any depth, or at the source's path:
+    a record keyed by id, its key as the field "*"), or, in plain text, each value as a token (`near`: a number
+    within 0.01)."""
     text = plain_result(search.result)
     if text is not None:
         if source["near"]:
@@ -188,8 +215,9 @@ def _found(values, source, search):
             return all(any(_near(v, n) for n in numbers) for v in values)
         return all(_mentions(search.result, v) for v in values)
     same = _near if source["near"] else lambda a, b: _scalar(a) and _scalar(b) and str(a) == str(b)
-    return any(all(same(v, _value(node, f)) for v, f in zip(values, source["fields"]))
-               for node in dicts_in(search.result))
+    nodes = dicts_in(search.result) + [r for r in records_at(search.result, source.get("path") or "")
+                                       if isinstance(r, dict)]
+    return any(all(same(v, _value(node, f)) for v, f in zip(values, source["fields"])) for node in nodes)
 
 
 def _mentions(result, value, field=None):

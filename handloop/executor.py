@@ -9,8 +9,9 @@ are reused (a new one starts only when none is idle, so a hung tool keeps its ow
 never delays another call). An `async def` tool runs on the executor's own event loop (one
 daemon thread), concurrently with the other async reads; at its timeout it is cancelled. A
 write whose outcome is unknown at its timeout is reconciled through its idempotency key, never
-retried blind. Every outcome is settled once (fitted to the result limit, encoded as strict
-JSON): what memory absorbs is what the tool message says. Flattening yields exactly one tool
+retried blind. Every outcome is settled once (a result that is no JSON object wrapped as
+{"value": ...}, fitted to the result limit, encoded as strict JSON): what memory absorbs is what
+the tool message says. Flattening yields exactly one tool
 message per call, in request order; a write that ran and did not succeed (an error, an unknown
 outcome) is flattened with the note that the confirmation it ran on is spent.
 
@@ -28,7 +29,7 @@ import time
 
 from . import config
 from .calls import ZH, Outcome, ToolError, by_user
-from .values import Unencodable, settled
+from .values import Unencodable, settled, wrapped
 
 
 def order(memory, calls, inline):
@@ -260,7 +261,7 @@ def settle(value, exc, limit, say, doubt=None):
                                                                    error=_told(exc))
         result, status = {"error": message}, "error"
     else:
-        result = value if isinstance(value, dict) else {"value": value}
+        result = wrapped(value)                  # any JSON value: an object for the model, {"value": ...}
         status = "error" if "error" in result else "ok"
     outcome = Outcome({}, status=status, notice=getattr(value, "notice", None) if exc is None else None)
     try:
@@ -299,16 +300,18 @@ def _timed_out(call, toolset, timeout, say):
 def _unsure(call, toolset, say, key, **values):
     """A write whose outcome is unknown: the receipt its idempotency key stored (reconciled), else
     the unknown outcome, said with `key` (the model may retry: the key makes that safe). A
-    reconcile that fails, or returns what is not a JSON object, has found nothing."""
+    reconcile that fails, or returns None, has found nothing; a receipt that is no JSON object is
+    wrapped as a result is ({"value": ...})."""
     try:
         receipt = toolset.reconcile(call)
     except BaseException as exc:        # the store is locked, the tool's own code is wrong...
         if by_user(exc):
             raise
         receipt = None
-    if isinstance(receipt, dict):
+    if receipt is not None:
         try:
-            return Outcome(settled(dict(receipt, reconciled=True), config.TOOL_RESULT_MAX_CHARS, say)[0], status="ok")
+            return Outcome(settled(dict(wrapped(receipt), reconciled=True), config.TOOL_RESULT_MAX_CHARS, say)[0],
+                           status="ok")
         except Unencodable:
             pass
     return Outcome({"error": say(key, tool=call.name, **values), "outcome": "unknown"}, status="unknown")

@@ -4,7 +4,8 @@ MCP server), the argument parsing ladder, validation, and routing a call to its 
 Invariants: a call is validated against its schema before any tool runs, and a call that
 fails parsing or validation carries the problem instead of arguments (never a silent `{}`);
 tools get what they need passed in explicitly (their declared `takes`: plan, run id,
-idempotency key), never memory itself; every result handed back is a JSON object. The tool set
+idempotency key), never memory itself; every result handed back is a JSON object (a state
+call's preview wraps any other value as {"value": ...}, as the executor does). The tool set
 knows no tool by name and imports no agent: it is given its agent (calls.Agent) and reads its
 declarations (calls.Tool). The planning tools are always there.
 MCP: the agent declares its servers (calls.MCPServer) and, for each, the tools it allows; only
@@ -32,7 +33,8 @@ from . import mcp_tools
 from . import plan
 from . import texts
 from .calls import DESCRIPTION_LIMIT, Agent, Call, Tool, ToolError, by_user, field_path, field_tree
-from .values import normalise, settled, valid_text, validate
+from .texts.stated import canonical
+from .values import normalise, settled, valid_text, validate, wrapped
 
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 
@@ -88,9 +90,10 @@ def _depth(value):
 
 
 def idempotency_key(run_id, call):
-    """Covers the run and every argument that defines the write's effect (its declared effect)."""
+    """Covers the run and every argument that defines the write's effect (its declared effect); a list is the same
+    effect whatever the order of its elements (texts/stated.canonical)."""
     keys = [k for k, _ in call.tool.effect] if call.tool and call.tool.effect else sorted(call.args)
-    body = json.dumps({"run": run_id, "tool": call.name, "args": {k: call.args.get(k) for k in keys}},
+    body = json.dumps({"run": run_id, "tool": call.name, "args": {k: canonical(call.args.get(k)) for k in keys}},
                       sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(body.encode()).hexdigest()
 
@@ -247,7 +250,7 @@ class ToolSet:
         if not self.inline(call) or call.name in self.remote:
             return None
         try:
-            return settled(self._invoke(call, view), config.TOOL_RESULT_MAX_CHARS, self.say)[0]
+            return settled(wrapped(self._invoke(call, view)), config.TOOL_RESULT_MAX_CHARS, self.say)[0]
         except ToolError as exc:
             return {"error": str(exc)}
         except BaseException as exc:        # the executor will say what; the guards need only know it failed

@@ -130,6 +130,12 @@ def fit(result, limit, say=ZH):
     return shrunk
 
 
+def wrapped(value):
+    """A tool's result as the JSON object its tool message holds: an object as it is, any other JSON value
+    (a string, a list, a number) as {"value": it}; texts/stated.returned reads it back as the tool returned it."""
+    return value if isinstance(value, dict) else {"value": value}
+
+
 COMPACT = (",", ":")     # a tool message's JSON: no spaces, which the model would pay for in every request
 
 

@@ -283,7 +283,7 @@ def test_the_judge_imports_no_project_module():
     texts/catalogue.py, which says any catalogue."""
     for name, allowed in (("cli/check", {"checks", "judge.transcripts", "judge.formats", "judge.texts", "texts.catalogue"}),
                           ("checks", {"judge.confirm", "judge.weather", "judge.verdicts", "judge.declaration",
-                                      "judge.readings", "judge.texts"}),
+                                      "judge.readings", "judge.texts", "texts.stated"}),
                           ("judge/confirm", {"judge.verdicts", "judge.readings", "judge.texts", "texts.stated",
                                              "texts.words"}),
                           ("judge/weather", {"judge.verdicts", "judge.readings", "judge.texts"}),

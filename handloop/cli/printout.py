@@ -10,6 +10,8 @@ under what cli/live.py showed as it came.
 import json
 import sys
 
+from ..texts.stated import returned
+
 SHOWN_MAX = 300        # characters of one value the printout shows; the rest is said by its length
 MARK = {"ok": "✓", "error": "✗", "timeout": "⏱", "unknown": "?", "blocked": "⛔"}
 
@@ -84,7 +86,7 @@ def _gist(call, result, say):
     """One line of a result: what its tool's declaration says, or the start of its JSON."""
     if "error" in result:
         return say("cli.error", error=str(result["error"])[:120])
-    return _told(call.tool.gist if call.tool else None, result, 120)
+    return _told(call.tool.gist if call.tool else None, returned(result), 120)
 
 
 def _told(gist, values, limit=None):
@@ -114,11 +116,20 @@ def _shown(toolset, name, values, say):
     """What a proposal states: its tool's gist when the tool also describes its proposals (a gist is
     written for receipts), else each stated value; never a value the proposal does not have."""
     tool = toolset.tool(name) if name else None
+    if not isinstance(values, dict):                 # a receipt that is no JSON object (a string, a list)
+        return _told(tool.gist if tool else None, values, 300)
     shown = {k: v for k, v in values.items() if k not in ("tool", "why") and v is not None}
     if tool and tool.gist and tool.describe:
         return _told(tool.gist, shown)
-    return ", ".join(f"{k}={_long(v, say)}" if isinstance(v, (str, int, float)) else
-                     f"{k}={_long(json.dumps(v, ensure_ascii=False), say)}" for k, v in shown.items())
+    return ", ".join(_item(k, v, say) for k, v in shown.items())
+
+
+def _item(key, value, say):
+    """One stated value; a list item by item (key[1]=..., key[2]=...), so that each element is seen."""
+    if isinstance(value, list) and value:
+        return ", ".join(_item(f"{key}[{i}]", v, say) for i, v in enumerate(value, 1))
+    return f"{key}={_long(value, say)}" if isinstance(value, (str, int, float)) else \
+        f"{key}={_long(json.dumps(value, ensure_ascii=False), say)}"
 
 
 def _long(value, say, limit=SHOWN_MAX):

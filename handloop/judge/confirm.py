@@ -200,10 +200,8 @@ def _states(t, pos):
 
 def _offered(t, pos, text):
     """The agent's writes a proposal in words states, read with the records before messages[pos]."""
-    plain = words.plain(text)
-    done = t.done_ids(pos)
-    return [w for w in t.agent.writes
-            if stated.offers(plain, t.agent.tool(w), t.records(pos), t.ids_before(pos), done)]
+    return stated.offered(words.plain(text), {w: t.agent.tool(w) for w in t.agent.writes}, t.records(pos),
+                          t.ids_before(pos), t.done_ids(pos))
 
 
 def _named(t, proposal) -> tuple[set[str], set[str]]:
@@ -213,7 +211,7 @@ def _named(t, proposal) -> tuple[set[str], set[str]]:
     writes = [proposal["tool"]] if proposal["tool"] in t.agent.writes else t.agent.writes
     id_args = {arg for w in writes for arg, _ in t.agent.ids(w)}
     choice_args = {arg for w in writes for arg in t.agent.choices(w)}
-    ids = set(proposal["ids"]) | {str(args[a]) for a in id_args if args.get(a) is not None}
+    ids = set(proposal["ids"]) | {str(e) for a in id_args if args.get(a) is not None for e in stated.elements(args[a])}
     choices = set(proposal["choices"]) | {str(args[a]) for a in choice_args if args.get(a) is not None}
     return ids, choices
 
@@ -283,7 +281,8 @@ def _differs(t, call, proposal):
     if not args and proposal.get("said"):        # words: what they bound and stated, as the guards read it
         wrong += _unsaid(t, call, words.plain(proposal["said"]))
     for key in dict.fromkeys(arg for arg, _ in t.agent.ids(call.name)):
-        if proposal["ids"] and str(call.arg(key)) not in proposal["ids"] and key not in args:
+        if proposal["ids"] and key not in args and \
+                any(str(e) not in proposal["ids"] for e in stated.elements(call.arg(key))):
             wrong.append(Said("differs.shown", what=said_args([key]), shown=Joined(sorted(proposal["ids"])), value=call.arg(key)))
     choices = {r.lower() for r in proposal["choices"]}
     for key in t.agent.choices(call.name):
@@ -325,7 +324,7 @@ def _unbound(t, call, proposal):
     offer = words.plain(proposal.get("offer") or "")
     said = [words.plain(m["text"]) for m in t.messages[:call.pos] if m["role"] == "user" and not m["loop"]]
     missing = stated.unstated(call.args, decl, offer, said, records, t.ids_before(call.pos), t.done_ids(call.pos))
-    loose = stated.unbound(call.args, decl, records, lambda arg, value: words.names_in(offer, str(value)))
+    loose = stated.unbound(call.args, decl, records, lambda arg, value: stated.names_value(offer, value))
     loose += [a for a in stated.unstated_free(call.args, decl, offer, said) if a not in loose]
     wrong += [Said("differs.unstated", key=k, value=call.arg(k)) for k in missing]
     wrong += [Said("differs.unbound", key=k, value=call.arg(k)) for k in loose if k not in missing]

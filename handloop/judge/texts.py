@@ -15,6 +15,7 @@ ZH = {
     # ---- separators ----
     "list.sep": "、",
     "sep.clauses": "；",
+    "sep.or": " 或 ",
     # ---- the checks and the verdicts ----
     "check.plan_first": "计划先行",
     "check.no_skipped_step": "不跳步",
@@ -208,6 +209,7 @@ EN = {
     # ---- separators ----
     "list.sep": ", ",
     "sep.clauses": "; ",
+    "sep.or": " or ",
     # ---- the checks and the verdicts ----
     "check.plan_first": "Plan first",
     "check.no_skipped_step": "No skipped step",

@@ -236,7 +236,7 @@ class Transcript:
         come from (their declared sources): the ids a text may name, with the name beside each."""
         wanted = {src for w in self.agent.writes for _, src in self.agent.ids(w)}
         searches = tuple(c for c in self.calls if c.status == "ok" and c.pos < pos and
-                         any(c.name == tool for tool, _ in wanted))
+                         any(c.name == src[0] for src in wanted))
         if searches not in self._named:
             self._named[searches] = self._named_in(searches, wanted)
         return self._named[searches]
@@ -245,9 +245,9 @@ class Transcript:
     def _named_in(searches, wanted):
         named = {}
         for search in searches:
-            fields = [field for tool, field in wanted if tool == search.name]
-            for node in dicts_in(search.result):
-                for field in fields:
+            for field, path in dict.fromkeys((f, p) for tool, f, p in sorted(wanted) if tool == search.name):
+                for node in dicts_in(search.result) + [r for r in stated.records_at(search.result, path)
+                                                       if isinstance(r, dict)]:
                     if isinstance(node.get(field), (str, int)):
                         name = node.get("name", node.get(field.rsplit("_", 1)[0] + "_name"))
                         named[str(node[field])] = name if isinstance(name, str) else ""
@@ -280,8 +280,9 @@ class Transcript:
     def done_ids(self, pos):
         """The values of the id effects of the writes that took effect before messages[pos]: a text that names
         them reports those writes, it proposes none (texts/stated.py, as the run's memory reads it)."""
-        return {str(c.arg(arg)) for c in self.calls if c.write and c.status == "ok" and c.pos < pos
-                for arg, how in self.agent.effect(c.name) if how == "id" and c.arg(arg) is not None}
+        return {str(e) for c in self.calls if c.write and c.status == "ok" and c.pos < pos
+                for arg, how in self.agent.effect(c.name) if how == "id" for e in stated.elements(c.arg(arg))
+                if e is not None}
 
     def ids_before(self, pos):
         """{id: name} of every `id`/`*_id` field the successful results before messages[pos] gave."""

@@ -42,6 +42,7 @@ EN = {
     "guard.requires": "{tool} needs these to have succeeded first: {missing}",
     "guard.plan_order": "Plan step {index} depends on step(s) {undone}, not done yet; finish them first",
     "guard.provenance": "{values} is not in any {source} result of this run: use only values it returned, never invent one",
+    "guard.provenance_any": "{values} is in no result of this run of any of {source} (one of them would do): use only values they returned, never invent one",
     "guard.provenance_offered": "; available: {offered}",
     "guard.provenance_first": " (call {source} first)",
     "guard.provenance_path": " ({source}'s results have no field {field} at path {path!r}: check the path of its Source declaration)",

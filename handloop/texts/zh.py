@@ -42,6 +42,7 @@ ZH = {
     "guard.requires": "{tool} 之前必须先成功调用：{missing}",
     "guard.plan_order": "计划第 {index} 步依赖的第 {undone} 步还没完成，请先完成它们",
     "guard.provenance": "{values} 不在本次运行 {source} 的结果里：只能用它返回的值，不要编造",
+    "guard.provenance_any": "{values} 不在本次运行 {source} 中任何一个的结果里（其中之一即可）：只能用它们返回的值，不要编造",
     "guard.provenance_offered": "；可用：{offered}",
     "guard.provenance_first": "（请先调用 {source}）",
     "guard.provenance_path": "（{source} 的结果里在路径 {path!r} 找不到字段 {field}：请检查它的 Source 声明的 path）",
