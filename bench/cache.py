@@ -35,7 +35,6 @@ from handloop import config
 from handloop import tools
 from handloop import loop
 from handloop import runs
-from handloop import memory as memory_module
 from handloop import values
 from bench import sys_ours
 

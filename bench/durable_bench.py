@@ -416,24 +416,24 @@ def breakdown_table(found):
             "on activities", "on the client")
     lines = ["| system | wall | in history | outside | events | workflow tasks | activities | local activities "
              "| WFT queue | WFT work | on activities | on the client |", "| --- " * 12 + "|"]
-    for side, runs in found.items():
+    for side, measured in found.items():
         if side == "activity bodies":
             continue
-        med = {k: statistics.median(r[k] * (1000 if k == "wall" else 1) for r in runs) for k in keys}
-        outside = statistics.median(r["wall"] * 1000 - r["span"] for r in runs)
+        med = {k: statistics.median(r[k] * (1000 if k == "wall" else 1) for r in measured) for k in keys}
+        outside = statistics.median(r["wall"] * 1000 - r["span"] for r in measured)
         lines.append(f"| {side} | {med['wall']:.0f} | {med['span']:.0f} | {outside:.0f} | " + " | ".join(
             f"{med[k]:g}" if k in ("events", "workflow tasks", "activities", "local activities") else f"{med[k]:.0f}"
             for k in keys[2:]) + " |")
     lines += ["", "| system | activity type | count per run | scheduled -> completed, median ms |", "| --- | --- | --- | --- |"]
-    for side, runs in found.items():
+    for side, measured in found.items():
         if side == "activity bodies":
             continue
         kinds = {}
-        for r in runs:
+        for r in measured:
             for name, values in r["by type"].items():
                 kinds.setdefault(name, []).extend(values)
         for name, values in kinds.items():
-            lines.append(f"| {side} | {name} | {len(values) / len(runs):g} | {statistics.median(values):.1f} |")
+            lines.append(f"| {side} | {name} | {len(values) / len(measured):g} | {statistics.median(values):.1f} |")
     bodies = found.get("activity bodies") or {}
     if bodies:
         lines += ["", "| our activity body | count | median ms | p90 ms |", "| --- | --- | --- | --- |"]

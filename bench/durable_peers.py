@@ -17,7 +17,6 @@ installed, or whose flow fails, is reported with why.
 """
 import asyncio
 import datetime
-import json
 import os
 import time
 

@@ -31,7 +31,6 @@ import json
 
 from bench import cache
 from handloop import config
-from handloop import tools
 from bench import signatures
 from bench import sys_agents
 from bench import sys_langgraph

@@ -11,7 +11,6 @@ import os
 import pstats
 import sys
 
-from bench import workload
 from bench import sys_ours
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

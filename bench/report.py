@@ -233,7 +233,7 @@ def _cache(c):
                         f"{ours['share_95_between_epochs']} of {ours['between_epochs']} requests (min "
                         f"{_pct(ours['min_share_between_epochs'])}), "
                         + ("met" if ours["share_95_between_epochs"] == ours["between_epochs"] else "NOT met")
-                        + f"; every request between epochs extends the previous one whole: "
+                        + "; every request between epochs extends the previous one whole: "
                         + ("yes" if ours["kept_between_epochs"] == ours["between_epochs"] else "NO"))
     long = c["long"]
     billed = long["ours"]["billed_tokens"] / long["previous layout"]["billed_tokens"]

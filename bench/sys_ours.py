@@ -17,7 +17,6 @@ import tempfile
 import time
 
 from bench import workload
-from handloop import config
 from handloop import tools
 from handloop import loop
 from handloop import runs

@@ -19,13 +19,11 @@ import collections
 import hashlib
 import json
 import os
-import sys
 import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-from handloop import config   # noqa: E402
 from handloop import tools    # noqa: E402
 
 GOAL = tools.GOAL

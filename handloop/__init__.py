@@ -15,15 +15,18 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .audit import AuditError, CorruptAuditError
-    from .calls import Agent, MCPServer, Source, Tool, ToolError
-    from .config import Policy
-    from .errors import DeclarationError, HandloopError
-    from .loop import Run, run
-    from .model import FunctionModel, Model, ModelError, Reply, connect, offline_model
-    from .runs import Refused, Resume, confirm, reply, resume, start
-    from .toolset import ToolSet
+if TYPE_CHECKING:                   # what type checkers see of the names __getattr__ loads (re-exported: `X as X`)
+    from .audit import AuditError as AuditError, CorruptAuditError as CorruptAuditError
+    from .calls import (Agent as Agent, MCPServer as MCPServer, Source as Source, Tool as Tool,
+                        ToolError as ToolError)
+    from .config import Policy as Policy
+    from .errors import DeclarationError as DeclarationError, HandloopError as HandloopError
+    from .loop import Run as Run, run as run
+    from .model import (FunctionModel as FunctionModel, Model as Model, ModelError as ModelError, Reply as Reply,
+                        connect as connect, offline_model as offline_model)
+    from .runs import (Refused as Refused, Resume as Resume, confirm as confirm, reply as reply, resume as resume,
+                       start as start)
+    from .toolset import ToolSet as ToolSet
 
     __version__: str
 

@@ -19,16 +19,18 @@ from .cli.printout import mcp_line, report, summary, traced
 from .trace.send import Stretch
 
 
-def parse(argv, agent=None):
+def parse(argv, agent=None, prog="handloop"):
     """The arguments; usage errors in the language of `agent` (the one --agent names; Chinese
-    without one), --help in its language, or in every language when no agent is named."""
+    without one), --help in its language, or in every language when no agent is named. Flags go
+    anywhere on the line: a run id or file left after them belongs to the mode that takes it
+    (`--check --strict RUN`, `--confirm --temporal RUN`); `prog`: the command as the user ran it."""
     say = agent.say if agent else texts.ZH_TEXTS
     helps = agent.say if agent else _every_language
     h = {k: helps("help." + k) for k in ("confirm", "reply", "resume", "check", "selftest", "json", "strict", "run_id",
                                          "audit_dir", "offline", "model", "goal", "policy", "mcp", "mcp_server",
                                          "agent", "mcp_url", "no_stream", "temporal", "worker", "trace",
                                          "help")}
-    p = argparse.ArgumentParser(prog="handloop", allow_abbrev=False, add_help=False,
+    p = argparse.ArgumentParser(prog=prog, allow_abbrev=False, add_help=False,
                                 description=helps("help.description", agent=agent.name if agent else "xian-hotel"))
     p.add_argument("-h", "--help", action="help", help=h["help"])
     modes = p.add_mutually_exclusive_group()
@@ -54,11 +56,42 @@ def parse(argv, agent=None):
     p.add_argument("--mcp-url", metavar="URL", help=h["mcp_url"])
     p.add_argument("--no-stream", action="store_true", help=h["no_stream"])
     p.add_argument("--temporal", action="store_true", help=h["temporal"])
-    args = p.parse_args(argv)
-    problem = _usage(args, say)
+    p.add_argument("rest", nargs="*", help=argparse.SUPPRESS)        # what the modes take, wherever it stands
+    args = p.parse_intermixed_args(argv)
+    problem = _placed(args, say) or _usage(args, say)
     if problem:
         p.error(problem)
     return args
+
+
+def _placed(args, say):
+    """The words left after the flags given to the mode that takes them (a RUN_ID, a reply's text, files to
+    check); what is wrong when no mode takes them, or takes no more, else None."""
+    rest, args.rest = args.rest, None
+    if not rest:
+        return None
+    if args.check is not None:
+        args.check += rest
+    elif args.reply is not None:
+        args.reply += rest
+    else:
+        flag = next((f for f in ("confirm", "resume", "trace") if getattr(args, f) == ""), None)
+        if flag is None or len(rest) > 1:
+            return say("usage.stray", words=" ".join(rest))
+        setattr(args, flag, rest[0])
+    return None
+
+
+def invoked(argv0):
+    """The command the user ran, as the hints repeat it: `python -m handloop`, `python PATH` for a script
+    (the checkout's agent.py; PATH as typed), else `handloop` (the installed command)."""
+    import shlex
+    name = os.path.basename(argv0 or "")
+    if name == "__main__.py" and os.path.basename(os.path.dirname(os.path.abspath(argv0))) == "handloop":
+        return "python -m handloop"
+    if name.endswith(".py"):
+        return "python " + shlex.quote(argv0)
+    return "handloop"
 
 
 def _every_language(name, **values):
@@ -116,19 +149,21 @@ def _split(command):
         return []
 
 
-def main(argv=None):
+def main(argv=None, prog="handloop"):
+    """The command line on `argv` (default: this process's); `prog`: the command as the user ran it, which
+    the hints repeat (see invoked). Returns the exit code."""
     import signal
     import threading
     for stream in (sys.stdout, sys.stderr):                     # what is printed never raises for its characters
         _tolerant(stream)
     if threading.current_thread() is not threading.main_thread():
-        return _main(argv)
+        return _main(argv, prog)
     previous = signal.signal(signal.SIGTERM, _interrupted)      # SIGTERM stops a run as Ctrl-C does
     ctrl_c = signal.getsignal(signal.SIGINT)
     if ctrl_c is signal.default_int_handler:                    # the user's, told apart from a tool's own
         signal.signal(signal.SIGINT, _interrupted)
     try:
-        return _main(argv)
+        return _main(argv, prog)
     except KeyboardInterrupt:                                   # before or after a run's loop
         print("\n" + texts.ZH_TEXTS("cli.stopped_plain"), file=sys.stderr)
         return 130
@@ -150,10 +185,10 @@ def _tolerant(stream):
         pass
 
 
-def _main(argv):
+def _main(argv, prog="handloop"):
     named = _named_agent(argv)
-    args = parse(argv, named)
-    args.named = named
+    args = parse(argv, named, prog)
+    args.named, args.prog = named, prog
     try:
         env = config.settings()
     except ValueError as exc:
@@ -170,13 +205,13 @@ def _main(argv):
                 print(error_line(exc, named), file=sys.stderr)
                 return 2
         return check_cli.run(args.check, args.audit_dir or env["audit_dir"], args.json, strict=args.strict,
-                             agent=declared)
+                             agent=declared, cmd=prog)
     if args.selftest:
         from . import selftest
         return selftest.main(mcp=args.mcp)
     if args.trace is not None:
         from .cli import view as view_cli
-        return view_cli.run(args.trace, args.audit_dir or env["audit_dir"], named)
+        return view_cli.run(args.trace, args.audit_dir or env["audit_dir"], named, cmd=prog)
     if args.worker:
         from .cli import temporal as cli_temporal
         return cli_temporal.worker(env, named)
@@ -214,10 +249,9 @@ def drive(args, env):
     audit_dir = args.audit_dir or env["audit_dir"]
     how = "confirm" if args.confirm is not None else "reply" if args.reply is not None else \
         "resume" if args.resume is not None else None
-    run_id = (_target(args) or audit.latest_run_id(audit_dir)) if how else (args.run_id or audit.new_run_id())
+    run_id = (_target(args) or audit.latest_run_id(audit_dir, args.prog)) if how else (args.run_id or audit.new_run_id())
     audit.check_run_id(run_id)
-    if not how and args.mcp_server and not args.mcp:
-        raise UsageError(texts.Said("cli.mcp_server_alone"))
+    args.mcp = args.mcp or args.mcp_server is not None or args.mcp_url is not None    # either names the MCP server
     command = _split(args.mcp_server or env["mcp_server"] or "") or None
     if command is None and env["mcp_server"]:
         raise UsageError(texts.Said("cli.bad_mcp_env"))
@@ -262,8 +296,6 @@ def _mcp_http(args, env, how, say):
         raise UsageError(str(exc)) from None
     if how or args.temporal:
         return None, token
-    if args.mcp_url and not args.mcp:
-        raise UsageError(say("mcp.cli_needs_mcp"))
     if args.mcp_url and args.mcp_server:
         raise UsageError(say("mcp.cli_one_server"))
     url = args.mcp_url or (env["mcp_url"] if args.mcp and not args.mcp_server else None)
@@ -336,14 +368,14 @@ def _go(session, r, toolset, args, env):
     except KeyboardInterrupt:
         console.close()
         loop.finish(r, "stopped", "interrupted", say("stop.interrupted", signal="Ctrl-C / SIGTERM"))
-        print("\n" + say("cli.interrupted", run_id=r.run_id), file=sys.stderr)
+        print("\n" + say("cli.interrupted", run_id=r.run_id, cmd=args.prog), file=sys.stderr)
         traced(stretch, say)
         return 130
     finally:
         console.close()
         closer()
         toolset.close()
-    summary(r, time.perf_counter() - started, toolset)
+    summary(r, time.perf_counter() - started, toolset, cmd=args.prog)
     traced(stretch, say)
     return exit_code(r.status, r.reason)
 
@@ -356,7 +388,7 @@ def _opened(args):
 
 def command(argv=None):
     """The `handloop` command (and `python -m handloop`, `python agent.py`): main(), then leave."""
-    code = main(argv)
+    code = main(argv, invoked(sys.argv[0] if sys.argv else ""))
     if "temporalio" in sys.modules:      # temporalio's runtime threads can crash CPython's teardown (sdk-python
         sys.stdout.flush()            # issue 300: a short-lived client's process dies at exit): all is said and
         sys.stderr.flush()            # written, so leave without it

@@ -12,9 +12,10 @@ reads the schema from its type hints and docstring); an effect may be a dict, a 
 keywords (`Source.of`). `declared_tool` is how a run records a tool for the judge (a write's choices
 with the schema's enum and aliases, its count units).
 
-Invariants: imports only texts/__init__.py (the catalogue, which imports only leaves), values.py, errors.py
-and signature.py (which imports only values.py), so any layer may import it; holds no state; each
-declaration fact is defined here once. Texts come from the caller's catalogue (`say`, default Chinese).
+Invariants: imports only texts/__init__.py (the catalogue, which imports only leaves), the leaf texts/stated.py (how a
+source's argument paths read), values.py, errors.py and signature.py (which imports only values.py), so any layer may
+import it; holds no state; each declaration fact is defined here once. Texts come from the caller's catalogue (`say`,
+default Chinese).
 """
 import dataclasses
 import functools
@@ -27,8 +28,9 @@ from typing import Any, Callable, Iterable, Mapping
 
 from . import signature, texts
 from .errors import DeclarationError
+from .texts import stated
 from .texts.catalogue import Texts
-from .values import _unencodable, redacted_url
+from .values import _unencodable, redacted_url, told_at
 
 ZH = texts.ZH_TEXTS
 KINDS = ("read", "state", "write")                   # a tool's kind
@@ -59,13 +61,14 @@ class HookError(Exception):
 
 def hooked(tool: str, hook: str, fn: Callable, *args: Any, returns: type | None = None) -> Any:
     """`fn(*args)`, a tool's hook; any failure of it (or, `returns` given, a value of another type) is
-    a HookError naming the tool and the hook. The user stopping the run passes through."""
+    a HookError naming the tool, the hook and where it failed (file:line, values.told_at). The user
+    stopping the run passes through."""
     try:
         value = fn(*args)
     except BaseException as exc:
         if by_user(exc):
             raise
-        raise HookError(tool, hook, f"{type(exc).__name__}: {exc}"[:300]) from None
+        raise HookError(tool, hook, told_at(exc)[:300]) from None
     if returns is not None and not isinstance(value, returns):
         raise HookError(tool, hook, f"returned {type(value).__name__}, not {returns.__name__}")
     return value
@@ -86,22 +89,56 @@ def by_user(exc):
 class Source:
     """Provenance: the arguments `args` of a call must equal (or, `near`, equal to 4 decimals) the
     fields `fields` of one record found at `path` in an earlier successful result of `tool`.
-    `path` is dotted, `[]` stepping into a list: "items[]", "data.slots[]", or "" for the result itself.
-    `Source.of(tool, "order_id", path=...)` writes one by keywords; a mistake in it is a DeclarationError."""
+    `path` is dotted, `[]` stepping into a list, `*` into the values of a mapping: "items[]", "data.slots[]",
+    "payment_methods.*" (records keyed by id), or "" for the result itself; the field "*" of a record reached by a
+    last `*` step is its key. An argument may step into a list the same way: "item_ids[]" (each element must be
+    sourced on its own), "passengers[].name" (that field of each element). `Source.of(tool, "order_id", path=...)`
+    writes one by keywords; `Source.any(a, b)`: any one of these sources holds (two sources naming one argument must
+    both hold); a mistake in them is a DeclarationError. texts/stated.py reads them, for the guards and the judge."""
     args: tuple
     tool: str
     fields: tuple
     path: str = ""
     near: bool = False
+    alternatives: tuple = ()                  # Source.any: the sources any one of which must hold
 
     def __post_init__(self) -> None:
-        for name in ("args", "fields"):
+        for name in ("args", "fields", "alternatives"):
             value = getattr(self, name)
-            object.__setattr__(self, name, (value,) if isinstance(value, str) else
+            object.__setattr__(self, name, (value,) if isinstance(value, str) and name != "alternatives" else
                                tuple(value) if isinstance(value, list) else value)
         problems = _source_problems(self)
         if problems:
             raise DeclarationError(f"source {self.tool!r}: " + "; ".join(problems))
+
+    @classmethod
+    def any(cls, *sources: "Source") -> "Source":
+        """A source that holds when any one of `sources` does ("the original payment method, or a gift card"):
+        each a Source of the same arguments (its own tool, fields, path and near); alternatives nested in one
+        are its own alternatives. A mistake in them is a DeclarationError."""
+        flat = tuple(o for s in sources for o in (s.options() if isinstance(s, Source) else (s,)))
+        problems = [f"alternative {s!r} must be a Source" for s in flat if not isinstance(s, Source)]
+        if not flat:
+            problems.append("Source.any needs at least one source")
+        elif not problems and any(sorted(s.args) != sorted(flat[0].args) for s in flat):
+            problems.append("alternatives must source the same arguments (got "
+                            + ", ".join(repr(list(s.args)) for s in flat) + ")")
+        if problems:
+            raise DeclarationError("Source.any: " + "; ".join(problems))
+        first = flat[0]
+        return cls(first.args, first.tool, first.fields, first.path, first.near, flat if len(flat) > 1 else ())
+
+    def options(self) -> tuple:
+        """The sources any one of which must hold: its alternatives, or itself."""
+        return self.alternatives or (self,)
+
+    def declared(self) -> dict[str, Any]:
+        """The source as a run records it and texts/stated.py reads it (`any`: its alternatives)."""
+        out = {"args": list(self.args), "tool": self.tool, "fields": list(self.fields), "path": self.path,
+               "near": self.near}
+        if self.alternatives:
+            out["any"] = [o.declared() for o in self.alternatives]
+        return out
 
     @classmethod
     def of(cls, tool: str, *names: str | Mapping[str, str], path: str = "", near: bool = False) -> "Source":
@@ -137,9 +174,12 @@ def _source_problems(source):
         problems.append(f"args {list(source.args)} and fields {list(source.fields)} must be as many: each argument "
                         "equals one field")
     if not isinstance(source.path, str):
-        problems.append(f"path={source.path!r} must be a dotted path such as 'items[]' or '' (the result itself)")
+        problems.append(f"path={source.path!r} must be a dotted path such as 'items[]', 'methods.*' or '' (the result "
+                        "itself)")
     if not isinstance(source.near, bool):
         problems.append(f"near={source.near!r} must be True or False")
+    if not isinstance(source.alternatives, tuple) or not all(isinstance(o, Source) for o in source.alternatives):
+        problems.append("alternatives must be Sources (write Source.any(a, b))")
     return problems
 
 
@@ -150,7 +190,8 @@ class Tool:
     and render; the executor its kind, timeout, inline and fn; compaction its kind and keep; the
     command line its gist.
 
-    `fn(**args, **context)` returns a JSON object or raises ToolError; it may be `async def`.
+    `fn(**args, **context)` returns any JSON value (an object is its tool message; a string, a list or a
+    number reaches the model as {"value": ...}) or raises ToolError; it may be `async def`.
     `takes` names the context it needs, passed as keyword arguments: `run_id`, `idempotency_key`
     (writes), `plan` (the current plan), `tool_names`, `done_tools` (the tools that succeeded in the run).
     `Tool.from_function(fn, kind=...)` reads the name, the description and `parameters` from a plain
@@ -159,7 +200,7 @@ class Tool:
     name: str
     description: str
     parameters: dict                          # JSON Schema of the arguments
-    fn: Callable
+    fn: Callable | None                       # None: a tool an MCP server runs (toolset.py routes it)
     kind: str = "read"                        # read (may run concurrently) | state (changes the run) | write
     timeout: float | None = None              # seconds; None: the policy's default
     inline: bool = False                      # pure and bounded: runs in the loop's thread, no hop, no timeout
@@ -293,11 +334,26 @@ def _tool_problems(tool):
     if "idempotency_key" in tool.takes and tool.kind != "write":
         problems.append("takes idempotency_key, which only a write gets (kind='write')")
     for source in tool.sources:
-        if not isinstance(source, Source) or any(a not in props for a in source.args):
+        if not isinstance(source, Source) or any(stated.base(a) not in props for o in source.options() for a in o.args):
             problems.append(f"sources entry {source!r} must be a Source whose args are arguments of the tool")
+        else:
+            problems += _path_problems(source)
     if tool.timeout is not None and not (isinstance(tool.timeout, (int, float)) and tool.timeout > 0):
         problems.append(f"timeout={tool.timeout!r} must be a positive number of seconds or None")
     return problems + _signature_problems(tool, props)
+
+
+def _path_problems(source):
+    """What is wrong with the argument paths of a source: at most one `[]` each, into one list for all of them."""
+    problems = []
+    for option in source.options():
+        stepping = {stated.base(a) for a in option.args if stated.arg_path(a)[1]}
+        if any(str(a).count("[]") > 1 for a in option.args) or len(stepping) > 1:
+            problems.append(f"sources entry {option!r}: its args may step into one list argument, once "
+                            "(\"item_ids[]\", \"passengers[].name\")")
+        if not isinstance(option.path, str):
+            problems.append(f"sources entry {option!r}: path must be a dotted path such as 'items[]' or 'methods.*'")
+    return problems
 
 
 def _signature_problems(tool, props):
@@ -333,12 +389,13 @@ class MCPServer:
     `token_env` when the run starts, sent to this server only, never recorded; a URL never carries a user
     name or password) and which of its tools the agent uses.
 
-    `tools` maps each allowed tool to the result fields kept (a tuple of names), or to a dict of its
-    declaration: `fields` (kept; JSON scalars), `required` (fields a result must have, else a tool
-    error), `arguments` (what its input schema must take), `sources`, `requires`, `timeout`, `keep`,
+    `tools` maps each allowed tool to the result fields kept (a tuple of field paths), or to a dict of its
+    declaration: `fields` (kept: paths, see field_path: "doctor", "doctor.name", "slots[].slot_id" for a
+    field of each record of a list), `required` (fields a result must have, else a tool error), `arguments` (what its input schema must take), `sources`, `requires`, `timeout`, `keep`,
     and the memory and screen hooks a local tool declares (`absorb`, `render`, `gist`, `facts`,
     `initial`), `description` (ours, shown instead of the server's). Only these tools reach the
-    model; every result is cut to its fields, always; a server's own description is untrusted text,
+    model; every result is cut to its fields, always (toolset.trim says what it dropped); a tool declared with
+    no fields is a declaration error, not a tool whose results pass whole; a server's own description is untrusted text,
     kept to DESCRIPTION_LIMIT characters. `timeout`: seconds per MCP request (None: the default).
     `replaces`: local tools of the agent its tools stand in for while it is used (they take over
     the local tool's hooks); `optional`: used only when the run asks for MCP (--mcp), as the Xi'an
@@ -367,11 +424,54 @@ class MCPServer:
         return self.tools[tool]
 
 
+FIELD_DEPTH = 8                                  # steps a declared result field may go down ("slots[].slot_id": 2)
+FIELD_STEP = re.compile(r"[^.\[\]]+(\[\])?")
+
+
+def field_path(path: Any) -> tuple[tuple[str, bool], ...] | None:
+    """A declared result field as its steps, each (name, whether it steps into a list of that name): "doctor" →
+    (("doctor", False),), "slots[].slot_id" → (("slots", True), ("slot_id", False)); None when it is no path (names
+    joined by ".", "[]" after the name of a list, at most FIELD_DEPTH steps). A path's last step keeps a JSON scalar
+    ("tags[]": a list of them); a step before it, the object it names ("doctor.name"), or with "[]" each object of
+    the list it names ("slots[].slot_id")."""
+    if not isinstance(path, str) or not path:
+        return None
+    steps = path.split(".")
+    if len(steps) > FIELD_DEPTH or not all(FIELD_STEP.fullmatch(s) for s in steps):
+        return None
+    return tuple((s[:-2], True) if s.endswith("[]") else (s, False) for s in steps)
+
+
+def field_tree(paths: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
+    """Declared result fields as a tree, {name: (into a list, {name: ...} of the fields under it, or None for a
+    value)}, and what is wrong with them: a path that is none (field_path), a field declared in two shapes (a
+    value, a list of values, an object, records of a list: "slots" beside "slots[].slot_id")."""
+    tree: dict[str, Any] = {}
+    problems = []
+    for path in paths:
+        steps = field_path(path)
+        if steps is None:
+            problems.append(f"field {path!r} is not a field path: names joined by '.', '[]' after the name of a "
+                            f"list, at most {FIELD_DEPTH} steps (e.g. 'doctor', 'slots[].slot_id')")
+            continue
+        level, at = tree, ""
+        for i, (name, into) in enumerate(steps):
+            last, at = i == len(steps) - 1, f"{at}.{name}" if at else name
+            had = level.setdefault(name, (into, None if last else {}))
+            if last != (had[1] is None) or had[0] != into:
+                problems.append(f"field {path!r} disagrees with another about {at!r}: declare it as one value ({at}), "
+                                f"a list of values ({at}[]), an object ({at}.x) or records of a list ({at}[].x)")
+                break
+            if not last:
+                level = had[1]
+    return tree, problems
+
+
 def _remote_rule(rule):
     """One allowed MCP tool's declaration, every key present."""
     rule = {"fields": rule} if isinstance(rule, (tuple, list)) else dict(rule)
-    out = {"fields": (), "required": (), "arguments": (), "sources": (), "requires": (), "keep": (), "timeout": None,
-           "absorb": None, "render": None, "gist": None, "facts": "", "initial": {}, "description": None}
+    out: dict[str, Any] = {"fields": (), "required": (), "arguments": (), "sources": (), "requires": (), "keep": (), "timeout": None,
+                           "absorb": None, "render": None, "gist": None, "facts": "", "initial": {}, "description": None}
     out.update(rule)
     for key in ("fields", "required", "arguments", "sources", "requires", "keep"):
         out[key] = tuple(out[key])
@@ -416,7 +516,10 @@ def _rule_problems(name, rule):
     problems = [f"{key!r} is not one of {', '.join(MCP_RULES)}" for key in rule if key not in MCP_RULES]
     fields = rule.get("fields")
     if not isinstance(fields, (tuple, list)) or not fields or not all(isinstance(f, str) and f for f in fields):
-        problems.append("fields must be a non-empty list of the result fields kept")
+        problems.append("fields must be a non-empty list of the result fields kept (paths such as 'doctor' or "
+                        "'slots[].slot_id'): a result is cut to them, always")
+    else:
+        problems += field_tree(fields)[1]
     for key in ("required", "arguments", "requires", "keep"):
         value = rule.get(key, ())
         if not isinstance(value, (tuple, list)) or not all(isinstance(v, str) for v in value):
@@ -426,6 +529,8 @@ def _rule_problems(name, rule):
     for source in rule.get("sources", ()):
         if not isinstance(source, Source):
             problems.append(f"sources entry {source!r} must be a Source")
+        else:
+            problems += _path_problems(source)
     timeout = rule.get("timeout")
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         problems.append(f"timeout={timeout!r} must be a positive number of seconds or None")
@@ -491,11 +596,14 @@ class Agent:
 
 
 def declared_tool(tool):
-    """One tool as a run records it and the judge reads it: kind, requires, sources, and a write's effect
-    with the values each choice may take (the schema's enum, with its aliases) and the units of its counts."""
+    """One tool as a run records it and the judge reads it: kind, requires, sources (with their alternatives,
+    `any`), and a write's effect with the values each choice may take (the schema's enum, with its aliases), the
+    units of its counts and its list arguments (`lists`: each element one effect value)."""
     out = {"kind": tool.kind, "requires": list(tool.requires), "effect": [list(e) for e in tool.effect],
-           "sources": [{"args": list(s.args), "tool": s.tool, "fields": list(s.fields), "path": s.path, "near": s.near}
-                       for s in tool.sources]}
+           "sources": [s.declared() for s in tool.sources]}
+    many = [arg for arg, _ in tool.effect if _is_array((tool.parameters.get("properties") or {}).get(arg))]
+    if many:
+        out["lists"] = many
     if tool.effect:
         out["choices"] = {arg: {v: list(names) for v, names in choices(tool, arg).items()}
                           for arg, how in tool.effect if how == "choice"}
@@ -503,11 +611,17 @@ def declared_tool(tool):
     return out
 
 
+def _is_array(schema):
+    """Whether an argument's schema makes it a list (type "array", alone or among its types)."""
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    return kind == "array" or isinstance(kind, list) and "array" in kind
+
+
 def choices(tool, arg):
     """The values a `choice` effect argument may take, each with the other names users read for it: the
     argument schema's `enum`, and any value its `aliases` name."""
     prop = (tool.parameters.get("properties") or {}).get(arg)
-    enum = prop.get("enum") if isinstance(prop, dict) and isinstance(prop.get("enum"), list) else []
+    enum = prop["enum"] if isinstance(prop, dict) and isinstance(prop.get("enum"), list) else []
     values = [v for v in enum if isinstance(v, str)] + [v for v in tool.aliases if v not in enum]
     return {v: tuple(tool.aliases.get(v, ())) for v in values}
 
@@ -535,11 +649,11 @@ def _agent_problems(agent):
     problems += mcp_problems
     known = [*names, *remote]
     for tool in agent.tools:
-        wanted = [*tool.requires, *(s.tool for s in tool.sources)]
+        wanted = [*tool.requires, *(o.tool for s in tool.sources for o in s.options())]
         problems += [f"tool {tool.name!r}: requires or sources name {w!r}, which is not one of the agent's tools "
                      f"({', '.join(known)})" for w in wanted if w not in known]
     for name, (server, rule) in remote.items():
-        wanted = [*rule["requires"], *(s.tool for s in rule["sources"])]
+        wanted = [*rule["requires"], *(o.tool for s in rule["sources"] for o in s.options())]
         problems += [f"MCP server {server.name!r} tool {name!r}: requires or sources name {w!r}, which is not one "
                      f"of the agent's tools ({', '.join(known)})" for w in wanted if w not in known]
     return problems
@@ -549,7 +663,8 @@ def _mcp_problems(agent, names):
     """What is wrong with an agent's MCP servers, and {tool: (server, rule)} of the tools they allow."""
     if not isinstance(agent.mcp, tuple) or not all(isinstance(s, MCPServer) for s in agent.mcp):
         return ["mcp must be a list of calls.MCPServer"], {}
-    problems, remote = [], {}
+    problems: list[str] = []
+    remote: dict[str, tuple[MCPServer, Any]] = {}       # tool -> (its server, its rule as declared)
     servers = [s.name for s in agent.mcp]
     problems += [f"two MCP servers are named {n!r}" for n in sorted({n for n in servers if servers.count(n) > 1})]
     for server in agent.mcp:
@@ -598,6 +713,7 @@ class Outcome:
     seconds: float = 0.0
     concurrent: bool = False
     content: str = ""              # the tool message's text; set when the outcome is settled
+    notice: dict | None = None     # an MCP result's: what its cut dropped (toolset.trim), for the trace and printout
 
 
 # ---- JSON Schema ----

@@ -5,8 +5,9 @@ calls for (applicable, AGENT_CHECKS), judge() and progress(); the rule of confir
 Xi'an agent's own check judge/weather.py's, and what every rule shares in saying its verdict judge/verdicts.py's.
 
 Invariants: imports no project module (config included) but the judge's own below it (judge/confirm.py,
-judge/weather.py, judge/verdicts.py, judge/declaration.py, judge/readings.py, its catalogue judge/texts.py), and shares no rule
-code with the guards but the leaves under texts/ (words.py, stated.py: how a declaration's effects read), so it can
+judge/weather.py, judge/verdicts.py, judge/declaration.py, judge/readings.py, its catalogue judge/texts.py) and the leaf
+texts/stated.py, and shares no rule code with the guards but the leaves under texts/ (words.py, stated.py: how a
+declaration's effects and sources read), so it can
 judge a transcript from any system, this one included; reads no file and never asks a model. Files, the report and
 exit codes are cli/check.py's. Reasons, names and progress are Said (a catalogue key and its values): cli/check.py
 says them in the judged agent's language.
@@ -21,7 +22,10 @@ rules:
   later one is dropped, not a failure;
 - provenance: each argument a tool declares in `sources` equals (`near`: to within 0.01) the field of a record
   in an earlier successful result of the source tool (a record anywhere in it: other systems shape results
-  their own way; a plain-text result must contain the value as a token);
+  their own way; or at the source's path, where a record keyed by id has its key as the field "*"; a plain-text
+  result must contain the value as a token); the sources read as the guards read them (texts/stated.py): every
+  source holds (two naming one argument both), each element of a list argument ("item_ids[]") on its own, from
+  any one of a source's alternatives (`any`);
 - write_after_confirmation (when the agent has a write; judge/confirm.py): no write took effect before a user
   confirmation (one of the declared confirm replies, or an approval as classify_reply reads it) that came after it
   was proposed, with the arguments the user was shown (its declared effect arguments);
@@ -46,6 +50,7 @@ from .judge.verdicts import ARG_WORDS, WORDS, judge_calls, said_args, said_steps
 from .judge.weather import room_type
 from .judge.declaration import tool_name
 from .judge.readings import dicts_in, has_token, plain_result
+from .texts.stated import base, records_at, rows
 
 CHECKS = tuple((cid, Said(f"check.{cid}")) for cid in ("plan_first", "no_skipped_step", "provenance", "room_type",
                                                         "write_after_confirmation"))
@@ -64,8 +69,7 @@ def plan_first(t):
         return ("ok", plan.label) if plan else ("fail", Said("plan.before_plan", call=call.label))
     business = t.ok(*names) + t.unknown(*names)
     faults, doubts, fine = judge_calls(sorted(business, key=lambda c: (c.pos, c.order)), judge)
-    first = t.ok(*names)[0] if fine else None
-    passes = fine and Said("plan.passes", plan=fine[0], first=first.label)
+    passes = fine and Said("plan.passes", plan=fine[0], first=t.ok(*names)[0].label)
     nothing = Said("nothing.business", planned=Said("plan.planned", plan=plans[0].label) if plans else "")
     return verdict_of(faults, doubts, passes, nothing)
 
@@ -131,7 +135,7 @@ def _skipped(t, call, done_tools, plan, steps_of, marks):
     done = lambda s: marks.get(s["index"]) == "done" or s["tool"] in done_tools   # noqa: E731
     step = next((s for s in steps if not done(s)), steps[-1] if steps else None)
     undone = [d for d in (step or {}).get("after", []) if 1 <= d <= len(plan) and not done(plan[d - 1])]
-    if undone:
+    if step is not None and undone:
         return "fail", Said("skip.plan", call=call.label, index=step["index"], undone=Joined(undone))
     return "ok", ""
 
@@ -142,7 +146,7 @@ def _plan_steps(call):
     steps = []
     for index, step in enumerate(raw if isinstance(raw, list) else [], 1):
         step = step if isinstance(step, dict) else {}
-        after = step.get("after") if isinstance(step.get("after"), list) else []
+        after = step["after"] if isinstance(step.get("after"), list) else []
         tool = tool_name(step["tool"]) if isinstance(step.get("tool"), str) else None
         steps.append({"index": index, "tool": tool,       # as set_plan keeps it: a step depends only on earlier ones
                       "after": sorted({d for d in after if isinstance(d, int) and not isinstance(d, bool) and
@@ -155,7 +159,7 @@ def provenance(t):
     subject = [n for n in sourced if n in t.agent.writes] or sourced       # what a pass needs: a write, if any
     others = [n for n in sourced if n not in subject]
     main = [c for c in t.ok(*subject) + t.unknown(*subject) if _applies(t, c)]
-    index: dict[tuple, _Seen] = {}            # (source tool, fields, near) -> its _Seen, built at first use
+    index: dict[tuple, _Seen] = {}            # (source tool, fields, near, path) -> its _Seen, built at first use
     faults, doubts, fine = judge_calls(main, lambda c: _sourced(t, c, index))
     more = judge_calls([c for c in t.ok(*others) + t.unknown(*others) if _applies(t, c)],
                        lambda c: _sourced(t, c, index))
@@ -166,10 +170,10 @@ def provenance(t):
     said = []
     for tool in subject:
         for source in t.agent.sources(tool):
-            values = sorted({_shown([c.arg(a) for a in source["args"]]) for c in t.ok(tool) if c.args is not None})
+            values = sorted({_shown(row) for c in t.ok(tool) if c.args is not None for row in _rows(c.args, source["args"])})
             if values:
                 said.append(Said("prov.passes", what=said_tools([tool], bare=True), args=Joined(source["args"]), values=Joined(values),
-                                 source=source["tool"]))
+                                 source=_tools(source)))
     passes = fine and Joined([Joined(said, "sep.clauses"), seen], sep=None)
     args = Joined(a for tool in subject for s in t.agent.sources(tool) for a in s["args"])
     return verdict_of(faults, doubts, passes, Said("prov.nothing", what=said_tools(subject), args=args, seen=seen))
@@ -181,36 +185,63 @@ def _applies(t, call):
     if call.write:
         return True
     return call.args is not None and any(k in call.args for s in t.agent.sources(call.name) for a in s["args"]
-                                         for k in (a,) + ALIASES.get(a, ()))
+                                         for k in (base(a),) + ALIASES.get(base(a), ()))
 
 
 def _sourced(t, call, seen):
-    """(kind, reason) for one call against its declared sources (`seen`: their indexes, by source)."""
+    """(kind, reason) for one call against its declared sources, read as the guards read them (texts/stated.py):
+    each source must hold (two naming one argument both), for each element of a list argument on its own, from
+    any one of its alternatives (`seen`: the indexes of their results, by source: _held)."""
     sources = t.agent.sources(call.name)
     if call.args is None:
         return "fail", Said("prov.unparseable", call=call.label, args=Joined(a for s in sources for a in s["args"]))
     for source in sources:
-        values = [_value(call.args, a) for a in source["args"]]
-        where = (source["tool"], tuple(source["fields"]), bool(source["near"]))
-        if where not in seen:
-            seen[where] = _Seen(t, source)
-        first = seen[where].first(values)
-        if first is None or first >= call.pos:
+        tried = [(o, _rows(call.args, o["args"])) for o in source.get("any") or [source]]
+        for at, values in enumerate(tried[0][1]):
+            if any(at < len(found) and _held(t, call, option, list(found[at]), seen) for option, found in tried):
+                continue
+            names = [a.replace("[]", f"[{at + 1}]") for a in source["args"]]
             if len(values) == 1 and not source["near"]:
-                return "fail", Said("prov.not_seen", call=call.label, arg=source["args"][0], value=values[0],
-                                    source=source["tool"])
+                return "fail", Said("prov.not_seen", call=call.label, arg=names[0], value=values[0],
+                                    source=_tools(source))
             key = "prov.not_from" if ",".join(source["args"]) in ARG_WORDS else "prov.not_from_args"
-            return "fail", Said(key, call=call.label, what=said_args(source["args"]), values=_shown(values),
-                                source=source["tool"])
+            return "fail", Said(key, call=call.label, what=said_args(names), values=_shown(values), source=_tools(source))
     return "ok", ""
+
+
+def _rows(args, names):
+    """The rows of values a source's argument paths give (stated.rows), an argument missing read under the names
+    other systems give it (ALIASES), else as None (never found)."""
+    given = dict(args)
+    for name in {base(n) for n in names} - set(given):
+        given[name] = _value(args, name)
+    return rows(given, names) or []
+
+
+def _held(t, call, source, values, seen):
+    """Whether a successful result of `source`'s tool before `call` holds `values` (as _found reads one): looked
+    up in the source's index (_Seen, built at its first use), or, when the values and the fields do not pair
+    one to one, by reading each earlier result."""
+    if len(values) != len(source["fields"]) or not values:
+        return any(_found(values, source, search) for search in t.ok(source["tool"]) if search.pos < call.pos)
+    where = (source["tool"], tuple(source["fields"]), bool(source["near"]), source.get("path") or "")
+    if where not in seen:
+        seen[where] = _Seen(t, source)
+    first = seen[where].first(values)
+    return first is not None and first < call.pos
+
+
+def _tools(source):
+    return Joined(dict.fromkeys(o["tool"] for o in source.get("any") or [source]), "sep.or")
 
 
 class _Seen:
     """Where a source's values were first seen: the earliest successful result of its tool that holds them (as
-    _found reads a result: a record with the fields, or a plain text naming each value), found through indexes
-    built once over those results, so a lookup does not read every earlier result again. A record's fields are
-    keyed by their text; `near` sources by a grid of NEAR_CELL degrees on the first field, the candidates checked
-    with _near; plain texts by their tokens (each value's rarest token's texts checked as _found does)."""
+    _found reads a result: a record with the fields, anywhere or at the source's path, or a plain text naming
+    each value), found through indexes built once over those results, so a lookup does not read every earlier
+    result again. A record's fields are keyed by their text; `near` sources by a grid of NEAR_CELL degrees on the
+    first field, the candidates checked with _near; plain texts by their tokens (each value's rarest token's
+    texts checked as _found does). One per source (an alternative of `any` is a source of its own)."""
 
     def __init__(self, t, source):
         self.source, self.near = source, bool(source["near"])
@@ -223,7 +254,8 @@ class _Seen:
             if text is not None:
                 self._text(search, text)
                 continue
-            for node in dicts_in(search.result):
+            for node in dicts_in(search.result) + [r for r in records_at(search.result, source.get("path") or "")
+                                                   if isinstance(r, dict)]:
                 found = [_value(node, f) for f in source["fields"]]
                 if self.near:
                     cell = _cell(found[0]) if found else None
@@ -290,8 +322,9 @@ def _cell(value):
 
 
 def _found(values, source, search):
-    """Whether an earlier result holds the values: a record with the fields (any depth), or, in plain text,
-    each value as a token (`near`: a number within 0.01)."""
+    """Whether an earlier result holds the values: a record with the fields (any depth, or at the source's path:
+    a record keyed by id, its key as the field "*"), or, in plain text, each value as a token (`near`: a number
+    within 0.01)."""
     text = plain_result(search.result)
     if text is not None:
         if source["near"]:
@@ -299,8 +332,9 @@ def _found(values, source, search):
             return all(any(_near(v, n) for n in numbers) for v in values)
         return all(_mentions(search.result, v) for v in values)
     same = _near if source["near"] else lambda a, b: _scalar(a) and _scalar(b) and str(a) == str(b)
-    return any(all(same(v, _value(node, f)) for v, f in zip(values, source["fields"]))
-               for node in dicts_in(search.result))
+    nodes = dicts_in(search.result) + [r for r in records_at(search.result, source.get("path") or "")
+                                       if isinstance(r, dict)]
+    return any(all(same(v, _value(node, f)) for v, f in zip(values, source["fields"])) for node in nodes)
 
 
 def _mentions(result, value, field=None):

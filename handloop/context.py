@@ -123,7 +123,7 @@ def _shrunk(content, whole=(), say=ZH):
     value = _object(content)
     if value is None:
         return cut(content, config.OLD_PROSE_CHARS, say)
-    dropped = {}
+    dropped: dict[str, int] = {}      # path -> characters dropped there
     kept = _short_fields({k: v for k, v in value.items() if k not in whole}, "", dropped, 0)
     kept.update({k: value[k] for k in whole if k in value})
     if not dropped:
@@ -146,8 +146,8 @@ def _short_fields(value, path, dropped, depth):
     if isinstance(value, list) and depth < 6:
         if len(value) > LIST_MAX:
             _note(dropped, f"{path}[{LIST_MAX}:]", value[LIST_MAX:])
-        out = [_short_fields(item, f"{path}[]", dropped, depth + 1) for item in value[:LIST_MAX]]
-        return [item for item in out if item is not _DROP]
+        items = [_short_fields(item, f"{path}[]", dropped, depth + 1) for item in value[:LIST_MAX]]
+        return [item for item in items if item is not _DROP]
     if isinstance(value, (dict, list)) or isinstance(value, str) and len(value) > SHORT:
         _note(dropped, path, value)
         return _DROP

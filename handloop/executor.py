@@ -9,8 +9,9 @@ are reused (a new one starts only when none is idle, so a hung tool keeps its ow
 never delays another call). An `async def` tool runs on the executor's own event loop (one
 daemon thread), concurrently with the other async reads; at its timeout it is cancelled. A
 write whose outcome is unknown at its timeout is reconciled through its idempotency key, never
-retried blind. Every outcome is settled once (fitted to the result limit, encoded as strict
-JSON): what memory absorbs is what the tool message says. Flattening yields exactly one tool
+retried blind. Every outcome is settled once (a result that is no JSON object wrapped as
+{"value": ...}, fitted to the result limit, encoded as strict JSON): what memory absorbs is what
+the tool message says. Flattening yields exactly one tool
 message per call, in request order; a write that ran and did not succeed (an error, an unknown
 outcome) is flattened with the note that the confirmation it ran on is spent.
 
@@ -30,7 +31,7 @@ import time
 
 from . import config
 from .calls import ZH, Outcome, ToolError, by_user
-from .values import Unencodable, settled, strict
+from .values import Unencodable, settled, strict, wrapped
 
 
 def order(memory, calls, inline):
@@ -199,6 +200,7 @@ class _Workers:
     """Daemon threads that run jobs; `idle` counts those waiting and not yet promised a job, so
     every submitted job has a free thread (an idle one, or a new one) and none waits behind a
     hung tool. A thread idle for `linger` seconds ends."""
+    jobs: queue.SimpleQueue
 
     def __init__(self, linger=30.0):
         self.linger = linger
@@ -254,15 +256,16 @@ def _outcome(job, call, toolset, timeout, limit, say, concurrent=False):
 def settle(value, exc, limit, say, doubt=None):
     """What a tool returned or raised, as the Outcome the record will hold (here, and for a call run elsewhere:
     in a Temporal workflow or activity). A result JSON cannot hold is a tool error, or for a write
-    (`doubt(why, result)`, see doubt_for) the receipt it is kept as."""
+    (`doubt(why, result)`, see doubt_for) the receipt it is kept as. What a cut MCP result says it dropped
+    (toolset.Cut) stays with the outcome (`notice`)."""
     if exc is not None:
         message = _told(exc) if isinstance(exc, ToolError) else say("tool.internal", kind=type(exc).__name__,
                                                                    error=_told(exc))
         result, status = {"error": message}, "error"
     else:
-        result = value if isinstance(value, dict) else {"value": value}
+        result = wrapped(value)                  # any JSON value: an object for the model, {"value": ...}
         status = "error" if "error" in result else "ok"
-    outcome = Outcome({}, status=status)
+    outcome = Outcome({}, status=status, notice=getattr(value, "notice", None) if exc is None else None)
     try:
         outcome.result, outcome.content = settled(result, limit, say)
     except Unencodable as why:
@@ -323,16 +326,18 @@ def _unsure(call, toolset, say, key, **values):
 
 def _reconciled(call, toolset, say):
     """The Outcome of the receipt a write's idempotency key stored (marked reconciled), or None. A reconcile
-    that fails, or returns what is not a JSON object, has found nothing."""
+    that fails, or returns None, has found nothing; a receipt that is no JSON object is wrapped as a result
+    is ({"value": ...})."""
     try:
         receipt = toolset.reconcile(call)
     except BaseException as exc:        # the store is locked, the tool's own code is wrong...
         if by_user(exc):
             raise
         return None
-    if isinstance(receipt, dict):
+    if receipt is not None:
         try:
-            return Outcome(settled(dict(receipt, reconciled=True), config.TOOL_RESULT_MAX_CHARS, say)[0], status="ok")
+            return Outcome(settled(dict(wrapped(receipt), reconciled=True), config.TOOL_RESULT_MAX_CHARS, say)[0],
+                           status="ok")
         except Unencodable:
             pass
     return None

@@ -6,7 +6,8 @@ through absorb); every decision is a named Decision, and every blocked call gets
 hence a tool message. They name no tool: they read each call's declaration (kind,
 prerequisites, sources, effect). Checks, in order: duplicate (the same call earlier in this
 turn), repeated (blocked before), arguments, calls per turn, budget, spin, plan first, plan order,
-provenance, unconfirmed write.
+provenance (every source of the call holds, for each element of a list argument on its own, from any one of a
+source's alternatives: texts/stated.py, as the judge reads it), unconfirmed write.
 
 Calls earlier in the same turn count as they will have happened: each decision is made against
 a fork of memory into which the calls decided before it were folded by memory's own fold (a
@@ -103,7 +104,8 @@ class _Turn:
 
     def depends(self, call):
         """Whether this write needs the outcome of a call allowed in the current batch."""
-        needs = {*call.tool.requires, *(s.tool for s in call.tool.sources)} if call.kind == "write" and call.tool else ()
+        needs = {*call.tool.requires, *(o.tool for s in call.tool.sources for o in s.options())} \
+            if call.kind == "write" and call.tool else ()
         return any(c.name in needs for c in self.unknown)
 
     def decide(self, call, budget):
@@ -166,39 +168,42 @@ class _Turn:
         step = next((s for s in steps if view.step_status(s["index"]) != "done"), steps[-1] if steps else None)
         undone = [d for d in (step or {}).get("after", []) if 1 <= d <= len(view.plan)
                   and view.step_status(d) != "done"]
-        if not undone:
+        if step is None or not undone:
             return ALLOW
         return Decision("plan_order", False, self.say("guard.plan_order", index=step["index"], undone=undone))
 
     def provenance(self, call, budget):
+        """Each source of the call holds (every one: two sources naming one argument must both hold), for every
+        element of a list argument, from one of its alternatives."""
         for source in call.tool.sources:
-            if not all(a in call.args for a in source.args):
-                continue
-            values = [call.args[a] for a in source.args]
-            if not self.view.sourced(source, values):
-                return Decision("provenance", False, self._unsourced(source, values))
+            missing = self.view.unsourced(source, call.args)
+            if missing:
+                return Decision("provenance", False, self._unsourced(source, *missing[0]))
         return ALLOW
 
-    def _unsourced(self, source, values):
-        """Why these values are refused, and what may be used instead (or what is missing)."""
+    def _unsourced(self, source, at, row):
+        """Why these values are refused (the element of a list argument, by its place), and what may be used
+        instead (or what is missing)."""
         say, view = self.say, self.view
         offered = view.sourced_values(source) if len(source.args) == 1 else []
-        shown = say.join(f"{a}={v!r}" for a, v in zip(source.args, values))
+        shown = say.join(f"{a.replace('[]', f'[{at}]')}={v!r}" for a, v in zip(source.args, row))
+        tools = say.join(dict.fromkeys(o.tool for o in source.options()))
         if offered:
             hint = say("guard.provenance_offered", offered=", ".join(offered[:20]))
-        elif view.results.get(source.tool):          # it ran, yet nothing is found where the declaration looks
-            hint = say("guard.provenance_path", source=source.tool, path=source.path, field=source.fields[0])
+        elif any(view.results.get(o.tool) for o in source.options()):   # it ran, yet nothing is where it looks
+            hint = say.join(say("guard.provenance_path", source=o.tool, path=o.path, field=o.fields[0])
+                            for o in source.options() if view.results.get(o.tool))
         else:
-            hint = say("guard.provenance_first", source=source.tool)
-        return say("guard.provenance", values=shown, source=source.tool) + hint
+            hint = say("guard.provenance_first", source=tools)
+        return say("guard.provenance_any" if source.alternatives else "guard.provenance", values=shown, source=tools) + hint
 
     def unconfirmed_write(self, call, budget):
         if call.kind != "write":
             return ALLOW
         memory = self.view
         done = memory.written(call)
-        if done:
-            return Decision("unconfirmed_write", False, self.say("guard.written", receipt=str(done)[:200]))
+        if done is not None:
+            return Decision("unconfirmed_write", False, self.say("guard.written", receipt=str(done["receipt"])[:200]))
         missing = self.unconfirmed(call)
         loose = memory.unbound(call) if memory.confirmed and not missing else []
         if loose:                             # a value the user never saw: put to them as a new proposal

@@ -7,7 +7,9 @@ never edited in place (messages[0] is replaced whole, and only when a compaction
 so the audit encodes each one once and each request extends the previous one between epochs;
 every way out of the loop sets status and reason and writes the audit file, an exception of our own
 included (`run()` records it `error/internal` with its one line: never left `running`, and --resume goes on
-from the last audited turn); turn numbers and tokens continue across resumes. What the loop itself tells the model (a nudge) is a user
+from the last audited turn); turn numbers and tokens continue across resumes. A turn's trace record says what
+the cut of an MCP result dropped (toolset.Cut) the first time it drops it: once per tool and path in a run.
+What the loop itself tells the model (a nudge) is a user
 message named "loop", recorded as such and never taken for the user's reply; the final-answer
 instruction goes into the system message of that one request, never into the record. When the
 user confirms a write the guard blocked, the loop itself issues that exact call in the next turn
@@ -134,7 +136,7 @@ def turns(r, toolset, report=lambda kind, **data: None):
             if answered(r, reply, sent, report):
                 return r
             continue
-        pending, outcomes = toolset.prepare(reply.tool_calls), {}           # parse + validate arguments
+        pending, outcomes = toolset.prepare(reply.tool_calls), dict[str, Any]()   # parse + validate arguments
         for allowed, blocked in screen(pending, memory, r.budget, toolset.preview, outcomes):  # guards decide,
             outcomes.update((yield Execute(allowed)), **blocked)             # then run
         tool_msgs = tool_messages(pending, outcomes, r.policy.result_max_chars, r.say)   # flatten in request order
@@ -269,7 +271,7 @@ def _proposed_calls(r, toolset, shown):
     """The blocked writes the proposal in force showed (`shown`, as the user saw each), prepared again from
     the record (the latest call blocked with each), in that order; [] when one is not found or its arguments
     no longer validate (the model is asked instead)."""
-    found, ids = {}, {}
+    found, ids = dict[int, Any](), dict[str, int]()       # place in `shown` -> call; call id -> place
     for message in reversed(r.messages):
         if message.get("role") == "tool":
             result = _loaded(message.get("content"))
@@ -296,8 +298,12 @@ def _loaded(content):
 
 def failed(r, exc):
     """The model service failed. A reply that could not be used (empty, cut off) leaves a nudge in
-    the record, so that a resume sends something new instead of the same request again."""
+    the record, so that a resume sends something new instead of the same request again. The user's own
+    model code failing (kind "model_code": an offline model or a function model raised) is no failure of
+    the service: the run stops, recorded, and --resume goes on once the code is fixed."""
     r.memory.used_tokens += exc.tokens
+    if exc.kind == "model_code":
+        return finish(r, "stopped", exc.kind, exc.text(r.say))
     if exc.kind in ("empty_reply", "length") and r.say(f"nudge.{exc.kind}") != r.messages[-1].get("content"):
         nudge(r, exc.kind)
     return finish(r, "error", exc.kind, exc.text(r.say))
@@ -472,13 +478,36 @@ def _proposed(r, pending, outcomes):
 
 
 def _record(r, reply, sent, pending, outcomes):
+    tools = []
+    for c in pending:
+        o = outcomes[c.id]
+        tools.append({"id": c.id, "name": c.name, "status": o.status, "guard": o.guard, "seconds": round(o.seconds, 4),
+                      "concurrent": o.concurrent})
+        notice = _unsaid(c.name, o.notice, [t for record in r.trace for t in record.get("tools") or ()] + tools)
+        if notice:
+            tools[-1]["notice"] = notice
     return {"turn": r.turn, "model_seconds": round(reply.seconds, 4), "tokens": reply.tokens,
             "tokens_estimated": reply.estimated, "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
             "used_tokens": r.memory.used_tokens,
-            "chars_sent": sent[0], "chars_full": sent[1], "notes": reply.notes,
-            "tools": [{"id": c.id, "name": c.name, "status": outcomes[c.id].status, "guard": outcomes[c.id].guard,
-                       "seconds": round(outcomes[c.id].seconds, 4), "concurrent": outcomes[c.id].concurrent}
-                      for c in pending]}
+            "chars_sent": sent[0], "chars_full": sent[1], "notes": reply.notes, "tools": tools}
+
+
+def _unsaid(name, notice, earlier):
+    """What an MCP result's notice (toolset.Cut: the fields its cut dropped, the lists and strings it shortened)
+    adds to what the trace (`earlier`: its tool entries) has said for this tool: each path once per run, resumes
+    included; None when nothing is new."""
+    if not notice:
+        return None
+    dropped, cut, more = set(), set(), False
+    for entry in earlier:
+        said = entry.get("notice") if entry.get("name") == name else None
+        if isinstance(said, dict):
+            dropped.update(said.get("dropped") or ())
+            cut.update(c.get("path") for c in said.get("cut") or () if isinstance(c, dict))
+            more = more or bool(said.get("more"))
+    new = {"dropped": [p for p in notice["dropped"] if p not in dropped], "more": 0 if more else notice["more"],
+           "cut": [c for c in notice["cut"] if c["path"] not in cut]}
+    return new if new["dropped"] or new["more"] or new["cut"] else None
 
 
 # ---- the audit file: what a run is, at every save ----

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import IO, cast
 
 from . import texts
 
@@ -46,6 +47,7 @@ TOO_LONG = object()
 
 class MCPError(Exception):
     """A protocol-level failure: an error reply, a timeout, a dead server, a malformed message."""
+    conn: object        # set by a handshake that failed on another connection than the one it was given
 
     def __init__(self, message, code=None, data=None):
         super().__init__(message)
@@ -142,9 +144,12 @@ class _Connection:
                                          cwd=_HOME if _ours(command) else None)
         except (OSError, ValueError) as exc:
             raise MCPError(say("mcp.spawn_failed", command=" ".join(command), error=exc)) from None
+        # all three are pipes (PIPE above), never None: what Popen's types cannot say
+        self.pipe_in, self.pipe_out, self.pipe_err = (cast(IO[bytes], p) for p in (self.proc.stdin, self.proc.stdout,
+                                                                                   self.proc.stderr))
         self.lock, self.write_lock = threading.Lock(), threading.Lock()
         self.pending, self.next_id, self.closed = {}, 1, False
-        self.stderr, self.garbage = collections.deque(maxlen=20), 0
+        self.stderr, self.garbage = collections.deque[str](maxlen=20), 0
         self.threads = [threading.Thread(target=self._read, daemon=True, name="mcp-stdout"),
                         threading.Thread(target=self._drain, daemon=True, name="mcp-stderr")]
         for thread in self.threads:
@@ -183,8 +188,8 @@ class _Connection:
             raise MCPError(self.say("mcp.unencodable", why=exc)) from None
         with self.write_lock:
             try:
-                self.proc.stdin.write(data)
-                self.proc.stdin.flush()
+                self.pipe_in.write(data)
+                self.pipe_in.flush()
             except (OSError, ValueError):          # broken pipe, or closed by close()
                 raise MCPError(self.death()) from None
 
@@ -205,7 +210,7 @@ class _Connection:
 
     def _read(self):
         while True:
-            line = read_line(self.proc.stdout, CLIENT_MAX_LINE)
+            line = read_line(self.pipe_out, CLIENT_MAX_LINE)
             if line is None:
                 break
             if line is TOO_LONG or line.strip():
@@ -252,7 +257,7 @@ class _Connection:
             pass
 
     def _drain(self):
-        for raw in iter(lambda: self.proc.stderr.readline(4096), b""):
+        for raw in iter(lambda: self.pipe_err.readline(4096), b""):
             text = raw.decode("utf-8", "replace").rstrip()
             if text:
                 self.stderr.append(text[:500])
@@ -278,7 +283,7 @@ class _Connection:
             self.closed = True
         if self.write_lock.acquire(timeout=grace):   # a write stuck on a full pipe: skip the polite EOF
             try:
-                self.proc.stdin.close()
+                self.pipe_in.close()
             except OSError:
                 pass
             finally:
@@ -296,7 +301,7 @@ class _Connection:
         for thread in self.threads:
             thread.join(1.0)
         self._fail_all()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        for stream in (self.pipe_in, self.pipe_out, self.pipe_err):
             try:
                 stream.close()
             except (OSError, ValueError):

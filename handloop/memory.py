@@ -9,7 +9,7 @@ Proposals and confirmation: a proposal is a blocked write (its exact arguments) 
 task's write has not happened, a model answer after the task made progress that is an offer
 (a proposal in words: words for the user, no tool markup or pasted result, no claim of a write
 that never ran, naming exactly one id the reads gave and one declared choice for each of a
-write's id and choice effects); any other answer leaves the run waiting for the user's reply. Confirmation comes only from a user message that is one of the agent's confirm replies
+write's id and choice effects, at least one for a list effect: texts/stated.py); any other answer leaves the run waiting for the user's reply. Confirmation comes only from a user message that is one of the agent's confirm replies
 (「确认」 for the Xi'an agent) after a proposal, never from model, tool or loop text; it authorises the proposed write (for words: the ids and
 choices the text named, the dates and counts it or the user stated; the tool it showed) and is used up by it, or
 by the write's failure (`_spend`: it ran and did not succeed; any later write is a new proposal). Any
@@ -28,6 +28,7 @@ import json
 from . import texts
 from .texts import stated, words
 from .calls import Agent, HookError, declared_tool, hooked
+from .values import cut
 
 LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)
 NUDGES = ("written_call", "echo", "idle", "step", "empty_reply", "length")
@@ -40,7 +41,7 @@ class Memory:
         self.agent = agent or DEFAULT_AGENT    # its confirm replies, language and planning rule the fold
         self.say = self.agent.say
         self.writable = True      # the run has a write tool (declare() tells)
-        self.write_tools = ()     # the declared write tools (what an offer in words must name is theirs)
+        self.write_tools: tuple = ()     # the declared write tools (what an offer in words must name is theirs)
         self.tool_names = ()      # the declared tools' names (a tag named after one is markup, not words)
         self.goal = goal
         self.said = []            # the user's own messages, the goal first
@@ -63,7 +64,8 @@ class Memory:
         self.blocked = {}         # call signature -> times blocked since anything new happened
         self.nudged = set()       # kinds of loop nudges sent since the last user message
         self.pushed = set()       # tools a forcing nudge named since the last user message (one push each)
-        self.needs = {}           # tool -> the tools that must have succeeded before it (requires, sources)
+        self.needs = {}           # tool -> the tools that must have succeeded before it (requires, sources; a
+                                  # tuple of a source's alternatives: any one of them)
         self.kinds = {}           # tool -> its declared kind
         self.spins = 0            # calls blocked as spins
         self.used_tokens = 0
@@ -77,7 +79,7 @@ class Memory:
         self.write_tools = tuple(t for t in tools if t.kind == "write") or self.write_tools
         self.tool_names = tuple(t.name for t in tools) or self.tool_names
         self.kinds.update((t.name, t.kind) for t in tools)
-        self.needs.update((t.name, tuple(dict.fromkeys([*t.requires, *(s.tool for s in t.sources)]))) for t in tools)
+        self.needs.update((t.name, _needs(t)) for t in tools)
         for tool in tools:
             if tool.initial:
                 self.facts.setdefault(tool.namespace, {k: _copy(v) for k, v in tool.initial.items()})
@@ -204,12 +206,13 @@ class Memory:
             self.progress += 1
             _names(result, self.names)
         if call.kind == "write":
-            self.writes.append({"tool": call.name, "args": _effect(call), "receipt": result})
+            self.writes.append({"tool": call.name, "args": _effect(call), "receipt": stated.returned(result)})
             self._fate(call, "executed")
         tool = call.tool
         if tool is not None and tool.absorb is not None:
             try:
-                hooked(tool.name, "absorb", tool.absorb, self.facts.setdefault(tool.namespace, {}), call.args or {}, result)
+                hooked(tool.name, "absorb", tool.absorb, self.facts.setdefault(tool.namespace, {}), call.args or {},
+                       stated.returned(result))
             except HookError:
                 if not self.ahead:
                     raise
@@ -275,19 +278,18 @@ class Memory:
         return any(stated.offers(plain, _declared(tool), self.records, self.names, done) for tool in self.write_tools)
 
     def offered(self):
-        """The names of the write tools the proposal in words states (what its confirmation may write); None
-        for a memory without declarations (any write)."""
+        """The names of the write tools the proposal in words states (what its confirmation may write; the most
+        specific reading, texts/stated.offered); None for a memory without declarations (any write)."""
         if not self.write_tools:
             return None
-        plain = words.plain(self.offer or "")
-        done = self.done_ids()
-        return [t.name for t in self.write_tools if stated.offers(plain, _declared(t), self.records, self.names, done)]
+        return stated.offered(words.plain(self.offer or ""), {t.name: _declared(t) for t in self.write_tools},
+                              self.records, self.names, self.done_ids())
 
     def done_ids(self):
         """The values of the id effects the run's writes used: an answer that names them reports, not proposes."""
         kinds = {t.name: dict(t.effect) for t in self.write_tools}
-        return {str(v) for w in self.writes for k, v in w["args"].items()
-                if v is not None and kinds.get(w["tool"], {}).get(k) == "id"}
+        return {str(e) for w in self.writes for k, v in w["args"].items() if kinds.get(w["tool"], {}).get(k) == "id"
+                for e in stated.elements(v) if e is not None}
 
     def records(self, tool, path):
         """The records at `path` of `tool`'s successful results so far (where sourced values come from)."""
@@ -316,13 +318,20 @@ class Memory:
         if self.writes:
             return None
         for write in self.write_tools:
-            for tool in (*self.needs.get(write.name, ()), write.name):
-                if tool not in self.done_tools and self._ready(tool):
-                    return tool
+            for need in (*self.needs.get(write.name, ()), write.name):
+                if self._done(need):
+                    continue
+                ready = [t for t in (need if isinstance(need, tuple) else (need,)) if self._ready(t)]
+                if ready:
+                    return ready[0]
         return None
 
     def _ready(self, tool):
-        return all(need in self.done_tools for need in self.needs.get(tool, ()))
+        return all(self._done(need) for need in self.needs.get(tool, ()))
+
+    def _done(self, need):
+        """Whether a prerequisite succeeded in the run (one of them, for a source's alternatives)."""
+        return any(t in self.done_tools for t in need) if isinstance(need, tuple) else need in self.done_tools
 
     def step_of(self, tool):
         """The first pending plan step that names `tool` (a dict as in `plan`), or None."""
@@ -331,6 +340,8 @@ class Memory:
     def _names_other(self, plain):
         """Whether a text names what the blocked write `differs` had in place of the confirmed one."""
         call, offer = self.differs, words.plain(self.offer or "")
+        if call is None:
+            return False
         for arg, how in call.tool.effect if call.tool else ():
             value = (call.args or {}).get(arg)
             other = value != self.proposal.get(arg) if self.proposal is not None else \
@@ -340,11 +351,9 @@ class Memory:
         return False
 
     def _says(self, plain, tool, arg, how, value):
-        """Whether a plain text states this value of a write's effect argument."""
-        decl = _declared(tool)
-        names = stated.values_of(decl, arg, how, self.records, self.names, self.done_ids()).get(value) \
-            if how in ("id", "choice") else ()
-        return stated.says(plain, how, value, names or (), tuple(tool.units.get(arg, ())))
+        """Whether a plain text states this value of a write's effect argument (each element of a list)."""
+        return stated.states(plain, _declared(tool), arg, how, value, self.records, self.names, self.done_ids(),
+                             tuple(tool.units.get(arg, ())))
 
     def absorb_user(self, text):
         """A user reply: 「确认」 confirms a pending proposal or offer; anything else withdraws it
@@ -358,7 +367,7 @@ class Memory:
             return
         self.unwritten = False
         current = self.current
-        if self.agent.confirms(text) and current is not None and current["state"] == "proposed":
+        if self.agent.confirms(text) and current is not None:     # proposed, or confirmed again
             current["state"], self.declined = "confirmed", False
         else:
             self.declined = bool(texts.DECLINE.search(text))
@@ -412,24 +421,21 @@ class Memory:
         return "pending"
 
     def written(self, call):
-        """The receipt of a write already made with this call's effect, or None."""
+        """A write already made with this call's effect: {"receipt": what it returned}, or None. A list is the
+        same effect whatever the order of its elements (stated.canonical)."""
         effect = _effect(call)
-        return next((w["receipt"] for w in self.writes if w["tool"] == call.name and w["args"] == effect), None)
+        return next(({"receipt": w["receipt"]} for w in self.writes if w["tool"] == call.name and
+                     stated.canonical(w["args"]) == stated.canonical(effect)), None)
 
-    def sourced(self, source, args):
-        """Whether `args` (values of source.args) match the fields of one record at source.path in a
-        successful result of source.tool."""
-        for result in self.results.get(source.tool, ()):
-            for record in _records(result, source.path):
-                values = [record.get(f) for f in source.fields] if isinstance(record, dict) else []
-                if len(values) == len(args) and all(_same(a, v, source.near) for a, v in zip(args, values)):
-                    return True
-        return False
+    def unsourced(self, source, args):
+        """The rows of `args` (one per element of a list argument) that no alternative of a source gives, in the
+        successful results of its tool at its path: [(index, row)] (texts/stated.py, as the judge reads it)."""
+        return stated.unsourced(args, source.declared(), self.records)
 
     def sourced_values(self, source):
-        """What a source offers (its first field), for a message saying what may be used."""
-        return sorted({str(r.get(source.fields[0])) for result in self.results.get(source.tool, ())
-                       for r in _records(result, source.path) if isinstance(r, dict) and source.fields[0] in r})
+        """What a source offers (each alternative's first field), for a message saying what may be used."""
+        return sorted({str(r.get(o.fields[0])) for o in source.options() for r in self.records(o.tool, o.path)
+                       if isinstance(r, dict) and o.fields[0] in r})
 
     def unshown(self, call):
         """The arguments of a write that the confirmed proposal in words did not state (texts/stated.py):
@@ -450,7 +456,7 @@ class Memory:
             return []
         offer = words.plain(self.offer or "")
         decl = _declared(call.tool)
-        loose = stated.unbound(call.args, decl, self.records, lambda arg, value: words.names_in(offer, str(value)))
+        loose = stated.unbound(call.args, decl, self.records, lambda arg, value: stated.names_value(offer, value))
         return loose + [a for a in stated.unstated_free(call.args, decl, offer, [words.plain(t) for t in self.said])
                         if a not in loose]
 
@@ -506,6 +512,16 @@ def _matching(record, call):
     return None
 
 
+def _needs(tool):
+    """The tools that must have succeeded before `tool` runs: its requires, each source's tool, and for a source of
+    alternatives a tuple of their tools (any one of them)."""
+    found = [*tool.requires]
+    for source in tool.sources:
+        tools = tuple(dict.fromkeys(o.tool for o in source.options()))
+        found.append(tools[0] if len(tools) == 1 else tools)
+    return tuple(dict.fromkeys(found))
+
+
 def _lines(tool, lines):
     """A render hook's lines, each a string (anything else is the hook's fault, named as such)."""
     for line in lines:
@@ -534,7 +550,6 @@ def _effect(call):
     return {k: (call.args or {}).get(k) for k in keys}
 
 
-_records, _same = stated.records_at, stated.same
 
 
 _DECLARED: dict[int, tuple] = {}
@@ -583,7 +598,8 @@ def rebuild(messages, prepare, declared=(), agent=None):
     `prepare` turns an assistant message's raw tool calls into Calls (the tool set's); `declared`:
     the tool set's declarations (for their initial facts); `agent`: whose run it is.
     """
-    memory, calls, round_ = Memory(agent=agent).declare(declared), {}, []
+    memory, calls = Memory(agent=agent).declare(declared), {}
+    round_: list[tuple] = []          # (call, result) of the tool messages of the round being read
     for message in [*messages, {}]:
         role = message.get("role")
         if round_ and role != "tool":

@@ -39,7 +39,7 @@ from typing import Any, Callable, Protocol, runtime_checkable
 from . import config
 from .llm import replies
 from .llm import streams
-from .values import chars, redacted_url, valid_text
+from .values import chars, redacted_url, told_at, valid_text
 from .llm.replies import ModelError, Reply, estimate_tokens, written_calls  # noqa: F401  (re-exported, as before)
 from .texts import Said
 
@@ -74,7 +74,9 @@ class FunctionModel:
     """A plain function `fn(messages, tools, final=False)` as a Model. It is told `on_event` only when
     `streams`, and `force` only when `forces`; called as `fn(messages, tools)` otherwise. It returns a Reply,
     or what Reply.of takes (an assistant message as a dict, or the text of an answer); anything else is a
-    ModelError ("bad_response"). A reply that counts no tokens of its own has the request's estimated too."""
+    ModelError ("bad_response"). A function that raises (but a ModelError of its own) is a ModelError
+    "model_code" naming its file and line (values.told_at): the run stops on record. A reply that counts no
+    tokens of its own has the request's estimated too."""
 
     fn: Callable[..., Reply]
     name: str = ""
@@ -88,7 +90,12 @@ class FunctionModel:
             extra["on_event"] = on_event
         if self.forces and force:
             extra["force"] = force
-        got = self.fn(messages, tools, final=True, **extra) if final else self.fn(messages, tools, **extra)
+        try:
+            got = self.fn(messages, tools, final=True, **extra) if final else self.fn(messages, tools, **extra)
+        except ModelError:
+            raise
+        except Exception as exc:            # the function's own bug: where it is, never a service failure
+            raise ModelError("model_code", Said("model.model_code", error=told_at(exc))) from None
         return _counted(_as_reply(got), messages)
 
     def close(self) -> None:
@@ -146,14 +153,16 @@ class Client:
 def connect(base_url: str | None, api_key: str, model: str, timeout: float = config.MODEL_TIMEOUT,
             retries: int = config.MODEL_RETRIES, on_retry: Callable[..., None] | None = None,
             sleep: Callable[[float], None] = time.sleep, loopback: bool = False, stream: bool = True,
-            max_seconds: float = config.MODEL_MAX_SECONDS) -> Client:
+            max_seconds: float = config.MODEL_MAX_SECONDS, failure: Callable[[], str | None] | None = None) -> Client:
     """A Model over the openai client: model(messages, tools, final=False, on_event=None, force=False) -> Reply.
 
     `timeout`: seconds to the first byte and of silence between bytes; `max_seconds`: one whole
     reply. With `stream`, `on_event(kind, **data)` hears the reply while it arrives: "delta"
     (text=a piece of the text), "tool_call" (call={"id", "name", "arguments"} as sent, once that
     call is complete), "discard" (why=the ModelError: what was heard of this attempt is void; it is asked
-    again or fails). `.streams` says whether it streams; `.name` is `model`."""
+    again or fails). `.streams` says whether it streams; `.name` is `model`. `failure`: for a model answered
+    in this process (the loopback endpoint's take_failure), what its own code raised behind a failed request:
+    a ModelError "model_code" at once, never retried."""
     import openai
     kwargs: dict[str, Any] = {}
     if loopback:                  # never send a loopback request through an HTTP proxy
@@ -174,7 +183,7 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
             request.update(tools=tools, tool_choice="none" if final else tool_choice(force, refused))
         names = {t.get("function", {}).get("name"): list((t.get("function", {}).get("parameters") or {})
                                                          .get("properties") or ()) for t in tools or ()}
-        started, spent, earlier, split = time.perf_counter(), 0, [], (0, 0)
+        started, spent, earlier, split = time.perf_counter(), 0, list[Any](), (0, 0)
 
         def send():
             if streaming[0]:
@@ -185,7 +194,8 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
             return replies.normalised(response, messages, time.perf_counter() - started, names)
         for _ in (1, 2):                    # a cut-off reply is asked for once more
             reply = _forced(send, request, (force, refused), earlier, lambda: _streamless(
-                lambda: _with_retries(send, openai, retries, on_retry, sleep, where, model), streaming, earlier))
+                lambda: _with_retries(send, openai, retries, on_retry, sleep, where, model, failure), streaming,
+                earlier))
             spent, split = spent + reply.tokens, _added(split, reply)
             problem = _unusable(reply)
             if problem is None:
@@ -206,10 +216,12 @@ def offline_model(respond: Callable[[dict[str, Any]], dict[str, Any]], name: str
                   **options: Any) -> Client:
     """A scripted model `respond(request) -> reply` (an assistant message: content and/or tool_calls) served by
     the loopback endpoint and asked through the same openai client as a real one; closing it stops the
-    endpoint. `options` go to `connect` (timeout, retries, stream, ...)."""
+    endpoint. `options` go to `connect` (timeout, retries, stream, ...). A `respond` that raises (or answers
+    no dict) is a ModelError "model_code" naming its file and line, at once: the run stops on record
+    (loop.py), nothing is retried."""
     from .llm.endpoint import Endpoint
     endpoint = Endpoint(respond)
-    client = connect(endpoint.url, "offline-no-key", name, loopback=True, **options)
+    client = connect(endpoint.url, "offline-no-key", name, loopback=True, failure=endpoint.take_failure, **options)
     release = client.release
 
     def both() -> None:
@@ -281,7 +293,7 @@ def _unusable(reply):
     return None
 
 
-def _with_retries(send, openai, retries, on_retry, sleep, where, model):
+def _with_retries(send, openai, retries, on_retry, sleep, where, model, failure=None):
     attempt = 0
     while True:
         try:
@@ -297,6 +309,9 @@ def _with_retries(send, openai, retries, on_retry, sleep, where, model):
             error, wait = ModelError("unreachable", Said("model.unreachable", where=where, error=exc.__cause__ or exc)), None
         except openai.OpenAIError as exc:
             error, wait = ModelError("bad_response", Said("model.unusable", error=exc)), None
+        own = failure() if failure else None
+        if own:                             # the offline model's own code failed: retrying cannot help
+            raise ModelError("model_code", Said("model.model_code", error=own)) from None
         if error.kind not in TRANSIENT or attempt == retries:
             if error.kind == "unparseable":
                 error.kind = "bad_response"
@@ -309,7 +324,7 @@ def _with_retries(send, openai, retries, on_retry, sleep, where, model):
         sleep(wait)
 
 
-_WARM = {"done": False, "lock": threading.Lock()}
+_WARM: dict[str, Any] = {"done": False, "lock": threading.Lock()}
 # a response with every part the loop reads, for _warm
 _SAMPLE = {"id": "warm", "object": "chat.completion", "created": 0, "model": "warm",
            "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": None,

@@ -272,7 +272,7 @@ ACCEPTS = {
     "resume": {"running": None, "error": None, "suspended": "resume.waiting", "done": "resume.finished",
                "stopped": "resume.stopped"},
 }
-RESUMABLE_STOPS = ("interrupted", "deadline", "hook")   # a stopped run that "resume" may continue
+RESUMABLE_STOPS = ("interrupted", "deadline", "hook", "model_code")   # a stopped run that "resume" may continue
 
 
 class Refused(audit.AuditError):

@@ -47,7 +47,7 @@ FORECASTS = {
     "上海": [("rain", 24, 20), ("cloudy", 26, 21), ("rain", 23, 19), ("clear", 27, 20),
              ("clear", 27, 21), ("rain", 22, 19), ("cloudy", 24, 19), ("clear", 25, 18)],
 }
-HOTELS = {
+HOTELS: dict[str, list[dict[str, Any]]] = {
     "西安": [{"hotel_id": "XA-001", "name": "古城墙酒店",
               "prices": {"Standard": 420, "Deluxe": 560, "Suite": 880}},
              {"hotel_id": "XA-002", "name": "大雁塔假日酒店",
@@ -65,7 +65,7 @@ DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 ALIASES = {"Standard": ("标准间", "标准房", "标间", "标准双床房", "标准大床房"), "Deluxe": ("豪华间", "豪华房"),
            "Suite": ("套房", "套间")}
 
-SCHEMAS = {
+SCHEMAS: dict[str, dict[str, Any]] = {
     "get_weather": {
         "description": "查询某城市某天的天气预报。condition 为 rain、clear、cloudy 等。",
         "parameters": {"type": "object", "additionalProperties": False, "required": ["city", "date"],

@@ -4,13 +4,16 @@ MCP server), the argument parsing ladder, validation, and routing a call to its 
 Invariants: a call is validated against its schema before any tool runs, and a call that
 fails parsing or validation carries the problem instead of arguments (never a silent `{}`);
 tools get what they need passed in explicitly (their declared `takes`: plan, run id,
-idempotency key), never memory itself; every result handed back is a JSON object. The tool set
+idempotency key), never memory itself; every result handed back is a JSON object (a state
+call's preview wraps any other value as {"value": ...}, as the executor does). The tool set
 knows no tool by name and imports no agent: it is given its agent (calls.Agent) and reads its
 declarations (calls.Tool). The planning tools are always there.
 MCP: the agent declares its servers (calls.MCPServer) and, for each, the tools it allows; only
 those reach the model, standing where the local tools a server `replaces` stood (and taking over
-their memory and screen hooks); every MCP result is cut to that tool's declared fields, always,
-and every MCP failure (isError, protocol error, timeout, dead server) is a ToolError. A bearer token goes to
+their memory and screen hooks); every MCP result is cut to that tool's declared fields, always, at
+any depth (paths such as `slots[].slot_id`; lists and strings bounded), and what the cut dropped goes
+with the result (Cut.notice: the trace and the printout say it), and every MCP failure (isError, protocol
+error, timeout, dead server) is a ToolError. A bearer token goes to
 the one server it belongs to (its own `token_env`; AGENT_MCP_TOKEN only to the server `mcp_url` names). One session
 per server per tool set, started when first needed (a new run needs it at once, for the schemas;
 a resumed run reuses the schemas it recorded and starts a server only for its first call).
@@ -29,8 +32,9 @@ from . import config
 from . import mcp_tools
 from . import plan
 from . import texts
-from .calls import DESCRIPTION_LIMIT, Agent, Call, Tool, ToolError, by_user
-from .values import normalise, settled, valid_text, validate
+from .calls import DESCRIPTION_LIMIT, Agent, Call, Tool, ToolError, by_user, field_path, field_tree
+from .texts.stated import canonical
+from .values import normalise, settled, valid_text, validate, wrapped
 
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 
@@ -86,9 +90,10 @@ def _depth(value):
 
 
 def idempotency_key(run_id, call):
-    """Covers the run and every argument that defines the write's effect (its declared effect)."""
+    """Covers the run and every argument that defines the write's effect (its declared effect); a list is the same
+    effect whatever the order of its elements (texts/stated.canonical)."""
     keys = [k for k, _ in call.tool.effect] if call.tool and call.tool.effect else sorted(call.args)
-    body = json.dumps({"run": run_id, "tool": call.name, "args": {k: call.args.get(k) for k in keys}},
+    body = json.dumps({"run": run_id, "tool": call.name, "args": {k: canonical(call.args.get(k)) for k in keys}},
                       sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(body.encode()).hexdigest()
 
@@ -176,7 +181,7 @@ class ToolSet:
         screen hooks it declares, else those of the local tool it replaces."""
         rule = server.rule(name)
         local = next((t for t in declared if t.name == name), None)
-        hooks = {k: rule[k] or (getattr(local, k) if local else None) for k in ("absorb", "render", "gist")}
+        hooks: dict[str, Any] = {k: rule[k] or (getattr(local, k) if local else None) for k in ("absorb", "render", "gist")}
         hooks.update(facts=rule["facts"] or (local.facts if local else ""), initial=rule["initial"] or
                      (local.initial if local else {}))
         return Tool(name, spec["description"], spec["parameters"], fn=None, sources=rule["sources"],
@@ -246,7 +251,7 @@ class ToolSet:
         if not self.inline(call) or call.name in self.remote:
             return None
         try:
-            return settled(self._invoke(call, view), config.TOOL_RESULT_MAX_CHARS, self.say)[0]
+            return settled(wrapped(self._invoke(call, view)), config.TOOL_RESULT_MAX_CHARS, self.say)[0]
         except ToolError as exc:
             return {"error": str(exc)}
         except BaseException as exc:        # the executor will say what; the guards need only know it failed
@@ -341,7 +346,7 @@ def allowed_specs(offered, server, where=None, say=texts.ZH_TEXTS):
         if not isinstance(props, dict) or any(arg not in props for arg in rule["arguments"]):
             wrong.append(f"{name}({', '.join(rule['arguments'])})")
             continue
-        description = rule["description"] or (tool.get("description") if isinstance(tool.get("description"), str) else "")
+        description = rule["description"] or (tool["description"] if isinstance(tool.get("description"), str) else "")
         specs[name] = {"description": " ".join(description.split())[:DESCRIPTION_LIMIT], "parameters": _safe_schema(schema)}
     if wrong:
         raise mcp_tools.MCPError(say("mcp.missing_tools", where=where or say("mcp.server_named", name=server.name),
@@ -355,7 +360,8 @@ def _safe_schema(schema):
     props = {key: _safe_rule(rule) for key, rule in list(schema["properties"].items())[:20]
              if isinstance(key, str) and len(key) <= 64 and isinstance(rule, dict)}
     required = schema.get("required") if isinstance(schema.get("required"), list) else []
-    safe = {"type": "object", "properties": props, "required": [k for k in required if isinstance(k, str) and k in props]}
+    safe: dict[str, Any] = {"type": "object", "properties": props,
+                            "required": [k for k in required if isinstance(k, str) and k in props]}
     if schema.get("additionalProperties") is False:
         safe["additionalProperties"] = False
     return safe
@@ -366,7 +372,7 @@ SAFE_KEYWORDS = {"string": ("pattern", "minLength", "maxLength"), "number": ("mi
 
 
 def _safe_rule(rule):
-    kind = rule.get("type") if isinstance(rule.get("type"), str) else None
+    kind = rule.get("type") if isinstance(rule.get("type"), str) else ""
     safe = {"type": kind} if kind in SAFE_KEYWORDS else {}
     for key in SAFE_KEYWORDS.get(kind, ()):
         value = rule.get(key)
@@ -398,20 +404,159 @@ def _recorded(schemas, server, say=texts.ZH_TEXTS):
     return allowed_specs(offered, server, where=say("mcp.recorded_tools"), say=say)
 
 
+class Cut(dict):
+    """An MCP result as trim() cut it: the object kept, and `notice`, what the cut took (None when it took nothing):
+    {"dropped": [paths of the fields not declared, sorted, at most NOTICE_PATHS], "more": how many other paths,
+    "cut": [{"path", "items", "of"} of a list cut to config.MCP_LIST_ITEMS, {"path", "chars"} of strings shortened]}.
+    The executor hands the notice to the call's Outcome (the record's trace says it once per tool and path)."""
+
+    notice: dict | None = None
+
+
+NOTICE_PATHS = 50           # dropped paths a notice names (the rest counted)
+_SEEN_PATHS = 1000          # dropped paths told apart while cutting one result (a hostile one may have millions)
+_UNDECLARED_DEPTH = 4       # how far below an undeclared field its own paths are looked for, to name them
+_UNDECLARED_ITEMS = 20      # and how many items of each of its lists
+
+
 def trim(name, payload, say=texts.ZH_TEXTS, rule=None):
-    """An MCP result cut to the tool's allowed fields (`rule`: its server's declaration of it; JSON
-    scalars, strings shortened), always; a ToolError when a required field is missing."""
-    kept = {key: _scalar(payload[key]) for key in rule["fields"] if _scalar(payload.get(key)) is not None}
-    missing = [key for key in rule["required"] if key not in kept]
+    """An MCP result cut to the tool's declared fields (`rule`: its server's declaration of it, see
+    calls.field_path), always: at any depth only what a declared path names passes, whatever the server sent
+    beside it (so a result none of whose fields is declared becomes {}). A path's value is a JSON scalar (`tags[]`:
+    a list of them; strings shortened to config.MCP_STRING_CHARS); a path stepping through an object keeps the
+    object's declared fields, through `name[]` those of each record of the list (at most config.MCP_LIST_ITEMS
+    items of any list). A value of another shape than declared (records or a list where a value was declared, a
+    NaN) is dropped like an undeclared field. Returns a Cut whose notice names every path dropped and every cut made; a
+    ToolError when a required path is missing (any record on its way lacking it)."""
+    tree, _ = field_tree(rule["fields"])
+    notice = _Notice()
+    kept = _kept(payload, tree, "", notice)
+    missing = [path for path in rule["required"] if _absent(kept, field_path(path) or ())]
     if missing:
         raise ToolError(say("mcp.missing_fields", tool=name, fields=", ".join(missing)))
-    return kept
+    out = Cut(kept)
+    out.notice = notice.said()
+    return out
 
 
-def _scalar(value):
-    """A JSON scalar fit to pass on (finite number, bool, string of at most 200 chars), or None."""
+class _Notice:
+    """What a cut took, gathered while it cuts (bounded, whatever the result)."""
+
+    def __init__(self):
+        self.dropped, self.more, self.cut = set(), 0, {}
+
+    def drop(self, path):
+        if path in self.dropped:
+            return
+        if len(self.dropped) < _SEEN_PATHS:
+            self.dropped.add(path)
+        else:
+            self.more += 1
+
+    def shortened(self, path, **what):
+        self.cut.setdefault(path, dict(path=path, **what))
+
+    def said(self):
+        if not self.dropped and not self.cut:
+            return None
+        paths = sorted(self.dropped)
+        return {"dropped": paths[:NOTICE_PATHS], "more": self.more + max(0, len(paths) - NOTICE_PATHS),
+                "cut": list(self.cut.values())}
+
+
+def _kept(record, tree, at, notice):
+    """The declared fields of one object (`tree`: calls.field_tree's), the others dropped (and said)."""
+    out = {}
+    for key, value in record.items():
+        where = f"{at}.{key}" if at else str(key)
+        field = tree.get(key)
+        if field is None:
+            _undeclared(value, where, notice)
+            continue
+        into, fields = field
+        if fields is None:
+            value = _values(value, where, notice) if into else _value(value, where, notice)
+        elif into:
+            value = _records(value, where, fields, notice)
+        elif isinstance(value, dict):
+            value = _kept(value, fields, where, notice)
+        else:
+            _undeclared(value, where, notice)
+            value = None
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _records(value, where, fields, notice):
+    """The declared fields of each record of a list (`where`: its name, said with "[]"); None when it is no list."""
+    if not isinstance(value, list):
+        _undeclared(value, where, notice)
+        return None
+    out = []
+    for item in _listed(value, where, notice):
+        if isinstance(item, dict):
+            out.append(_kept(item, fields, where + "[]", notice))
+        else:
+            _undeclared(item, where + "[]", notice)
+    return out
+
+
+def _values(value, where, notice):
+    """A declared list of values ("tags[]"): its JSON scalars; None (dropped, and said) when it is no list."""
+    if not isinstance(value, list):
+        _undeclared(value, where, notice)
+        return None
+    kept = [_value(v, where + "[]", notice) for v in _listed(value, where, notice)]
+    return [v for v in kept if v is not None]
+
+
+def _value(value, where, notice):
+    """A declared value: a JSON scalar; None (dropped, and said) for any other shape."""
+    got = _scalar(value, where, notice)
+    if got is None and value is not None:
+        _undeclared(value, where, notice)
+    return got
+
+
+def _listed(value, where, notice):
+    """The items of a list kept: the first config.MCP_LIST_ITEMS (the cut said)."""
+    if len(value) > config.MCP_LIST_ITEMS:
+        notice.shortened(where + "[]", items=config.MCP_LIST_ITEMS, of=len(value))
+    return value[:config.MCP_LIST_ITEMS]
+
+
+def _undeclared(value, where, notice, depth=0):
+    """Said as dropped: the paths a value not declared holds (its fields' paths, as a declaration would name
+    them), looked for only so deep and so wide."""
+    if isinstance(value, dict) and value and depth < _UNDECLARED_DEPTH:
+        for key, item in list(value.items())[:_UNDECLARED_ITEMS]:
+            _undeclared(item, f"{where}.{key}", notice, depth + 1)
+    elif isinstance(value, list) and value and depth < _UNDECLARED_DEPTH and any(isinstance(v, (dict, list)) for v in value):
+        for item in value[:_UNDECLARED_ITEMS]:
+            if isinstance(item, (dict, list)):
+                _undeclared(item, where + "[]", notice, depth + 1)
+    else:
+        notice.drop(where)
+
+
+def _absent(value, steps):
+    """Whether a required path is missing: some object on its way lacks the next step."""
+    found = [value]
+    for name, _ in steps:
+        if any(not isinstance(v, dict) or name not in v for v in found):
+            return True
+        found = [item for v in found for item in (v[name] if isinstance(v[name], list) else [v[name]])]
+    return False
+
+
+def _scalar(value, where="", notice=None):
+    """A JSON scalar fit to pass on (finite number, bool, string of at most config.MCP_STRING_CHARS, the cut
+    said to `notice`), or None."""
     if isinstance(value, str):
-        return value[:200]
+        if len(value) > config.MCP_STRING_CHARS and notice is not None:
+            notice.shortened(where, chars=config.MCP_STRING_CHARS)
+        return value[:config.MCP_STRING_CHARS]
     if isinstance(value, bool) or isinstance(value, int):
         return value
     if isinstance(value, float) and math.isfinite(value):

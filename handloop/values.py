@@ -1,15 +1,19 @@
 """The measures every layer shares, on plain values: JSON Schema validation and normalisation of a call's
 arguments, how many characters a request's messages hold, how a long text or result is cut to a limit, how a
 tool's result is settled into the strict JSON text of its tool message (and, for a value JSON cannot hold,
-its strict form), text made valid Unicode, and a URL or a line shown without the secrets it may hold (a URL's
-user name and password, values the caller names) as ***.
+its strict form), text made valid Unicode, a URL or a line shown without the secrets it may hold (a URL's user
+name and password, values the caller names) as ***, and where a failure of the user's own code happened
+(`told_at`: one line naming its file and line).
 
 Invariants: imports only texts/__init__.py (the catalogue); holds no state; pure functions of their arguments;
 each fact here is defined once and nowhere else. Texts come from the caller's catalogue (`say`, default Chinese).
 """
 import json
 import math
+import os
 import re
+import sysconfig
+import traceback
 import unicodedata
 
 from . import texts
@@ -22,7 +26,7 @@ class Unencodable(ValueError):
     too long to write, nesting too deep)."""
 
 
-TYPES = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "boolean": bool}
+TYPES: dict[str, type | tuple[type, ...]] = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "boolean": bool}
 
 
 def validate(schema, value, path="arguments", say=ZH):
@@ -127,6 +131,12 @@ def fit(result, limit, say=ZH):
     return shrunk
 
 
+def wrapped(value):
+    """A tool's result as the JSON object its tool message holds: an object as it is, any other JSON value
+    (a string, a list, a number) as {"value": it}; texts/stated.returned reads it back as the tool returned it."""
+    return value if isinstance(value, dict) else {"value": value}
+
+
 COMPACT = (",", ":")     # a tool message's JSON: no spaces, which the model would pay for in every request
 
 
@@ -225,6 +235,37 @@ def _why(exc):
     return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_STDLIB = tuple(os.path.abspath(p) + os.sep for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
+
+
+def told_at(exc: BaseException) -> str:
+    """A failure of the user's own code (an offline model, a function model, a hook) as one line naming where it
+    happened: "agent.py:8: IndexError: list index out of range". Where: the innermost frame of its traceback that
+    is neither this package's nor the standard library's (the user's line that called into either), else the
+    innermost one outside this package, else the innermost; a path under the working directory is said relative to it."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if not os.path.abspath(f.filename).startswith(_PACKAGE + os.sep)]
+    theirs = [f for f in ours if not os.path.abspath(f.filename).startswith(_STDLIB)]
+    found = theirs or ours or list(frames)
+    return (f"{_shown_path(found[-1].filename)}:{found[-1].lineno}: " if found else "") + _why(exc)
+
+
+def defined_at(fn: object) -> str:
+    """Where a function of the user's was defined ("agent.py:12"), for a failure that has no traceback (it
+    returned what it must not); its repr when that cannot be told."""
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
+    return f"{_shown_path(code.co_filename)}:{code.co_firstlineno}" if code else repr(fn)[:100]
+
+
+def _shown_path(path):
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:                  # another drive (Windows)
+        return path
+    return path if relative.startswith(os.pardir) else relative
+
+
 SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -240,8 +281,8 @@ def valid_text(value):
         fixed = [valid_text(v) for v in value]
         return fixed if any(a is not b for a, b in zip(fixed, value)) else value
     if isinstance(value, dict):
-        fixed = {valid_text(k): valid_text(v) for k, v in value.items()}
-        return fixed if list(fixed) != list(value) or any(fixed[k] is not v for k, v in value.items()) else value
+        mapped = {valid_text(k): valid_text(v) for k, v in value.items()}
+        return mapped if list(mapped) != list(value) or any(mapped[k] is not v for k, v in value.items()) else value
     return value
 
 

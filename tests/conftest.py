@@ -17,7 +17,6 @@ from handloop import runs      # noqa: E402
 import openai    # noqa: E402,F401  (imported once here, so forked runs start warm)
 from handloop import model     # noqa: E402
 from handloop.llm.endpoint import Endpoint  # noqa: E402
-from handloop.demo import offline   # noqa: E402
 from handloop import tools     # noqa: E402
 from handloop import toolset   # noqa: E402
 
@@ -133,6 +132,22 @@ def run_agent(*args, cwd, env=None, setup=None):
     out.seek(0)
     err.seek(0)
     return subprocess.CompletedProcess(args, code, out.read(), err.read())
+
+
+@pytest.fixture
+def cli(tmp_path):
+    """cli(policy) -> run(*args): `python agent.py ARGS` (run_agent) against an endpoint answered by `policy`."""
+    made = []
+
+    def make(policy):
+        endpoint = Endpoint(policy)
+        made.append(endpoint)
+        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": endpoint.url, "AGENT_MODEL_RETRIES": "0",
+               "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+        return lambda *args, **more: run_agent(*args, cwd=tmp_path, env={**env, **more})
+    yield make
+    for endpoint in made:
+        endpoint.close()
 
 
 def read_audit(audit_dir, run_id):

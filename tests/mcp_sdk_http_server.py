@@ -2,7 +2,6 @@
 `python mcp_sdk_http_server.py [--json] [--stateless]` listens on 127.0.0.1, a free port, and
 names its URL on the first stderr line. `--json`: JSON answers instead of SSE streams;
 `--stateless`: no sessions. SIGTERM stops it."""
-import os
 import socket
 import sys
 

@@ -54,6 +54,14 @@ def test_a_missing_module_beside_the_agent_file_is_a_refusal_naming_it(tmp_path)
     assert got.returncode == 2 and "helpdesk" in got.stderr and "Traceback" not in got.stderr
 
 
+
+def test_an_agent_file_that_is_not_python_source_is_a_refusal_naming_it(tmp_path):
+    path = tmp_path / "desk.txt"
+    path.write_text("AGENT = None\n")
+    got = run_agent("--agent", str(path), cwd=str(tmp_path))
+    assert got.returncode == 2 and str(path) in got.stderr and ".py" in got.stderr, got.stderr
+    assert len(got.stderr.strip().splitlines()) == 1 and "NoneType" not in got.stderr
+
 def edit(folder, **declaration):
     helpdesk_agent.write(str(folder), **declaration)
 

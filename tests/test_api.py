@@ -1,6 +1,7 @@
 """The public API: what `handloop.__all__` names is importable, typed and enough to run an agent of one's own
 (start, run, suspend, confirm in a new process, one write); the ways of resuming are an enum and nothing else;
-the model interface is a Protocol a user's own model implements; the type checker passes on the package."""
+the model interface is a Protocol a user's own model implements. (The type checker's run over the package is
+tests/test_static.py's.)"""
 import ast
 import inspect
 import json
@@ -83,12 +84,6 @@ def test_the_declaring_helpers_document_every_parameter_and_what_they_return(mem
     hints = inspect.signature(fn)
     assert hints.return_annotation is not inspect.Signature.empty and all(
         p.annotation is not inspect.Parameter.empty for p in hints.parameters.values()), member
-
-
-def test_the_type_checker_passes_on_the_package():
-    done = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary", "handloop"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
 
 
 # ---- one fact, one place: the core is given its agent ----

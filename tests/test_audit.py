@@ -63,7 +63,8 @@ def test_a_failed_write_leaves_the_old_file_whole(tmp_path):
     (None, "找不到"), ("", "损坏"), ('{"version": 1, "run_id"', "损坏"), ("[]", "不是 JSON 对象"),
     (json.dumps(snap(version=99)), "版本 99"), (json.dumps(snap(status="flying")), "status"),
     (json.dumps({k: v for k, v in snap().items() if k != "messages"}), "messages"),
-    (json.dumps(snap(messages=[{"role": "assistant", "tool_calls": [{"id": "a"}]}])), "没有 tool 消息回答"),
+    (json.dumps(snap(messages=[{"role": "assistant", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "x", "arguments": "{}"}}]}])), "没有 tool 消息回答"),
     (json.dumps(snap(messages=[{"role": "tool", "tool_call_id": "a", "content": "{}"}])), "没有对应的调用"),
     ("\xff\xfe garbage", "损坏"),
 ])

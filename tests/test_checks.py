@@ -283,7 +283,7 @@ def test_the_judge_imports_no_project_module():
     texts/catalogue.py, which says any catalogue."""
     for name, allowed in (("cli/check", {"checks", "judge.transcripts", "judge.formats", "judge.texts", "texts.catalogue"}),
                           ("checks", {"judge.confirm", "judge.weather", "judge.verdicts", "judge.declaration",
-                                      "judge.readings", "judge.texts"}),
+                                      "judge.readings", "judge.texts", "texts.stated"}),
                           ("judge/confirm", {"judge.verdicts", "judge.readings", "judge.texts", "texts.stated",
                                              "texts.words"}),
                           ("judge/weather", {"judge.verdicts", "judge.readings", "judge.texts"}),
@@ -337,12 +337,13 @@ def test_cli_json_output(tmp_path):
     assert (first["format"], first["container"]) == ("chat", "array") and verdicts(first)["room_type"] == "fail"
     assert [c["id"] for c in first["checks"]] == IDS
     # the fields docs/judge.md documents, and nothing undocumented
-    assert set(first) == {"path", "error", "format", "container", "run_id", "status", "mode", "agent", "finished",
-                          "progress", "progress_text", "messages", "turns", "checks", "not_applicable", "notes",
-                          "reading", "reading_text"}
+    assert set(first) == {"path", "error", "format", "container", "conversation", "conversations", "run_id", "status",
+                          "mode", "agent", "finished", "progress", "progress_text", "messages", "turns", "checks",
+                          "not_applicable", "notes", "reading", "reading_text"}
+    assert (first["conversation"], first["conversations"]) == (1, 1)
     assert first["reading"] == "wide"              # another system's transcript: the wider reading of confirmations
     assert set(first["checks"][0]) == {"id", "name", "verdict", "reason", "cause"}
-    assert set(report["summary"]) == {"files", "unreadable", "pass", "fail", "pending", "strict", "exit"}
+    assert set(report["summary"]) == {"files", "conversations", "unreadable", "pass", "fail", "pending", "strict", "exit"}
     assert set(report["files"][1]) == {"path", "error", "checks", "notes"}
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from handloop.llm.endpoint import Endpoint  # noqa: E402
 from handloop.demo import offline
-from conftest import read_audit, run_cli
+from conftest import ROOT, read_audit, run_cli
 from handloop import tools
 
 
@@ -37,7 +37,7 @@ def test_offline_run_prints_turns_and_suspends_with_the_proposal(suspended):
     cwd, run_id, out = suspended
     assert "离线模式" in out and "第 1 轮" in out and "累计" in out and "tokens" in out
     assert "并发执行：get_weather, search_hotels" in out
-    assert "等待你确认" in out and "提案" in out and f"python agent.py --confirm {run_id}" in out
+    assert "等待你确认" in out and "提案" in out and f"python {os.path.join(ROOT, 'agent.py')} --confirm {run_id}" in out
     data = read_audit(cwd / "audit", run_id)
     assert (data["status"], data["reason"], data["mode"]) == ("suspended", "awaiting_confirmation", "local")
     assert paired(data) and bookings(cwd) == 0

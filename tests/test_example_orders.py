@@ -3,13 +3,12 @@ parts, with its own tools, goal and offline model. Plan first, provenance, confi
 refund across a crash and a resume, and an audit file paired like any other."""
 import json
 import os
-import sys
 
 from handloop import audit
 from handloop import config
 from handloop import loop
 from handloop import runs
-from conftest import ROOT, text, tool_calls
+from conftest import text, tool_calls
 
 from examples import orders  # noqa: E402
 from handloop.toolset import ToolSet  # noqa: E402

@@ -45,7 +45,7 @@ def test_an_idle_worker_ends_after_lingering():
 def test_a_forked_child_gets_fresh_workers():
     """The parent's idle workers do not exist in a forked child; the child must not wait for them."""
     import os
-    from handloop.executor import _Job, _WORKERS
+    from handloop.executor import _Job
     from handloop.memory import Memory
     from handloop import tools
     from handloop.toolset import ToolSet

@@ -17,7 +17,9 @@ from handloop import tools
 from handloop import toolset
 from conftest import GOAL
 from mcp_util import fake_command
-from test_mcp_http import fake  # noqa: F401  (the scripted HTTP peer, a fixture)
+import test_mcp_http
+
+fake = test_mcp_http.fake       # the scripted Streamable HTTP peer: test_mcp_http.py's fixture, used here by name
 
 
 @pytest.fixture

@@ -213,9 +213,15 @@ def test_a_corrupt_recorded_tool_list_is_refused_on_resume(tmp_path):
     assert result.returncode == 2 and "审计文件记录的工具列表" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_mcp_server_without_mcp_on_a_new_run_is_refused(tmp_path):
-    result = run_cli("--mcp-server", "python x.py", cwd=tmp_path)
-    assert result.returncode == 2 and "--mcp" in result.stderr and not os.path.exists(tmp_path / "audit")
+def test_mcp_server_alone_selects_mcp_mode_as_the_contract_says(tmp_path):
+    """--mcp, --mcp-server and --mcp-url each select the MCP server (CONTRACT.md): --mcp-server needs no --mcp."""
+    done = run_cli("--mcp-server", " ".join(SERVER_COMMAND), "--run-id", "s1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    snap = read_audit(tmp_path / "audit", "s1")
+    assert snap["mode"] == "mcp" and "search_location" in names(snap["tools"])
+    missing = run_cli("--mcp-server", "/no/such/server", "--run-id", "s2", cwd=tmp_path)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert not os.path.exists(tmp_path / "audit" / "run-s2.json")
 
 
 def test_agent_mcp_server_points_the_run_at_another_server(tmp_path):

@@ -1,7 +1,6 @@
 """The hand-written MCP client: against our server (both eras, pagination, concurrency), and
 surviving servers that crash, hang, print garbage, ignore SIGTERM or speak older dialects."""
 import concurrent.futures
-import os
 import signal
 import sys
 import time

@@ -2,7 +2,6 @@
 Open-Meteo's geocoding and forecast APIs: no network is needed or used."""
 import http.server
 import json
-import sys
 import threading
 import urllib.parse
 

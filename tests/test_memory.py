@@ -2,7 +2,6 @@
 import json
 
 from conftest import GOAL, PLAN
-from handloop import config
 from handloop import texts
 from handloop.memory import Memory, rebuild
 from handloop.values import cut

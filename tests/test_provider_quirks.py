@@ -5,7 +5,6 @@ import sys
 
 import pytest
 
-from handloop import config
 from handloop import texts
 from handloop import loop
 from handloop import model

@@ -11,27 +11,10 @@ import pytest
 
 from handloop import audit
 import policies
-from conftest import read_audit, run_agent
-from handloop.llm.endpoint import Endpoint
+from conftest import read_audit
 from handloop import tools
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def cli(tmp_path):
-    """cli(policy) -> run(*args): `python agent.py ARGS` against an endpoint answered by `policy`."""
-    made = []
-
-    def make(policy):
-        endpoint = Endpoint(policy)
-        made.append(endpoint)
-        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": endpoint.url, "AGENT_MODEL_RETRIES": "0",
-               "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
-        return lambda *args, **more: run_agent(*args, cwd=tmp_path, env={**env, **more})
-    yield make
-    for endpoint in made:
-        endpoint.close()
 
 
 def state(tmp_path, run_id="r"):

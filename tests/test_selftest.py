@@ -1,6 +1,5 @@
 """`--selftest`: passes on the real modules, leaves nothing behind, and fails when a mechanism breaks."""
 import io
-import os
 import sys
 
 from handloop import loop

@@ -19,7 +19,7 @@ from handloop.cli import session
 from handloop import texts
 from handloop import toolset
 from test_own_agent import EXAMPLE
-from test_real_models import bookings, checked, cli, state  # noqa: F401  (cli is a fixture)
+from test_real_models import bookings, checked, state
 
 ZH = texts.of("zh")
 

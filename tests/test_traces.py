@@ -105,6 +105,29 @@ def test_contents_only_when_asked_and_the_judge_reads_what_was_sent(tmp_path, co
         "write_after_confirmation": "pass"}
 
 
+def test_an_exported_trace_is_judged_as_the_agent_its_spans_name_when_its_run_is_recorded(tmp_path, collector):
+    """--check of an OTLP file without --agent (issue 37): its spans say gen_ai.agent.name "desk-finder" and the
+    run id; the run's audit file in the audit dir records that agent, so the trace is judged as it, in English."""
+    env = otel(collector, AGENT_AUDIT_DIR=str(tmp_path), OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="true")
+    assert run_agent("--agent", DESKS, "--offline", "--run-id", "d5", cwd=tmp_path, env=env).returncode == 0
+    assert run_agent("--confirm", "d5", "--offline", cwd=tmp_path, env=env).returncode == 0
+    target = tmp_path / "spans.json"
+    target.write_text(json.dumps({"resourceSpans": [r for q in collector.requests for r in q["resourceSpans"]]}))
+    done = run_agent("--check", str(target), "--json", "--audit-dir", str(tmp_path), cwd=tmp_path)
+    entry = json.loads(done.stdout)["files"][0]
+    assert done.returncode == 0 and (entry["format"], entry["agent"], entry["run_id"]) == ("otlp", "desk-finder", "d5")
+    assert {v["id"]: v["verdict"] for v in entry["checks"]}["write_after_confirmation"] == "pass"
+    assert "passed" in run_agent("--check", str(target), "--audit-dir", str(tmp_path), cwd=tmp_path).stdout   # English
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    alone = json.loads(run_agent("--check", str(target), "--json", "--audit-dir", str(elsewhere), cwd=tmp_path).stdout)
+    entry = alone["files"][0]                           # nothing records it: judged as before, and said so
+    assert entry["agent"] == "xian-hotel" and any("desk-finder" in n for n in entry["notes"])
+    given = json.loads(run_agent("--check", str(target), "--json", "--agent", DESKS, "--audit-dir", str(elsewhere),
+                                 cwd=tmp_path).stdout)["files"][0]
+    assert given["agent"] == "desk-finder" and not any("desk-finder" in n for n in given["notes"])
+
+
 def test_nothing_is_sent_without_an_endpoint_and_opentelemetry_is_not_even_imported(tmp_path, collector):
     done = run_agent("--offline", "--run-id", "x3", "--audit-dir", str(tmp_path), cwd=tmp_path,
                      env={"OTEL_SERVICE_NAME": "x"})

@@ -25,8 +25,10 @@ class UsageError(Exception):
 def error_line(exc, agent=None, what=None):
     """An error line: what the error says, in the agent's language where it carries a texts.Said
     (else as it was said: an English run's refusals are English), with the prefix in the same
-    language."""
-    say = agent.say if agent else texts.ZH_TEXTS
+    language. Without an agent: the language the error names (`exc.language`: a damaged audit file's
+    recorded agent's, when that much of it could be read), else Chinese."""
+    language = getattr(exc, "language", None)
+    say = agent.say if agent else texts.of(language) if language in texts.LANGUAGES else texts.ZH_TEXTS
     told = texts.told(exc, say)
     told = say(what, error=told) if what else told
     return ("错误：" if texts.CJK.search(told) else "error: ") + told

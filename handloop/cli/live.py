@@ -15,6 +15,7 @@ import re
 import sys
 import threading
 import time
+from typing import Any
 
 from .. import texts
 
@@ -69,7 +70,7 @@ class Console:
                 self._wait("tools")
             else:                               # "discard"
                 self._close_line()
-                why = data.get("why")
+                why: Any = data.get("why")        # the ModelError that voided the attempt, or what a caller gave
                 told = why.text(self.texts) if hasattr(why, "text") else str(why or "") or type(why).__name__
                 self._write(self.say("discard", why=CONTROL.sub(" ", told)[:160]) + "\n")
                 self.streamed = False

@@ -1,5 +1,5 @@
 """What the command line prints about a run: each turn (its figures, the model's words, every call
-and what came of it), the answer, the loop's nudges, the MCP server a run talks to, and the summary
+and what came of it, and what the cut of an MCP result dropped, the first time the trace says it), the answer, the loop's nudges, the MCP server a run talks to, and the summary
 with what the user can do next, and the one line saying why a trace was not exported. Nothing else: it
 reads a run, it never changes one, and nothing it prints makes it raise (a tool's own `gist` that fails is
 replaced by the start of the JSON).
@@ -9,6 +9,8 @@ under what cli/live.py showed as it came.
 """
 import json
 import sys
+
+from ..texts.stated import returned
 
 SHOWN_MAX = 300        # characters of one value the printout shows; the rest is said by its length
 MARK = {"ok": "✓", "error": "✗", "timeout": "⏱", "unknown": "?", "blocked": "⛔"}
@@ -50,18 +52,41 @@ def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=Fal
     together = [c.name for c in calls if outcomes[c.id].concurrent]
     if together:
         print("   " + say("cli.together", names=", ".join(together)))
+    said = {t.get("id"): t.get("notice") for t in trace.get("tools") or ()}
     for call in calls:
         outcome = outcomes[call.id]
         where = say("cli.blocked", guard=outcome.guard) if outcome.status == "blocked" else f"{outcome.seconds:.3f}s"
         print(f"   {MARK.get(outcome.status, '?')} {call.name} {call.arguments[:160]} → "
               + say("cli.outcome", gist=_gist(call, outcome.result, say), where=where))
+        for line in notice_lines(call.name, said.get(call.id), say):
+            print("     " + line)
+
+
+SHOWN_PATHS = 12          # dropped paths printed of a notice (the trace holds more)
+
+
+def notice_lines(tool, notice, say):
+    """What an MCP result's cut took, as the trace records it the first time (loop.py: once per tool and path):
+    the fields not declared that were dropped, and the lists and strings shortened."""
+    if not isinstance(notice, dict):
+        return []
+    lines, dropped = [], list(notice.get("dropped") or ())
+    more = max(0, len(dropped) - SHOWN_PATHS) + (notice.get("more") or 0)
+    if dropped or more:
+        fields = ", ".join(dropped[:SHOWN_PATHS]) + (say("cli.dropped_more", count=more) if more else "")
+        lines.append(say("cli.dropped", tool=tool, fields=fields))
+    cuts = [say("cli.cut_items", path=c["path"], items=c["items"], of=c["of"]) if "items" in c else
+            say("cli.cut_chars", path=c["path"], chars=c.get("chars")) for c in notice.get("cut") or () if isinstance(c, dict)]
+    if cuts:
+        lines.append(say("cli.cut", tool=tool, cuts=say.join(cuts)))
+    return lines
 
 
 def _gist(call, result, say):
     """One line of a result: what its tool's declaration says, or the start of its JSON."""
     if "error" in result:
         return say("cli.error", error=str(result["error"])[:120])
-    return _told(call.tool.gist if call.tool else None, result, 120)
+    return _told(call.tool.gist if call.tool else None, returned(result), 120)
 
 
 def _told(gist, values, limit=None):
@@ -91,11 +116,20 @@ def _shown(toolset, name, values, say):
     """What a proposal states: its tool's gist when the tool also describes its proposals (a gist is
     written for receipts), else each stated value; never a value the proposal does not have."""
     tool = toolset.tool(name) if name else None
+    if not isinstance(values, dict):                 # a receipt that is no JSON object (a string, a list)
+        return _told(tool.gist if tool else None, values, 300)
     shown = {k: v for k, v in values.items() if k not in ("tool", "why") and v is not None}
     if tool and tool.gist and tool.describe:
         return _told(tool.gist, shown)
-    return ", ".join(f"{k}={_long(v, say)}" if isinstance(v, (str, int, float)) else
-                     f"{k}={_long(json.dumps(v, ensure_ascii=False), say)}" for k, v in shown.items())
+    return ", ".join(_item(k, v, say) for k, v in shown.items())
+
+
+def _item(key, value, say):
+    """One stated value; a list item by item (key[1]=..., key[2]=...), so that each element is seen."""
+    if isinstance(value, list) and value:
+        return ", ".join(_item(f"{key}[{i}]", v, say) for i, v in enumerate(value, 1))
+    return f"{key}={_long(value, say)}" if isinstance(value, (str, int, float)) else \
+        f"{key}={_long(json.dumps(value, ensure_ascii=False), say)}"
 
 
 def _long(value, say, limit=SHOWN_MAX):
@@ -107,27 +141,32 @@ def _long(value, say, limit=SHOWN_MAX):
     return say("cli.cut_value", head=text[:limit], size=len(text))
 
 
-def summary(r, seconds, toolset, more=""):
-    """How the run ended, and what the user can do next (`more`: options the next command needs)."""
+def summary(r, seconds, toolset, more="", cmd="handloop"):
+    """How the run ended, and what the user can do next: the command as the user ran it (`cmd`: `handloop`,
+    `python -m handloop`, `python agent.py`) with the options the next command needs (`more`)."""
     say = r.say
     where = say("cli.audit_file", path=r.path)
     head = say("cli.head", run_id=r.run_id, turns=r.turn, tokens=r.memory.used_tokens, seconds=seconds)
     if r.status == "suspended" and r.reason in ("awaiting_confirmation", "confirmed_no_write"):
         print("\n" + say("cli.wait_confirm", head=head, proposal=_proposal_lines(r, toolset), run_id=r.run_id + more,
-                         confirm=r.agent.confirm[0], where=where))
+                         confirm=r.agent.confirm[0], where=where, cmd=cmd))
     elif r.status == "suspended":
-        print("\n" + say("cli.wait_reply", head=head, run_id=r.run_id + more, where=where))
+        print("\n" + say("cli.wait_reply", head=head, run_id=r.run_id + more, where=where, cmd=cmd))
     elif r.status == "done":
         made = say("list.sep").join(say("cli.made", tool=w["tool"], shown=_shown(toolset, w["tool"], w["receipt"], say))
                                     for w in r.memory.writes) or (say("cli.no_write") if r.memory.writable else "")
         print("\n" + say("cli.done", head=head, made=made, where=where))
     elif r.status == "stopped":
-        print("\n" + say("cli.stopped", reason=r.reason, detail=r.detail, head=head, where=where))
+        from ..runs import RESUMABLE_STOPS          # here: --check, which imports this module, needs no run machinery
+        resumable = r.reason in RESUMABLE_STOPS and r.reason != "interrupted"
+        print("\n" + say("cli.stopped_resume" if resumable else "cli.stopped", reason=r.reason, detail=r.detail,
+                          head=head, where=where, run_id=r.run_id + more, cmd=cmd))
     elif r.reason == "internal":
-        print("\n" + say("cli.internal", detail=r.detail, head=head, run_id=r.run_id + more, where=where), file=sys.stderr)
-    else:
-        print("\n" + say("cli.failed", reason=r.reason, detail=r.detail, head=head, run_id=r.run_id + more, where=where),
+        print("\n" + say("cli.internal", detail=r.detail, head=head, run_id=r.run_id + more, where=where, cmd=cmd),
               file=sys.stderr)
+    else:
+        print("\n" + say("cli.failed", reason=r.reason, detail=r.detail, head=head, run_id=r.run_id + more, where=where,
+                          cmd=cmd), file=sys.stderr)
 
 
 def traced(stretch, say):

@@ -37,6 +37,8 @@ def load_file(path):
     try:
         _Beside.of(os.path.dirname(path))
         spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:        # a name no import machinery loads (not .py)
+            raise ValueError("not a Python source file (.py)")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     except ValueError as exc:                          # a declaration mistake: names the tool and the field

@@ -175,7 +175,7 @@ def on_temporal(args, how, run_id, audit_dir, agent, policy):
             print(say("cli.user", text=args.reply[0] if args.reply else r.agent.confirm[0]))
         if r.answer:                             # the turns were the workers': the model's last words
             print("   " + say("cli.answer", text=r.answer.replace("\n", "\n   ")))
-        summary(r, time.perf_counter() - started, toolset, " --temporal")
+        summary(r, time.perf_counter() - started, toolset, " --temporal", cmd=getattr(args, "prog", "handloop"))
     finally:
         toolset.close()
     traced(stretch, say)

@@ -12,10 +12,11 @@ from .. import texts
 from .exits import error_line
 
 
-def run(target, audit_dir, named=None):
-    """Write the view of run `target` (empty: the latest) in `audit_dir`; the exit code."""
+def run(target, audit_dir, named=None, cmd="handloop"):
+    """Write the view of run `target` (empty: the latest) in `audit_dir`; the exit code. `cmd`: the command as the
+    user ran it (a hint repeats it)."""
     try:
-        run_id = audit.check_run_id(target or audit.latest_run_id(audit_dir))
+        run_id = audit.check_run_id(target or audit.latest_run_id(audit_dir, cmd))
         snap = audit.load(audit.path_for(audit_dir, run_id))
     except audit.AuditError as exc:
         print(error_line(exc, named), file=sys.stderr)

@@ -11,6 +11,7 @@ Messages the loop itself sends (user messages named "loop") are not the user's r
 """
 import json
 import re
+from typing import Any
 
 CONFIRM = "确认"
 ALIASES = {"西安": ["西安", "Xi'an"], "北京": ["北京", "Beijing"], "上海": ["上海", "Shanghai"]}
@@ -41,7 +42,7 @@ class Conversation:
     """What the conversation holds: the goal, each tool call with its result, the user replies."""
 
     def __init__(self, messages):
-        self.goal, self.events, self.turn, calls = "", [], 0, {}
+        self.goal, self.events, self.turn, calls = "", list[dict[str, Any]](), 0, {}
         self.memory = read_memory(next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), ""))
         for message in messages:
             role = message.get("role")

@@ -8,8 +8,8 @@ Data: offline and deterministic by default; Open-Meteo over HTTP with AGENT_MCP_
 """
 import datetime
 import json
-import re
 import sys
+from typing import Any
 
 from .. import config
 from ..values import validate
@@ -20,7 +20,7 @@ from ..mcp_tools import LEGACY_VERSIONS, MODERN_VERSION, ToolFailed, strict_load
 SERVER_INFO = {"name": "hotel-agent-weather", "version": "1.0"}
 FORECAST_START = datetime.date(2026, 9, 28)
 # the offline gazetteer: the Chinese cities' forecasts are the local demo's (tools.py), day by day
-PLACES = [
+PLACES: list[dict[str, Any]] = [
     {"name": "西安", "aliases": ("西安", "西安市", "xi'an", "xi’an", "xian", "xi an"), "latitude": 34.2583,
      "longitude": 108.9286, "timezone": "Asia/Shanghai", "country": "中国",
      "days": [("clear", 25, 15), ("cloudy", 23, 14), ("clear", 24, 15), ("rain", 19, 14),

@@ -118,9 +118,9 @@ async def start(address, queue, start_input, started=None):
     from temporalio.exceptions import WorkflowAlreadyStartedError
     client = await connect(address)
     run_id = start_input["run_id"]
-    operation = WithStartWorkflowOperation(WORKFLOW, start_input, id=run_id, task_queue=queue,
-                                           id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                                           id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
+    operation: WithStartWorkflowOperation[AgentRun, dict] = WithStartWorkflowOperation(
+        WORKFLOW, start_input, id=run_id, task_queue=queue, id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
     sending = asyncio.ensure_future(client.start_update_with_start_workflow(
         AgentRun.settle, start_workflow_operation=operation, wait_for_stage=WorkflowUpdateStage.ACCEPTED))
     try:

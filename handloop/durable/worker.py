@@ -43,6 +43,7 @@ from .. import texts
 from .workflow import AgentRun, digest, pack, runner, unpack
 from .client import connect
 from ..model import ModelError
+from ..values import wrapped
 
 STICKY = 5.0               # seconds a workflow task waits for the worker that has the run cached
 INLINE = 256 * 1024        # a snapshot up to this many characters goes to a workflow inline, else as a checkpoint
@@ -216,7 +217,8 @@ class Activities:
             if attempt > 1 and call.kind == "write" and call.args is not None:
                 receipt = toolset.reconcile(call)     # an attempt before this one may have written: its key decides
                 if receipt is not None:
-                    return dataclasses.asdict(executor.settle(dict(receipt, reconciled=True), None, request["limit"], say))
+                    return dataclasses.asdict(executor.settle(dict(wrapped(receipt), reconciled=True), None,
+                                                                  request["limit"], say))
             outcome = executor.execute(Seen(say, request["plan"], request.get("done", ())), [call], toolset, limit=request["limit"])[call.id]
             return dataclasses.asdict(outcome)
         finally:

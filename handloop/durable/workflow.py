@@ -44,6 +44,7 @@ import asyncio
 import datetime
 import hashlib
 import json
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -160,8 +161,9 @@ class World:
         self.ref = {"run_id": r.run_id, "audit_dir": start["audit_dir"], "mode": r.mode, "agent": r.declared,
                     "visible": r.policy.tools, "offline": start.get("offline", False), "model": start.get("model")}
         beat = datetime.timedelta(seconds=start["limits"]["heartbeat"])
-        self.options = {"heartbeat_timeout": beat,
-                        "retry_policy": RetryPolicy(initial_interval=datetime.timedelta(seconds=1), maximum_attempts=5)}
+        self.options: dict[str, Any] = {"heartbeat_timeout": beat,
+                                        "retry_policy": RetryPolicy(initial_interval=datetime.timedelta(seconds=1),
+                                                                    maximum_attempts=5)}
 
     async def ask(self, effect):
         """The model's reply to effect.outgoing, asked by the ask activity, which assembles that request
@@ -414,7 +416,7 @@ class AgentRun:
         if not start.get("open"):
             await drive(loop.turns(r, toolset), world)
         while True:
-            self._settle()
+            self._settle(r)
             self.working = False
             if r.status in FINAL and not (r.status == "stopped" and r.reason in runs.RESUMABLE_STOPS):
                 await workflow.wait_condition(workflow.all_handlers_finished)
@@ -427,8 +429,7 @@ class AgentRun:
                 await world.flush()
             await drive(loop.turns(r, toolset), world)
 
-    def _settle(self):
-        r = self.r
+    def _settle(self, r):
         self.state = {"run_id": r.run_id, "status": r.status, "reason": r.reason, "detail": r.detail,
                       "turn": r.turn, "tokens": r.memory.used_tokens, "path": r.path}
         self.settled += 1

@@ -30,6 +30,7 @@ def write_after_confirmation(t):
     faults, doubts, fine = sort_judged(results)
     spoken, w = t.spoken, said_tools(t.agent.writes)
     last = t.messages[spoken[-1]] if spoken else {}
+    waiting: Said | str
     if state["proposal"] is None and state["withdrawn"] and state["withdrawn"][2] == "rejected":
         turn, reply, _, name = state["withdrawn"]
         waiting = Said("write.rejected_waiting", turn=turn, name=name, reply=reply, what=w)
@@ -52,7 +53,7 @@ def _walk(t):
         if message["role"] == "user" and not message["loop"]:
             _user_reply(t, state, pos, message["text"])
         elif message["role"] == "assistant":
-            calls, seen = t.calls_at.get(pos, []), {}
+            calls, seen = t.calls_at.get(pos, []), dict[tuple, tuple]()
             for call in calls:                      # the writes that took effect, each using what authorised it
                 if call.write and call.status in ("ok", "unanswered"):
                     twin = seen.get((call.name, _key(call.args)))     # the same write again in one turn: one write
@@ -137,7 +138,7 @@ def _user_reply(t, state, pos, text):
                                              old["tool"] if old else None, ids, choices), said=ask["text"]),
                      answer=None, withdrawn=None, loose=None, used=None, spent=None)
     proposal = state["proposal"]
-    kind = classify_reply(text, *(_named(t, proposal) if proposal else ((), ())), confirms=t.agent.confirms)
+    kind = classify_reply(text, *(_named(t, proposal) if proposal else (set(), set())), confirms=t.agent.confirms)
     if ask and not ask["booking"]:                  # an answer to a text that did not speak of the write
         if proposal is None:
             if kind == "confirm":
@@ -199,20 +200,18 @@ def _states(t, pos):
 
 def _offered(t, pos, text):
     """The agent's writes a proposal in words states, read with the records before messages[pos]."""
-    plain = words.plain(text)
-    done = t.done_ids(pos)
-    return [w for w in t.agent.writes
-            if stated.offers(plain, t.agent.tool(w), t.records(pos), t.ids_before(pos), done)]
+    return stated.offered(words.plain(text), {w: t.agent.tool(w) for w in t.agent.writes}, t.records(pos),
+                          t.ids_before(pos), t.done_ids(pos))
 
 
-def _named(t, proposal):
+def _named(t, proposal) -> tuple[set[str], set[str]]:
     """The ids and choice values a proposal showed the user: its arguments (the declared id and choice effect
     arguments of its write, or of every write for a proposal in words) and what its text named."""
     args = proposal["args"] if isinstance(proposal["args"], dict) else {}
     writes = [proposal["tool"]] if proposal["tool"] in t.agent.writes else t.agent.writes
     id_args = {arg for w in writes for arg, _ in t.agent.ids(w)}
     choice_args = {arg for w in writes for arg in t.agent.choices(w)}
-    ids = set(proposal["ids"]) | {str(args[a]) for a in id_args if args.get(a) is not None}
+    ids = set(proposal["ids"]) | {str(e) for a in id_args if args.get(a) is not None for e in stated.elements(args[a])}
     choices = set(proposal["choices"]) | {str(args[a]) for a in choice_args if args.get(a) is not None}
     return ids, choices
 
@@ -282,7 +281,8 @@ def _differs(t, call, proposal):
     if not args and proposal.get("said"):        # words: what they bound and stated, as the guards read it
         wrong += _unsaid(t, call, words.plain(proposal["said"]))
     for key in dict.fromkeys(arg for arg, _ in t.agent.ids(call.name)):
-        if proposal["ids"] and str(call.arg(key)) not in proposal["ids"] and key not in args:
+        if proposal["ids"] and key not in args and \
+                any(str(e) not in proposal["ids"] for e in stated.elements(call.arg(key))):
             wrong.append(Said("differs.shown", what=said_args([key]), shown=Joined(sorted(proposal["ids"])), value=call.arg(key)))
     choices = {r.lower() for r in proposal["choices"]}
     for key in t.agent.choices(call.name):
@@ -324,7 +324,7 @@ def _unbound(t, call, proposal):
     offer = words.plain(proposal.get("offer") or "")
     said = [words.plain(m["text"]) for m in t.messages[:call.pos] if m["role"] == "user" and not m["loop"]]
     missing = stated.unstated(call.args, decl, offer, said, records, t.ids_before(call.pos), t.done_ids(call.pos))
-    loose = stated.unbound(call.args, decl, records, lambda arg, value: words.names_in(offer, str(value)))
+    loose = stated.unbound(call.args, decl, records, lambda arg, value: stated.names_value(offer, value))
     loose += [a for a in stated.unstated_free(call.args, decl, offer, said) if a not in loose]
     wrong += [Said("differs.unstated", key=k, value=call.arg(k)) for k in missing]
     wrong += [Said("differs.unbound", key=k, value=call.arg(k)) for k in loose if k not in missing]

@@ -76,19 +76,24 @@ class Declaration:
                 if isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e)]
 
     def sources(self, name):
-        """[{"args", "tool", "fields", "near"}] of a tool: where its arguments must come from."""
+        """[{"args", "tool", "fields", "path", "near"}, with "any": its alternatives] of a tool: where its arguments
+        must come from (texts/stated.py reads them: argument paths, a record's key "*", alternatives). A source
+        whose recorded alternatives do not read keeps itself (its first one): never a wider permission."""
         found = []
-        for s in _list(self.tools.get(name, {}).get("sources")):
-            if isinstance(s, dict) and isinstance(s.get("tool"), str) and _list(s.get("args")) and \
-                    len(_list(s.get("args"))) == len(_list(s.get("fields"))):
-                found.append({"args": [str(a) for a in s["args"]], "tool": tool_name(s["tool"]),
-                              "fields": [str(f) for f in s["fields"]], "near": s.get("near") is True})
+        for s in stated.sources(self.tool(name)):
+            source = _source(s)
+            options = [_source(o) for o in stated.options(s) if o is not s]
+            if options:
+                source["any"] = options
+            found.append(source)
         return found
 
     def ids(self, name):
-        """The id arguments of a write with the (tool, field) its sources take them from."""
-        return [(arg, (s["tool"], s["fields"][s["args"].index(arg)])) for arg, how in self.effect(name)
-                if how == "id" for s in self.sources(name) if arg in s["args"]]
+        """The id arguments of a write with the (tool, field, path) its sources take them from (each alternative's;
+        "item_ids[]" for the elements of a list argument)."""
+        return [(arg, (o["tool"], o["fields"][o["args"].index(a)], o["path"])) for arg, how in self.effect(name)
+                if how == "id" for s in self.sources(name) for o in stated.options(s) for a in (arg, arg + "[]")
+                if a in o["args"]]
 
     def choices(self, name):
         """The choice arguments of a write whose values the judge can read in a text: those whose values the
@@ -108,6 +113,12 @@ class Declaration:
     def confirms(self, text):
         given = " ".join(str(text).split()).casefold()
         return any(given == " ".join(c.split()).casefold() for c in self.confirm)
+
+
+def _source(s):
+    """One recorded source, as the rules read it."""
+    return {"args": [str(a) for a in s["args"]], "tool": tool_name(s["tool"]), "fields": [str(f) for f in s["fields"]],
+            "path": s.get("path") if isinstance(s.get("path"), str) else "", "near": s.get("near") is True}
 
 
 def _list(value):

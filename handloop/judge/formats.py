@@ -3,8 +3,10 @@
 Invariants: imports no project module (config included) but the judge's catalogue judge/texts.py (its errors and
 notes are Said, said in the judged agent's language); reads, never writes; knows the shapes, never what the
 messages mean (that is judge/transcripts.py). Each item's shape is detected on its own; a file that is missing,
-unreadable or not a transcript, an item of no known shape, and a content block type or part kind no format has
-all raise Unreadable with the reason: no shape is read as another.
+unreadable or not a transcript, an item of no known shape, a content block type or part kind no format has, and a
+field a reader uses whose type is wrong (the shapes below: checked where the file is read, never read as absent)
+all raise Unreadable with the reason, naming the field: no shape is read as another. An OTLP trace file may hold
+several conversations: read_all gives each (read, the first).
 
 Input shapes, detected item by item: this project's audit snapshot (a JSON object with
 `messages`), any JSON object with `messages`, a bare JSON array, or JSONL (one item a line), whose
@@ -28,8 +30,9 @@ The normalised messages, in the file's order (what judge/transcripts.py reads):
   tool's place ('reject', 'respond') or the run was cut off ('unknown').
 """
 import json
+import math
 
-from .texts import Said
+from .texts import Joined, Said
 
 FORMATS = ("chat", "responses", "langchain", "anthropic", "pydantic_ai", "otlp")   # their names: check_texts "format.*"
 CHAT_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "tool": "tool",
@@ -61,14 +64,182 @@ class Unreadable(Exception):
     """A file that is missing, unreadable or not a transcript; its message is a Said (catalogue.told says it)."""
 
 
+# ---- shapes: the fields the readers below use, checked where the file is read ----
+# A shape is a kind ("text", "flag", "count", "number", "double", "id", "any", "otlp_value"), ("null", shape): null
+# or that shape, [shape]: a list of it, ("table", shape): an object whose every value has it, {field: shape}: an
+# object whose fields have theirs (a field whose name ends in "?" may be absent; any other field is not read), or
+# ("by", field, {value: shape}): an object whose shape is the one its field's value names (any object otherwise).
+KINDS = {"text": lambda v: isinstance(v, str), "flag": lambda v: isinstance(v, bool),
+         "count": lambda v: isinstance(v, int) and not isinstance(v, bool),
+         "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+         "double": lambda v: isinstance(v, (int, float, str)) and not isinstance(v, bool),    # "NaN" in proto JSON
+         "id": lambda v: isinstance(v, str) or isinstance(v, int) and not isinstance(v, bool),
+         "any": lambda v: True}
+
+
+class _Damaged(Exception):
+    """A field that does not have its shape: (where, what it must be: a Said, or None when it is missing). read_all
+    says it as Unreadable naming the file and the field."""
+
+
+def _check(value, shape, where):
+    """_Damaged naming the field when `value` (at `where`) does not have `shape`."""
+    found = _wrong(value, shape, where)
+    if found:
+        raise _Damaged(*found)
+
+
+def _damaged(exc, path):
+    where, expected = exc.args
+    return Unreadable(Said("file.missing_field", path=path, field=_field(where)) if expected is None else
+                      Said("file.bad_field", path=path, field=_field(where), expected=expected))
+
+
+def _wrong(value, shape, where):
+    """(where, what it must be: a Said, None when it is missing) of the first part of `value` that does not have
+    `shape`; None when all of it does."""
+    if isinstance(shape, str):
+        if shape in SPECIAL:
+            return SPECIAL[shape](value, where)
+        return None if KINDS[shape](value) else (where, Said(f"shape.{shape}"))
+    if isinstance(shape, tuple) and shape[0] == "by":       # ("by", field, {its value: shape}[, otherwise])
+        field, table, otherwise = shape[1], shape[2], shape[3] if len(shape) > 3 else {}
+        chosen = table.get(value[field]) if isinstance(value, dict) and isinstance(value.get(field), str) else None
+        return _wrong(value, chosen if chosen is not None else otherwise, where)
+    if isinstance(shape, tuple) and shape[0] == "null":
+        found = None if value is None else _wrong(value, shape[1], where)
+        return (where, Said("shape.or_null", expected=found[1])) if found and found[0] == where and found[1] else found
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return where, Said("shape.list")
+        return next(filter(None, (_wrong(item, shape[0], (*where, i)) for i, item in enumerate(value))), None)
+    if not isinstance(value, dict):
+        return where, Said("shape.object")
+    if isinstance(shape, tuple):                    # ("table", shape)
+        return next(filter(None, (_wrong(item, shape[1], (*where, key)) for key, item in value.items())), None)
+    for name, inner in shape.items():
+        key = name.rstrip("?")
+        if key not in value:
+            if not name.endswith("?"):
+                return (*where, key), None
+            continue
+        found = _wrong(value[key], inner, (*where, key))
+        if found:
+            return found
+    return None
+
+
+def _wrong_value(value, where):
+    """An OTLP AnyValue: an object holding one of its kinds (an array's and a key/value list's values, in turn)."""
+    if isinstance(value, dict) and "arrayValue" in value:
+        return _wrong(value["arrayValue"], ("null", {"values?": ("null", ["otlp_value"])}), (*where, "arrayValue"))
+    if isinstance(value, dict) and "kvlistValue" in value:
+        return _wrong(value["kvlistValue"], ("null", {"values?": ("null", [OTLP_KEY_VALUE])}), (*where, "kvlistValue"))
+    return _wrong(value, OTLP_SCALAR, where)
+
+
+def _wrong_content(value, where):
+    """A message's content: text, null, or a list of parts (text, or objects: a text part's text is text, a tool
+    block's name is text)."""
+    if value is None or isinstance(value, str):
+        return None
+    if not isinstance(value, list):
+        return where, Said("shape.content")
+    for index, part in enumerate(value):
+        found = None if isinstance(part, str) else _wrong(part, CONTENT_PART, (*where, index)) \
+            if isinstance(part, dict) else ((*where, index), Said("shape.part"))
+        if found:
+            return found
+    return None
+
+
+def _wrong_call(value, where):
+    """A tool call in a message: OpenAI's {id, function: {name, arguments}}, or {name, args, id} (LangChain),
+    or an Anthropic tool_use block; its name is text."""
+    if isinstance(value, dict) and "function" in value:
+        return _wrong(value, {"id?": ("null", "id"), "function": {"name": "text"}}, where)
+    return _wrong(value, {"id?": ("null", "id"), "call_id?": ("null", "id"), "name": "text"}, where)
+
+
+def _field(where):
+    """A field's place as an error names it: resourceSpans[0].scopeSpans[0].spans[3].attributes[2].value, with the
+    item of a JSONL file or the message of a span said in words before what follows."""
+    pieces: list[Said | str] = [] if where and isinstance(where[0], Said) else [Said("field.plain")]
+    text = ""
+    for key in where:
+        if isinstance(key, Said):
+            pieces += [text, key] if text else [key]
+            text = ""
+        else:
+            text += f"[{key}]" if isinstance(key, int) else (f".{key}" if text else str(key))
+    return Joined([*pieces, text] if text else pieces, sep=None)
+
+
+SPECIAL = {"otlp_value": _wrong_value, "content": _wrong_content, "call": _wrong_call}
+CALLS = ("null", ["call"])
+ID = ("null", "id")
+TOOL_BLOCK = {"id?": ID, "name": "text"}
+CONTENT_PART = ("by", "type", {"text": {"text": "text"}, "tool_use": TOOL_BLOCK, "mcp_tool_use": TOOL_BLOCK,
+                               "server_tool_use": TOOL_BLOCK, "tool_result": {"tool_use_id?": ID},
+                               "mcp_tool_result": {"tool_use_id?": ID}}, {"text?": ("null", "text")})
+SAID = {"content?": "content", "name?": ("null", "text"), "tool_calls?": CALLS}
+ROLE_DICT = ("by", "role", {"tool": {"tool_call_id?": ID}, "function": {"tool_call_id?": ID}}, SAID)
+LANGCHAIN_DATA = {**SAID, "additional_kwargs?": ("null", {"tool_calls?": CALLS}),
+                  "invalid_tool_calls?": ("null", ["any"])}
+LANGCHAIN_TOOL = {"tool_call_id?": ID}
+RESPONSES_ITEM = ("by", "type", {"message": {"content?": "content"},
+                                 "function_call": {"call_id?": ID, "id?": ID, "name": "text"},
+                                 "custom_tool_call": {"call_id?": ID, "id?": ID, "name": "text"},
+                                 "function_call_output": {"call_id?": ID},
+                                 "custom_tool_call_output": {"call_id?": ID},
+                                 "mcp_call": {"id?": ID, "name": "text"}})
+ANTHROPIC_ITEM = {"content?": "content", "name?": ("null", "text")}
+PYDANTIC_PART = ("by", "part_kind", {"text": {"content?": ("null", "text")},
+                                     "tool-call": {"tool_name": "text", "tool_call_id?": ID},
+                                     "system-prompt": {"content?": "content"}, "user-prompt": {"content?": "content"},
+                                     "tool-return": {"tool_call_id?": ID, "outcome?": ("null", "text")},
+                                     "retry-prompt": {"tool_name?": ("null", "text"), "tool_call_id?": ID}})
+OTLP_KEY_VALUE = {"key": "text", "value?": ("null", "otlp_value")}
+OTLP_SCALAR = {"stringValue?": ("null", "text"), "boolValue?": ("null", "flag"), "intValue?": ("null", "id"),
+               "doubleValue?": ("null", "double"), "bytesValue?": ("null", "text")}
+OTLP_ATTRIBUTES = ("null", [OTLP_KEY_VALUE])
+OTLP_SPAN = {"traceId?": ("null", "text"), "attributes?": OTLP_ATTRIBUTES,
+             "events?": ("null", [{"name?": ("null", "text"), "attributes?": OTLP_ATTRIBUTES}])}
+OTLP_REQUEST = {"resourceSpans": [{"scopeSpans?": ("null", [{"spans?": ("null", [OTLP_SPAN])}])}]}
+SEMCONV_MESSAGE = {"role?": ("null", "text"), "name?": ("null", "text"), "parts?": ("null", [("by", "type", {
+    "text": {"content?": ("null", "text")}, "tool_call": {"id?": ("null", "id"), "name?": ("null", "text")},
+    "tool_call_response": {"id?": ("null", "id")}})])}
+DECLARED_TOOL = {"kind?": ("null", "text"), "requires?": ("null", ["text"]), "effect?": ("null", [["text"]]),
+                 "sources?": ("null", [{"args?": ("null", ["text"]), "tool?": ("null", "text"),
+                                        "fields?": ("null", ["text"]), "path?": ("null", "text"),
+                                        "near?": ("null", "flag")}]),
+                 "choices?": ("null", ("table", ("table", ["text"]))), "units?": ("null", ("table", ["text"]))}
+DECLARATION = {"name?": ("null", "text"), "confirm?": ("null", ["text"]), "language?": ("null", "text"),
+               "planning?": ("null", "flag"), "checks?": ("null", ["text"]), "tools": ("table", DECLARED_TOOL)}
+
+
 # ---- the file ----
 def read(path):
     """The transcript in `path` as (normalised messages, what the file says of itself, format, container,
-    notes); Unreadable with a clear message otherwise."""
+    notes): its first conversation (read_all gives every one); Unreadable with a clear message otherwise."""
+    return read_all(path)[0]
+
+
+def read_all(path):
+    """Every conversation the file in `path` holds, each as read() gives one: a trace file may hold several (one per
+    conversation id, else per trace), any other file holds one. Unreadable with a clear message otherwise (a field
+    of the wrong type: naming the file and the field)."""
+    try:
+        return _read_all(path)
+    except _Damaged as exc:
+        raise _damaged(exc, path) from None
+
+
+def _read_all(path):
     data, container = _read_file(path)
-    if _otlp_requests(data):
-        messages, meta = _from_otlp(_otlp_requests(data), path)
-        return messages, meta, "otlp", "otlp", []
+    requests = _otlp_requests(data)
+    if requests:
+        return [(messages, meta, "otlp", "otlp", []) for messages, meta in _from_otlp(requests, path, container)]
     meta = {}
     if isinstance(data, list):
         items = data
@@ -77,6 +248,8 @@ def read(path):
         container = "snapshot" if "version" in data and "run_id" in data else "object"
     else:
         raise Unreadable(Said("file.not_transcript", path=path, shapes=Said("file.shapes")))
+    if container == "snapshot" and isinstance(meta.get("agent"), dict) and isinstance(meta["agent"].get("tools"), dict):
+        _check(meta["agent"], DECLARATION, ("agent",))
     try:
         messages, formats, skipped = normalise(items)
     except Unreadable as exc:
@@ -88,7 +261,7 @@ def read(path):
     notes = [Said("note.skipped", count=n, kind=kind) for kind, n in skipped.items() if kind != "reasoning"]
     meta = dict({k: meta[k] for k in ("run_id", "status", "mode") if isinstance(meta.get(k), str)},
                 **({"agent": meta["agent"]} if isinstance(meta.get("agent"), dict) else {}))
-    return messages, meta, fmt, container, notes
+    return [(messages, meta, fmt, container, notes)]
 
 
 def _read_file(path):
@@ -126,7 +299,8 @@ def _read_file(path):
 # ---- its items: every shape into normalised messages ----
 def normalise(items):
     """Items of any supported shape → (messages, formats, skipped item types)."""
-    messages, formats, skipped = [], set(), {}
+    messages: list[dict] = []
+    formats, skipped = set(), dict[str, int]()
     for index, item in enumerate(items):
         fmt, found = _item(item, index)
         formats.add(fmt)
@@ -151,18 +325,25 @@ def _item(item, index):
         kind = item.get("type")
         data = item["data"] if isinstance(item.get("data"), dict) else item
         _known_blocks(data.get("content"), index)
+        at = (Said("field.item", index=index + 1),)
         if item.get("kind") in ("request", "response") and isinstance(item.get("parts"), list):
+            _check(item["parts"], [PYDANTIC_PART], (*at, "parts"))
             found = _from_pydantic_ai(item, index)
         elif isinstance(kind, str) and kind:
             role = _lc_type(kind)
             if role != "":
+                _check(data, LANGCHAIN_TOOL if role == "tool" else LANGCHAIN_DATA, (*at, "data") if data is not item
+                       else at)
                 found = _from_langchain(item, role)
             elif kind == "message" and _anthropic_blocks(item.get("content")) or \
                     kind == "message" and "stop_reason" in item:            # a dumped Anthropic response
+                _check(item, ANTHROPIC_ITEM, at)
                 found = _from_anthropic(item, CHAT_ROLES.get(str(item.get("role")), "assistant"))
             else:
+                _check(item, RESPONSES_ITEM, at)
                 found = _from_responses(item, kind)
         elif "role" in item:
+            _check(item, ROLE_DICT, at)
             found = _from_role_dict(item)
     if found is None:
         what = Said("item.what_type", kind=item.get("type")) if isinstance(item, dict) and \
@@ -363,34 +544,61 @@ def _otlp_requests(data):
     return []
 
 
-def _from_otlp(requests, path):
-    """(normalised messages, meta) of the longest conversation a span of these export requests holds."""
-    best, meta = [], {}
-    for span in _otlp_spans(requests):
-        attributes = _otlp_attributes(span.get("attributes"))
-        for conversation in (_span_messages(attributes), _event_messages(span.get("events"))):
-            if len(conversation) > len(best):
-                best = conversation
-                conversation_id = attributes.get("gen_ai.conversation.id")
-                meta = {"run_id": conversation_id} if isinstance(conversation_id, str) else {}
+def _from_otlp(requests, path, container):
+    """[(normalised messages, meta)] of every conversation the spans of these export requests hold, in the order
+    they first appear: the spans of one conversation are those with its `gen_ai.conversation.id` (a span without
+    one belongs to the conversation its trace names, when its trace names exactly one; else to its trace), and its
+    messages are the longest conversation one of its spans holds (each chat span carries the history so far); its
+    meta's `agent_name` is the one gen_ai.agent.name its spans give, if they give one."""
+    at = (lambda i: (Said("field.item", index=i + 1),)) if container == "jsonl" else (lambda i: ())
+    for index, request in enumerate(requests):
+        _check(request, OTLP_REQUEST, at(index))
+    spans = [(where, span, _otlp_attributes(span.get("attributes"))) for where, span in _otlp_spans(requests, at)]
+    named: dict[str, set[str]] = {}             # trace id -> the conversation ids its spans carry
+    for _, span, attributes in spans:
+        if _conversation_id(attributes):
+            named.setdefault(span.get("traceId"), set()).add(_conversation_id(attributes))
+    best: dict[tuple, tuple] = {}               # conversation -> (its longest messages, its id, where they are)
+    agents: dict[tuple, set[str]] = {}          # conversation -> the agent names its spans give
+    for where, span, attributes in spans:
+        conversation_id = _conversation_id(attributes)
+        if conversation_id is None and len(named.get(span.get("traceId"), ())) == 1:
+            conversation_id = next(iter(named[span.get("traceId")]))
+        key = ("conversation", conversation_id) if conversation_id else ("trace", span.get("traceId"))
+        name = attributes.get("gen_ai.agent.name")
+        if isinstance(name, str) and name:
+            agents.setdefault(key, set()).add(name)
+        for said, found in ((_span_messages(attributes), where), (_event_messages(span.get("events")), where)):
+            if len(said) > len(best.get(key, ((), None, None))[0]):
+                best[key] = (said, conversation_id, found)
     if not best:
         raise Unreadable(Said("file.otlp_no_messages", path=path))
-    try:
-        messages = [m for index, item in enumerate(best) for m in _from_semconv(item, index)]
-    except (AttributeError, TypeError, KeyError):
-        raise Unreadable(Said("file.otlp_bad_messages", path=path)) from None
-    if not any(m["role"] in ("user", "assistant") for m in messages):
+    conversations = []
+    for key, (said, conversation_id, where) in best.items():
+        for index, item in enumerate(said):
+            _check(item, SEMCONV_MESSAGE, (*where, Said("field.message", index=index + 1)))
+        messages = [m for index, item in enumerate(said) for m in _from_semconv(item, index)]
+        if any(m["role"] in ("user", "assistant") for m in messages):
+            named = agents.get(key, set())
+            conversations.append((messages, {**({"run_id": conversation_id} if conversation_id else {}),
+                                             **({"agent_name": next(iter(named))} if len(named) == 1 else {})}))
+    if not conversations:
         raise Unreadable(Said("file.no_said", path=path))
-    return messages, meta
+    return conversations
 
 
-def _otlp_spans(requests):
-    for request in requests:
-        for resource in request["resourceSpans"] if isinstance(request, dict) else ():
-            for scope in (resource.get("scopeSpans") or ()) if isinstance(resource, dict) else ():
-                for span in (scope.get("spans") or ()) if isinstance(scope, dict) else ():
-                    if isinstance(span, dict):
-                        yield span
+def _conversation_id(attributes):
+    value = attributes.get("gen_ai.conversation.id")
+    return value if isinstance(value, str) and value else None
+
+
+def _otlp_spans(requests, at):
+    """(where, span) of every span of the export requests (checked: OTLP_REQUEST)."""
+    for number, request in enumerate(requests):
+        for r, resource in enumerate(request["resourceSpans"]):
+            for c, scope in enumerate(resource.get("scopeSpans") or ()):
+                for i, span in enumerate(scope.get("spans") or ()):
+                    yield (*at(number), "resourceSpans", r, "scopeSpans", c, "spans", i), span
 
 
 def _otlp_attributes(raw):
@@ -433,7 +641,7 @@ def _event_messages(events):
     """The older form: one span event per message (gen_ai.user.message, gen_ai.choice, ...), as role and parts."""
     said = []
     for event in events or ():
-        role = EVENT_ROLES.get(event.get("name")) if isinstance(event, dict) else None
+        role = EVENT_ROLES.get(event.get("name", "")) if isinstance(event, dict) else None
         if role is None:
             continue
         a = _otlp_attributes(event.get("attributes"))
@@ -469,7 +677,7 @@ def _from_semconv(item, index):
     for part in parts:
         kind = part.get("type")
         if kind == "text":
-            texts.append(part.get("content") if isinstance(part.get("content"), str) else "")
+            texts.append(part["content"] if isinstance(part.get("content"), str) else "")
         elif kind == "tool_call":
             calls.append((part.get("id"), part.get("name"), part.get("arguments")))
         elif kind == "tool_call_response":

@@ -9,12 +9,13 @@ keys and placeholders (a test checks it), and no value of `EN` holds a CJK chara
 know is said in Chinese (language_of).
 """
 from ..texts import catalogue
-from ..texts.catalogue import CJK, LANGUAGES, Catalogue     # CJK: part of this API (check_texts.CJK)
+from ..texts.catalogue import CJK as CJK, LANGUAGES, Catalogue     # CJK: part of this API (check_texts.CJK)
 
 ZH = {
     # ---- separators ----
     "list.sep": "、",
     "sep.clauses": "；",
+    "sep.or": " 或 ",
     # ---- the checks and the verdicts ----
     "check.plan_first": "计划先行",
     "check.no_skipped_step": "不跳步",
@@ -106,6 +107,7 @@ ZH = {
     "call.unnamed": "（无名工具）",
     "note.agent_unreadable": "审计文件记录的 agent 读不出工具声明，按{whose}的声明评判",
     "note.whose_given": "给定的智能体",
+    "note.agent_named": "追踪的 span 写明智能体是 {name}，但没有给定（--agent FILE）或记录（审计目录里它的审计文件）它的声明：按 {judged} 的声明评判",
     "note.whose_xian": "西安智能体",
     "note.unanswered": "{call} 没有对应的工具结果（结果未知）",
     "note.bad_args": "{call} 的参数无法解析：{problem}",
@@ -147,7 +149,7 @@ ZH = {
     "file.bad_line": "{path} 无法读取或已损坏（JSONL 第 {line} 行不是完整的 JSON：{error}）",
     "file.empty": "{path} 没有任何消息，无从检查",
     "file.nested": "{path} 的 JSON 嵌套过深，无法检查",
-    "file.no_runs": "{audit_dir} 里还没有任何运行；先运行 python agent.py，或指定 RUN_ID/文件",
+    "file.no_runs": "{audit_dir} 里还没有任何运行；先运行 {cmd}，或指定 RUN_ID/文件",
     "item.unknown": "第 {index} 项不是可识别的消息（{what}）",
     "item.what_type": "类型 {kind!r}",
     "item.what_no_role": "没有 role 或 type",
@@ -155,10 +157,27 @@ ZH = {
     "item.no_part_kind": "第 {index} 项的 parts 里有没有 part_kind 的部分",
     "item.part_kind": "第 {index} 项有不认识的 part_kind {kind!r}",
     "item.block": "第 {index} 项的内容块类型 {kind!r} 不认识",
+    "file.bad_field": "{path} 无法检查：{field} 应为{expected}",
+    "file.missing_field": "{path} 无法检查：缺少{field}",
+    "field.plain": "字段 ",
+    "field.item": "第 {index} 项的字段 ",
+    "field.message": "，第 {index} 条 GenAI 消息的字段 ",
+    "shape.text": "字符串",
+    "shape.flag": " true 或 false",
+    "shape.count": "整数",
+    "shape.number": "有限的数",
+    "shape.double": "数",
+    "shape.id": "字符串或整数",
+    "shape.list": "列表",
+    "shape.object": "对象",
+    "shape.content": "字符串、内容块列表或 null",
+    "shape.part": "字符串或对象",
+    "shape.or_null": "{expected}或 null",
     # ---- the report ----
     "report.error": "错误：{error}",
     "report.unreadable": "✗ {error}",
     "report.header": "检查 {path}（{facts}）",
+    "report.conversation": "第 {index}/{count} 段对话",
     "report.facts_sep": " · ",
     "report.jsonl": "（JSONL）",
     "report.run": "运行 {run_id}",
@@ -190,6 +209,7 @@ EN = {
     # ---- separators ----
     "list.sep": ", ",
     "sep.clauses": "; ",
+    "sep.or": " or ",
     # ---- the checks and the verdicts ----
     "check.plan_first": "Plan first",
     "check.no_skipped_step": "No skipped step",
@@ -298,6 +318,8 @@ EN = {
     "note.agent_unreadable": "the agent the audit file records has no readable tool declarations; judged by {whose}'s "
                              "declarations",
     "note.whose_given": "the given agent",
+    "note.agent_named": "the trace's spans name the agent {name}, but no declaration of it is given (--agent FILE) or "
+                        "recorded (its audit file in the audit dir): judged by {judged}'s",
     "note.whose_xian": "the Xi'an agent",
     "note.unanswered": "{call} has no tool result (outcome unknown)",
     "note.bad_args": "{call}: the arguments cannot be parsed: {problem}",
@@ -341,7 +363,7 @@ EN = {
     "file.bad_line": "{path} cannot be read or is corrupt (JSONL line {line} is not complete JSON: {error})",
     "file.empty": "{path} holds no message: nothing to check",
     "file.nested": "{path}: the JSON is nested too deeply to check",
-    "file.no_runs": "{audit_dir} holds no run yet; run python agent.py first, or name a RUN_ID or a file",
+    "file.no_runs": "{audit_dir} holds no run yet; run {cmd} first, or name a RUN_ID or a file",
     "item.unknown": "item {index} is not a message of a known shape ({what})",
     "item.what_type": "type {kind!r}",
     "item.what_no_role": "no role or type",
@@ -349,10 +371,27 @@ EN = {
     "item.no_part_kind": "item {index} has a part without part_kind in its parts",
     "item.part_kind": "item {index} has an unknown part_kind {kind!r}",
     "item.block": "item {index} has an unknown content block type {kind!r}",
+    "file.bad_field": "{path} cannot be checked: {field} must be {expected}",
+    "file.missing_field": "{path} cannot be checked: {field} is missing",
+    "field.plain": "the field ",
+    "field.item": "item {index}'s field ",
+    "field.message": ", GenAI message {index}'s field ",
+    "shape.text": "text",
+    "shape.flag": "true or false",
+    "shape.count": "a whole number",
+    "shape.number": "a finite number",
+    "shape.double": "a number",
+    "shape.id": "text or a whole number",
+    "shape.list": "a list",
+    "shape.object": "an object",
+    "shape.content": "text, a list of content parts or null",
+    "shape.part": "text or an object",
+    "shape.or_null": "{expected} or null",
     # ---- the report ----
     "report.error": "error: {error}",
     "report.unreadable": "✗ {error}",
     "report.header": "check {path} ({facts})",
+    "report.conversation": "conversation {index} of {count}",
     "report.facts_sep": " · ",
     "report.jsonl": " (JSONL)",
     "report.run": "run {run_id}",

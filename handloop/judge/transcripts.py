@@ -51,7 +51,7 @@ import re
 from ..texts import stated, words
 from .texts import Said
 from .declaration import Declaration, declaration_of, readable, tool_name
-from .formats import read
+from .formats import read_all
 from .readings import choices_in, dicts_in, has_token, parse_arguments, read_result
 
 PLAN_TOOLS = ("set_plan", "mark_step")
@@ -66,12 +66,21 @@ DECLINED = re.compile(r"\bnot (been )?approved\b|(tool call|call|execution|tool 
 
 
 def load(path, agent=None):
-    """The conversation in `path`, judged as the agent its audit file records, else `agent` (a declaration as a
-    plain dict), else the Xi'an agent; Unreadable (judge/formats.py) with a clear message otherwise."""
-    messages, meta, fmt, container, notes = read(path)
-    if "agent" in meta and not readable(meta["agent"]):
-        notes.append(Said("note.agent_unreadable", whose=Said("note.whose_given" if readable(agent) else "note.whose_xian")))
-    return Transcript(messages, meta, fmt, container, notes, agent=declaration_of(meta, agent))
+    """The conversation in `path` (its first: load_all gives every one), judged as the agent its audit file records,
+    else `agent` (a declaration as a plain dict), else the Xi'an agent; Unreadable (judge/formats.py) with a clear
+    message otherwise."""
+    return load_all(path, agent)[0]
+
+
+def load_all(path, agent=None):
+    """Every conversation in `path` (a trace file may hold several), each a Transcript judged as load() says."""
+    found = []
+    for messages, meta, fmt, container, notes in read_all(path):
+        if "agent" in meta and not readable(meta["agent"]):
+            notes.append(Said("note.agent_unreadable",
+                              whose=Said("note.whose_given" if readable(agent) else "note.whose_xian")))
+        found.append(Transcript(messages, meta, fmt, container, notes, agent=declaration_of(meta, agent)))
+    return found
 
 
 # ---- the conversation: turns, calls, results, asks ----
@@ -111,7 +120,7 @@ class Call:
     @property
     def reply(self):
         """The human's words a decision carries (a rejection's reason, a `respond` text), trimmed."""
-        text = self.result.get("text") if isinstance(self.result.get("text"), str) else _flat(self._said())
+        text = self.result["text"] if isinstance(self.result.get("text"), str) else _flat(self._said())
         return text.strip()[:60]
 
     def arg(self, key):
@@ -144,8 +153,8 @@ class Transcript:
     def __init__(self, messages, meta, fmt, container, notes=(), agent=None):
         self.messages, self.meta, self.format, self.container = messages, meta, fmt, container
         self.agent = Declaration(agent if agent is not None else declaration_of(meta))
-        self.calls, self.notes, self.calls_at, self._before = [], list(notes), {}, {}
-        self.turns, waiting, self._own = 0, {}, self.strict
+        self.calls, self.notes, self.calls_at, self._before = list[Call](), list(notes), {}, {}
+        self.turns, waiting, self._own = 0, dict[str, Call](), self.strict
         for pos, message in enumerate(messages):
             self._read(pos, message, waiting)
         self.notes += [Said("note.unanswered", call=c.label) for c in waiting.values()]
@@ -209,12 +218,12 @@ class Transcript:
     def _asks(self):
         """{user message pos: the assistant answer without tool calls it replies to}. What that answer asks
         is read with every such answer since the user's previous message: the user saw them all."""
-        asks, last, seen = {}, None, []
+        asks, last, seen = {}, None, list[str]()
         for pos, message in enumerate(self.messages):
             if not self.speaks(pos):
                 continue
             if message["role"] == "user":
-                prev = self.messages[last] if last is not None else {}
+                prev: dict = self.messages[last] if last is not None else {}
                 if prev.get("role") == "assistant" and not prev["calls"] and prev["text"].strip():
                     text = "\n".join(seen)
                     asks[pos] = {"pos": last, "turn": prev["turn"], "text": text,
@@ -235,7 +244,7 @@ class Transcript:
         """The ids (with their names) the successful results before messages[pos] of the tools the writes' id
         arguments come from gave (_Named), folded once in order."""
         wanted = {src for w in self.agent.writes for _, src in self.agent.ids(w)}
-        tools = {tool for tool, _ in wanted}
+        tools = {src[0] for src in wanted}
         searches = [c for c in self.calls if c.status == "ok" and c.name in tools] if "named" not in self._before \
             else ()
         return self._prefix("named", searches, _Named, lambda named, search: named.add(search, wanted)).at(pos)
@@ -280,7 +289,8 @@ class Transcript:
         them reports those writes, it proposes none (texts/stated.py, as the run's memory reads it)."""
         calls = [c for c in self.calls if c.write and c.status == "ok"] if "done_ids" not in self._before else ()
         return self._prefix("done_ids", calls, set, lambda done, c: done.update(
-            str(c.arg(arg)) for arg, how in self.agent.effect(c.name) if how == "id" and c.arg(arg) is not None)).at(pos)
+            str(e) for arg, how in self.agent.effect(c.name) if how == "id" for e in stated.elements(c.arg(arg))
+            if e is not None)).at(pos)
 
     def ids_before(self, pos):
         """{id: name} of every `id`/`*_id` field the successful results before messages[pos] gave."""
@@ -350,9 +360,9 @@ class _Named:
         self.names, self.odd, self.by_name = {}, {}, {}     # by_name: {length: {name: {ids}}}
 
     def add(self, search, wanted):
-        fields = [field for tool, field in wanted if tool == search.name]
-        for node in dicts_in(search.result):
-            for field in fields:
+        for field, path in dict.fromkeys((f, p) for tool, f, p in sorted(wanted) if tool == search.name):
+            for node in dicts_in(search.result) + [r for r in stated.records_at(search.result, path)
+                                                   if isinstance(r, dict)]:
                 if isinstance(node.get(field), (str, int)):
                     name = node.get("name", node.get(field.rsplit("_", 1)[0] + "_name"))
                     self._put(str(node[field]), name if isinstance(name, str) else "")

@@ -6,7 +6,10 @@ offline and online runs take the same code path; like the real API it rejects (H
 API's own wording) a request whose tool calls are unanswered, answered out of order, or
 answered with no call; `respond(request)` decides every reply, faults included. Its message
 check is written apart from audit.pairing_problem on purpose: the fake API must not share a bug
-with the code it judges. A request with `stream: true` is answered with server-sent events
+with the code it judges. A `respond` that raises, or returns what is no reply (a dict), failed as code:
+the request is answered 500 and the failure kept, one line naming its file and line (values.told_at), for
+the client that serves an offline model through it (`take_failure`: model.offline_model raises it at once,
+never retried as the network's failure); nothing is printed. A request with `stream: true` is answered with server-sent events
 (chunked, as real servers send them) carrying the same reply; a reply's `_stream` options play
 the stream quirks of real providers (see STREAM), so every one of them can be tested.
 """
@@ -15,6 +18,8 @@ import json
 import socket
 import threading
 import time
+
+from ..values import defined_at, told_at
 
 # How a reply is streamed, and the providers' quirks a reply's "_stream" options can ask for.
 STREAM = {
@@ -52,6 +57,7 @@ class Endpoint:
 
     def __init__(self, respond, model="offline"):
         self.respond, self.model, self.requests, self.timings = respond, model, [], []
+        self.failure = None             # the last failure of `respond` not taken yet (take_failure)
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
@@ -68,7 +74,13 @@ class Endpoint:
         if problem:
             return 400, {}, {"error": {"message": problem, "type": "invalid_request_error",
                                        "param": "messages", "code": None}}, 0, False
-        reply = self.respond(request)
+        try:
+            reply = self.respond(request)
+        except Exception as exc:        # the scripted model's own bug: said where, not a dropped connection
+            return self._failed(told_at(exc))
+        if not isinstance(reply, dict):
+            return self._failed(f"{defined_at(self.respond)}: returned {type(reply).__name__}, not a reply "
+                                "(an assistant message as a dict)")
         fault = reply.get("_http")
         if fault and fault.get("dribble"):
             return 200, {}, fault["dribble"], 0, None
@@ -82,6 +94,16 @@ class Endpoint:
             return 200, {}, events(body, options, (request.get("stream_options") or {}).get("include_usage")), 0, \
                 "stream"
         return 200, {}, body, 0, False
+
+    def _failed(self, failure):
+        self.failure = failure
+        return 500, {}, {"error": {"message": "the offline model failed: " + failure, "type": "server_error",
+                                   "param": None, "code": None}}, 0, False
+
+    def take_failure(self):
+        """The failure of `respond` behind the last request that failed, once (then None)."""
+        failure, self.failure = self.failure, None
+        return failure
 
     def _completion(self, request, reply):
         message = {"role": "assistant", "content": reply.get("content")}
@@ -214,7 +236,7 @@ def events(body, options, include_usage):
         if use is not None:
             out["usage"] = use
         return out
-    deltas = [{"role": "assistant", "content": ""}]
+    deltas: list[dict] = [{"role": "assistant", "content": ""}]
     content = message.get("content")
     if isinstance(content, str):
         deltas += [{"content": content[i:i + size]} for i in range(0, len(content), size)]
@@ -254,13 +276,14 @@ def events(body, options, include_usage):
         chunks[-1]["usage"] = usage
     elif usage is not None and include_usage:
         chunks.append(dict(head, choices=[], usage=usage))
-    pieces, seen_text = [], False
+    timed: list[tuple] = []               # (seconds before, bytes or None: the connection drops, has text)
+    seen_text = False
     for number, data in enumerate(chunks):
         if o["cut"] is not None and number == o["cut"]:
-            return pieces + [(o["gap"], None, False)]
+            return timed + [(o["gap"], None, False)]
         if o["error"] is not None and number == o["error"]:
-            pieces.append((o["gap"], _event({"error": o["error_body"]}, "error"), False))
-            return pieces
+            timed.append((o["gap"], _event({"error": o["error_body"]}, "error"), False))
+            return timed
         wait = o["gap"] if number else o["ttfb"]
         if o["stall"] and number == o["stall"][0]:
             wait += o["stall"][1]
@@ -270,12 +293,12 @@ def events(body, options, include_usage):
             wait += o["first_content"]
         seen_text = seen_text or text
         if o["keepalive"] and number:
-            pieces.append((0, b": keep-alive\n\n", False))
-            pieces.append((0, b"\n", False))
-        pieces.append((wait, _event(data), text))
+            timed.append((0, b": keep-alive\n\n", False))
+            timed.append((0, b"\n", False))
+        timed.append((wait, _event(data), text))
     if o["done"]:
-        pieces.append((0, b"data: [DONE]\n\n", False))
-    return pieces
+        timed.append((0, b"data: [DONE]\n\n", False))
+    return timed
 
 
 def _json(value):
@@ -301,7 +324,7 @@ def check_request(request):
     messages = request.get("messages")
     if not isinstance(messages, list) or not messages:
         return "'messages' must be a non-empty array"
-    open_ids = []
+    open_ids: list[str] = []
     for message in messages:
         role = message.get("role") if isinstance(message, dict) else None
         if role == "tool":

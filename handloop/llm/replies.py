@@ -33,7 +33,8 @@ ZH = texts.ZH_TEXTS
 class ModelError(HandloopError):
     """The model service failed; `kind` says how (auth, quota, not_found, bad_request,
     rate_limited, server, timeout, unreachable, bad_response, length, empty_reply; unsendable: our
-    own request could not be encoded). `tokens`:
+    own request could not be encoded; model_code: the user's own model code, answering in this process,
+    raised: no failure of a service, never retried). `tokens`:
     what the failed attempts cost, when the server said. Errors are data: the message is a
     texts.Said, so `text(say)` says it in a run's language (the provider's own words kept as they
     are); str() is the Chinese. `retried`: the attempts made before it was given up."""

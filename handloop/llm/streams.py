@@ -31,7 +31,7 @@ def assembled(openai, create, request, limits, on_event):
     caller's thread, so `on_event` runs there, the whole reply has its deadline and an interrupt
     (Ctrl-C) stops at once: the reader is told to close the stream at its next chunk and left."""
     timeout, max_seconds, where = limits
-    handed, stop = queue.SimpleQueue(), threading.Event()
+    handed, stop = queue.SimpleQueue[tuple](), threading.Event()
 
     def read():
         got = False
@@ -208,7 +208,7 @@ class _Assembly:
     def body(self):
         self._complete(ended=True)
         calls = [types.SimpleNamespace(id=c["id"], type=c["type"], function=types.SimpleNamespace(**c["function"]))
-                 for c in map(self.calls.get, self.order)]
+                 for c in (self.calls[key] for key in self.order)]
         message = types.SimpleNamespace(role="assistant", content=self.content, tool_calls=calls or self.odd)
         choice = types.SimpleNamespace(index=0, message=message, finish_reason=self.finish)
         return types.SimpleNamespace(**self.head, choices=[choice], usage=self.usage)

@@ -67,7 +67,7 @@ class Target:
                 why = say("mcp.url_port")
         if why:
             raise MCPError(say("mcp.bad_url", url=redacted_url(url.strip()), why=why))
-        self.url, self.scheme, self.host = url.strip(), parts.scheme, parts.hostname
+        self.url, self.scheme, self.host = url.strip(), parts.scheme, parts.hostname or ""     # never empty here
         self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
     def connection(self, timeout):
@@ -159,7 +159,7 @@ class _Session:
         if isinstance(meta, dict) and isinstance(meta.get(META_VERSION), str):   # stateless revision
             headers["MCP-Protocol-Version"] = meta[META_VERSION]
             headers["Mcp-Method"] = message["method"]
-            if message["method"] == "tools/call" and isinstance(params.get("name"), str):
+            if message["method"] == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):
                 headers["Mcp-Name"] = header_value(params["name"])
         elif self.version:
             headers["MCP-Protocol-Version"] = self.version
@@ -341,7 +341,7 @@ class _Session:
 
     def _drain(self, response, deadline, timeout, method, limit=MAX_REPLY):
         """The whole body (at most `limit` bytes, else MCPError), read under the deadline."""
-        chunks, size = [], 0
+        chunks, size = list[bytes](), 0
         while True:
             chunk = self._read(response.read, 1 << 16, response, deadline, timeout, method)
             if not chunk:

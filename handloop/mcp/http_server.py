@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 import urllib.parse
+from typing import cast
 
 from . import server as mcp_server
 from ..mcp_tools import (INTERNAL_ERROR, INVALID_REQUEST, LEGACY_VERSIONS, META_VERSION, MODERN_VERSION, PARSE_ERROR,
@@ -83,6 +84,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     server_version = "hotel-agent-mcp/1.0"
     timeout = IDLE_TIMEOUT
     wbufsize, disable_nagle_algorithm = 1 << 16, True     # an answer leaves in one write, at once
+    server: "MCPHTTPServer"                               # the server that made this handler (its sessions, token)
 
     def log_message(self, format, *args):       # quiet: one line per request would drown stderr
         pass
@@ -296,7 +298,8 @@ class MCPHTTPServer(http.server.ThreadingHTTPServer):
     @property
     def url(self):
         host, port = self.server_address[:2]
-        return f"http://{f'[{host}]' if ':' in host else host}:{port}{PATH}"
+        name = cast(str, host)                  # an IP address (bytes only for an AF_UNIX socket)
+        return f"http://{f'[{name}]' if ':' in name else name}:{port}{PATH}"
 
     def process_request(self, request, client_address):
         if not self.slots.acquire(blocking=False):

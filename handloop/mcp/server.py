@@ -144,7 +144,7 @@ class Server:
             if not 0 < start < len(self.tools):
                 raise MCPError("Invalid params: unknown cursor", INVALID_PARAMS)
         end = start + self.page_size
-        result = {"tools": self.tools[start:end]}
+        result: dict[str, object] = {"tools": self.tools[start:end]}
         if end < len(self.tools):
             result["nextCursor"] = f"page-{end}"
         return result

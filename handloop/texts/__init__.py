@@ -13,7 +13,7 @@ that declares it, not here.
 import re
 
 from . import catalogue
-from .catalogue import CJK, LANGUAGES, Catalogue, told     # CJK, LANGUAGES, told: part of this API (texts.told)
+from .catalogue import CJK as CJK, LANGUAGES as LANGUAGES, Catalogue, told as told     # part of this API (texts.told)
 from .en import EN
 from .zh import ZH
 

@@ -1,18 +1,30 @@
 """What a proposal states and what it determines: the one reading of a write against the proposal the user
-confirmed, shared by the guards (through memory.py) and the offline judge, so that both read a declaration the
-same way.
+confirmed, and of where a call's arguments come from (provenance), shared by the guards (through memory.py) and
+the offline judge, so that both read a declaration the same way.
 
 A write's declaration is read as the plain dict a run records (calls.declared_tool): `effect` [(argument, how)],
-`sources` [{args, tool, fields, path, near}], `choices` {argument: {value: [other names]}}, `units` {argument:
-[words after a count]}.
+`lists` [the effect arguments whose schema is an array], `sources` [{args, tool, fields, path, near}, or with
+`any`: [such sources], the alternatives], `choices` {argument: {value: [other names]}}, `units` {argument:
+[words after a count]}. A file recorded before `lists` and `any` existed reads as it did.
+- Sources (`unsourced`): each argument of a source is a path into the call's arguments (`arg_path`): "order_id",
+  "item_ids[]" (each element on its own), "passengers[].name" (that field of each element); the values must equal
+  the fields of one record at `path` in an earlier successful result of the source's tool: `path` is dotted, `[]`
+  steps into a list, `*` into the values of a mapping (records keyed by id: "payment_methods.*"), and the field
+  "*" of a record reached by a last `*` step is the key it sits under. A source with `any` holds when one of its
+  alternatives does; two sources naming one argument must both hold. A result that is no JSON object reached the
+  model wrapped ({"value": ...}, `returned`): its records are read in the value the tool returned too.
 - A `choice` effect takes its values from the argument schema's enum, with the aliases as extra names (as
   recorded in `choices`).
-- An `id` effect is any value the run's reads produced for that argument: the fields its `sources` name, in the
-  records of their tools' successful results, whatever the field is called; an id argument no source names takes
-  the ids the reads gave (`id` or `*_id` fields, `fallback`).
+- An `id` effect is any value the run's reads produced for that argument: the fields its `sources` name (every
+  alternative's; "item_ids[]" for the elements of a list), in the records of their tools' successful results,
+  whatever the field is called; an id argument no source names takes the ids the reads gave (`id` or `*_id`
+  fields, `fallback`).
 - A proposal in words states a value of an id or choice effect when it names exactly one of that argument's
   values (other identifiers may be named beside it; an id a write of the run already used is reported, not
-  proposed, and does not count: `done`); a date or count when it or the user's own messages state it.
+  proposed, and does not count: `done`); a date or count when it or the user's own messages state it. A list
+  effect is stated element by element: the words name each element, and no other value of that argument that
+  no other effect argument of the write holds (an offer names at least one); an element (or a value) that is an
+  object is stated by every value in it.
 - What the proposal stated fixes the whole write (`unbound`): an argument that is no effect but is sourced from
   the same tool (and path) as an effect argument must come from the record that effect's value came from; one
   sourced elsewhere must be stated by the proposal itself. An argument neither an effect nor sourced is free of
@@ -22,19 +34,99 @@ A write's declaration is read as the plain dict a run records (calls.declared_to
 Invariants: imports no project module but words.py (a leaf); pure functions of plain data; `records(tool, path)`
 is the caller's: the records of that tool's successful results before the write, at that path.
 """
+import json
+
 from . import words
 
 
+WRAPPED = ("value", "_cut")     # a result that is no JSON object reaches the model as {"value": it} (values.wrapped)
+
+
+def returned(result):
+    """What a tool returned, from the object its tool message holds: a result the model was given wrapped
+    ({"value": x}, x not an object; a `_cut` note beside it when it was cut) is x; any other result is itself."""
+    if isinstance(result, dict) and "value" in result and set(result) <= set(WRAPPED) and \
+            not isinstance(result["value"], dict):
+        return result["value"]
+    return result
+
+
 def records_at(value, path):
-    """The values at a dotted path ("items[]", "" for the value itself); `[]` steps into a list."""
-    found = [value]
-    for part in [p for p in path.split(".") if p]:
+    """The records at a dotted path ("items[]", "payment_methods.*", "" for the value itself): `[]` steps into a
+    list, `*` into the values of a mapping; a record reached by a last `*` step also has the key it sits under as
+    its field "*" (a copy of it with that field; a value that is no object is then only its key). A result wrapped
+    for the model (`returned`) is read both as it is and as the value the tool returned."""
+    parts = [p for p in path.split(".") if p]
+    inner = returned(value)
+    found = [value] + ([inner] if inner is not value else [])
+    for at, part in enumerate(parts):
         name, into = (part[:-2], True) if part.endswith("[]") else (part, False)
-        if name:
+        if name == "*" and at == len(parts) - 1 and not into:
+            found = [dict(v, **{"*": k}) if isinstance(v, dict) else {"*": k}
+                     for f in found if isinstance(f, dict) for k, v in f.items()]
+        elif name == "*":
+            found = [v for f in found if isinstance(f, dict) for v in f.values()]
+        elif name:
             found = [v.get(name) for v in found if isinstance(v, dict)]
         if into:
             found = [item for v in found if isinstance(v, list) for item in v]
     return found
+
+
+# ---- a source's arguments: each a path into the call's arguments ----
+def arg_path(arg):
+    """(argument, steps into its list, the field of each element) of a source's argument: "order_id" →
+    ("order_id", False, ""); "item_ids[]" (each element) → ("item_ids", True, ""); "passengers[].name" (that field of
+    each element) → ("passengers", True, "name"); "details.amount" → ("details", False, "amount")."""
+    arg = str(arg)
+    cut = min([i for i in (arg.find("["), arg.find(".")) if i >= 0], default=len(arg))
+    name, rest = arg[:cut], arg[cut:]
+    each = rest.startswith("[]")
+    rest = rest[2:] if each else rest
+    return name, each, rest.lstrip(".")
+
+
+def base(arg):
+    """The call's argument a source's argument path reads ("item_ids[]" → "item_ids")."""
+    return arg_path(arg)[0]
+
+
+def _field(value, rest):
+    for part in [p for p in rest.split(".") if p]:
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def rows(args, names):
+    """The values a source's arguments (`names`, paths as arg_path reads them) give in a call's `args`: one row per
+    element of the list they step into (every element is sourced on its own), the arguments that step into no
+    list the same in each row; one row when none steps into a list, none for an empty list. None when the call
+    lacks an argument. Arguments stepping into different lists are paired by position (a missing one is None)."""
+    parsed = [arg_path(n) for n in names]
+    if not isinstance(args, dict) or any(name not in args for name, _, _ in parsed):
+        return None
+    lists = list(dict.fromkeys(name for name, each, _ in parsed if each))
+    if not lists:
+        return [tuple(_field(args[name], rest) for name, _, rest in parsed)]
+    items = {n: args[n] if isinstance(args[n], list) else [args[n]] for n in lists}
+    count = max(len(v) for v in items.values())
+    return [tuple(_field(items[name][i] if i < len(items[name]) else None, rest) if each else
+                  _field(args[name], rest) for name, each, rest in parsed) for i in range(count)]
+
+
+def elements(value):
+    """A list argument's elements, another value as its one element."""
+    return list(value) if isinstance(value, list) else [value]
+
+
+def canonical(value):
+    """A write's effect value as it defines the write: a list's elements in a canonical order (the same items
+    listed in another order are the same write), for its idempotency key and the check that it was written."""
+    if isinstance(value, list):
+        return sorted((canonical(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True, default=str))
+    if isinstance(value, dict):
+        return {k: canonical(v) for k, v in value.items()}
+    return value
 
 
 def ids_in(value, names, depth=0):
@@ -67,14 +159,61 @@ def effect(decl):
     return [(e[0], e[1]) for e in decl.get("effect") or () if isinstance(e, (list, tuple)) and len(e) == 2]
 
 
+def lists(decl):
+    """The effect arguments whose schema is an array: each element is one effect value (`lists`, as recorded)."""
+    return {a for a in decl.get("lists") or () if isinstance(a, str)}
+
+
+def _source(s):
+    return isinstance(s, dict) and isinstance(s.get("tool"), str) and isinstance(s.get("args"), (list, tuple)) and \
+        len(s["args"]) == len(s.get("fields") or ())
+
+
 def sources(decl):
-    return [s for s in decl.get("sources") or () if isinstance(s, dict) and isinstance(s.get("tool"), str)
-            and isinstance(s.get("args"), (list, tuple)) and len(s["args"]) == len(s.get("fields") or ())]
+    """A declaration's sources as recorded: {args, tool, fields, path, near}, and, for a source of alternatives
+    (calls.Source.any), `any`: the alternatives, of which one must hold."""
+    return [s for s in decl.get("sources") or () if _source(s)]
+
+
+def options(source):
+    """The alternatives of a source, any one of which must hold (itself, for a source without `any`). A recorded
+    `any` none of whose entries reads as a source leaves the source itself (its first alternative): a malformed
+    declaration never holds more easily."""
+    found = [a for a in source.get("any") or () if _source(a)] if isinstance(source.get("any"), list) else []
+    return found or [source]
+
+
+def source_tools(source):
+    """The tools a source's values may come from (any one of them, for alternatives)."""
+    return list(dict.fromkeys(o["tool"] for o in options(source)))
+
+
+def holds(row, source, records):
+    """Whether one record at the source's path in its tool's successful results has its fields equal to the row's
+    values (`near`: to 4 decimals); the field "*" of a record reached by a `*` step is its key."""
+    for record in records(source["tool"], source.get("path") or ""):
+        if isinstance(record, dict) and all(same(v, record.get(f), source.get("near")) for v, f in
+                                            zip(row, source["fields"])):
+            return True
+    return False
+
+
+def unsourced(args, source, records):
+    """The rows of a call's arguments no alternative of a source gives, each (its index among the rows, the row of
+    the first alternative): every element of a list argument is sourced on its own, any one alternative may give
+    it. [] when each row holds, or when the call lacks an argument the source names (nothing to source)."""
+    tried = [(o, rows(args, o["args"])) for o in options(source)]
+    if any(found is None for _, found in tried):
+        return []
+    first = tried[0][1]
+    return [(i, first[i]) for i in range(len(first))
+            if not any(i < len(found) and holds(found[i], o, records) for o, found in tried)]
 
 
 def stated_args(decl):
     """The arguments a blocked write's proposal states: its effect and every sourced argument."""
-    return list(dict.fromkeys([a for a, _ in effect(decl)] + [a for s in sources(decl) for a in s["args"]]))
+    return list(dict.fromkeys([a for a, _ in effect(decl)] + [base(a) for s in sources(decl) for o in options(s)
+                                                               for a in o["args"]]))
 
 
 def choice_values(decl, arg):
@@ -86,17 +225,21 @@ def choice_values(decl, arg):
 
 def id_values(decl, arg, records, fallback=None):
     """{value: name beside it or None} an id effect argument may take: what its sources' fields hold in the
-    records the reads gave (`fallback`: {id: name} of any `id`/`*_id` field, for an argument no source names)."""
-    found, sourced = {}, False
-    for source in sources(decl):
-        if arg not in source["args"]:
-            continue
-        sourced, field = True, source["fields"][list(source["args"]).index(arg)]
-        for record in records(source["tool"], source.get("path") or ""):
-            if isinstance(record, dict) and isinstance(record.get(field), (str, int)) and not \
-                    isinstance(record.get(field), bool) and str(record[field]).strip():
-                name = record.get("name") if isinstance(record.get("name"), str) else None
-                found[record[field]] = name or found.get(record[field])
+    records the reads gave, every alternative's (a list argument's: what each element may be, "item_ids[]"), a
+    record's key where the field is "*" (`fallback`: {id: name} of any `id`/`*_id` field, for an argument no
+    source names)."""
+    found: dict[str | int, str | None] = {}
+    sourced = False
+    for option in [o for s in sources(decl) for o in options(s)]:
+        for name, field in zip(option["args"], option["fields"]):
+            if name not in (arg, arg + "[]"):
+                continue
+            sourced = True
+            for record in records(option["tool"], option.get("path") or ""):
+                value = record.get(field) if isinstance(record, dict) else None
+                if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+                    label = record.get("name") if isinstance(record.get("name"), str) else None
+                    found[value] = label or found.get(value)
     return found if sourced else dict(fallback or {})
 
 
@@ -110,12 +253,50 @@ def values_of(decl, arg, how, records, fallback=None, done=()):
 
 
 def says(plain, how, value, names=(), units=()):
-    """Whether a plain text (words.plain) states this value of an effect argument."""
+    """Whether a plain text (words.plain) states this value of an effect argument (one element, for a list)."""
+    if isinstance(value, (dict, list)):
+        return _leaves_said(plain, value)
     if how in ("id", "choice"):
         return isinstance(value, (str, int)) and words.names_in(plain, *(names or (str(value),)))
     if how == "date" and isinstance(value, str):
         return value in words.dates(plain, value[:4])
     return how == "count" and value in words.counts(plain, units)
+
+
+def _leaves_said(plain, value):
+    """Whether a text names every value inside an object (or a list): each string and number in it, by itself."""
+    leaves = list(_leaves(value))
+    return bool(leaves) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) and
+                                (words.names_in(plain, str(v)) or isinstance(v, str) and v in words.dates(plain, v[:4]))
+                                for v in leaves)
+
+
+def _leaves(value, depth=0):
+    if depth > 20:
+        yield None
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _leaves(item, depth + 1)
+    else:
+        yield value
+
+
+def _names(values, value):
+    """The names a text may use for one value of an argument ({value: names}), or the value itself."""
+    try:
+        return values.get(value) or (str(value),)
+    except TypeError:                          # an object or a list is no key: it is named by what it holds
+        return ()
+
+
+def states(plain, decl, arg, how, value, records, fallback=None, done=(), units=()):
+    """Whether a plain text states this value of a write's effect argument: each element of a list."""
+    values = values_of(decl, arg, how, records, fallback, done) if how in ("id", "choice") else {}
+    items = elements(value) if isinstance(value, list) else [value]
+    return bool(items) and all(says(plain, how, v, _names(values, v), units) for v in items)
 
 
 def named(plain, values):
@@ -125,54 +306,87 @@ def named(plain, values):
 
 def offers(plain, decl, records, fallback=None, done=()):
     """Whether a text states a write of this declaration: exactly one value of each id effect (among those no
-    write used yet, `done`) and of each choice effect whose values are known."""
+    write used yet, `done`) and of each choice effect whose values are known; at least one for a list effect
+    (each element is one value)."""
+    many = lists(decl)
     for arg, how in effect(decl):
         if how not in ("id", "choice"):
             continue
         values = values_of(decl, arg, how, records, fallback, done)
         if how == "choice" and not values:
             continue
-        if len(named(plain, values)) != 1:
+        count = len(named(plain, values))
+        if count < 1 or (count > 1 and arg not in many):
             return False
     return True
+
+
+def offered(plain, decls, records, fallback=None, done=()):
+    """The writes (of {name: declaration}) a text states, the most specific reading: a write whose effect is a part
+    of another's that the text states too is left out (words that name the new items of an exchange state the
+    exchange, not a return of the old ones)."""
+    fits = {name: {tuple(e) for e in effect(decl)} for name, decl in decls.items()
+            if offers(plain, decl, records, fallback, done)}
+    return [name for name, mine in fits.items() if not any(mine < other for other in fits.values())]
 
 
 def unstated(args, decl, offer, said, records, fallback=None, done=()):
     """The effect arguments of a write that a proposal in words (`offer`, plain) did not state: an id or
     choice must be the one value of its argument the offer names; a date or count may also come from the
-    user's own messages (`said`, plain). Empty when the write is what the user was shown."""
+    user's own messages (`said`, plain); a list, element by element, and its elements must be all the values of
+    its argument the offer names (but those another effect argument of the write holds); an object, by every
+    value in it. Empty when the write is what the user was shown."""
     missing = []
     for arg, how in effect(decl):
         value = args.get(arg)
         if how in ("id", "choice"):
             values = values_of(decl, arg, how, records, fallback, done)
-            names = values.get(value) or (str(value),)
-            shown = {v for v in values if v != value and words.names_in(offer, *values[v])}
-            ok = says(offer, how, value, names) and not shown
+            if isinstance(value, list):
+                ok = _list_stated(args, decl, arg, value, offer, values, how)
+            else:
+                shown = {v for v in values if v != value and words.names_in(offer, *values[v])}
+                ok = says(offer, how, value, _names(values, value)) and not shown
         else:
             units = tuple((decl.get("units") or {}).get(arg) or ())
-            ok = any(says(text, how, value, units=units) for text in [offer, *said])
+            ok = all(any(says(text, how, v, units=units) for text in [offer, *said]) for v in elements(value))
         if not ok:
             missing.append(arg)
     return missing
 
 
+def _list_stated(args, decl, arg, value, offer, values, how):
+    """Whether an offer states a list effect: it names each element, and no other value of the argument that no
+    other effect argument of the write holds (an item named beside them would be left out)."""
+    if not all(says(offer, how, v, _names(values, v)) for v in value):
+        return False
+    others = [v for a, _ in effect(decl) if a != arg for v in elements(args.get(a))]
+    return not [v for v in values if v not in value and v not in others and words.names_in(offer, *values[v])]
+
+
 def unbound(args, decl, records, stated=None):
     """The arguments of a write that what the proposal stated does not determine: a sourced argument that is
     no effect must come from the record an effect argument's value came from (a source of the same tool and
-    path holding an effect argument), else it must be stated (`stated(arg, value)`: whether the proposal
-    says it; default: never). Arguments neither effects nor sourced are free."""
+    path holding an effect argument; for a list, each element from a record holding one of the effect's), else
+    it must be stated (`stated(arg, value)`: whether the proposal says it; default: never). Arguments neither
+    effects nor sourced are free. A source of alternatives is bound when one of them is."""
     effects = {a for a, _ in effect(decl)}
+    every = [o for s in sources(decl) for o in options(s)]
     missing = []
     for source in sources(decl):
-        loose = [a for a in source["args"] if a not in effects and a in args]
-        if not loose or any(a in effects for a in source["args"]):     # an effect in it: provenance binds the record
+        loose = list(dict.fromkeys(base(a) for a in source["args"] if base(a) not in effects and base(a) in args))
+        if not loose or any(base(a) in effects for a in source["args"]):   # an effect in it: provenance binds
             continue
-        anchors = [s for s in sources(decl) if s["tool"] == source["tool"] and (s.get("path") or "") ==
-                   (source.get("path") or "") and any(a in effects and a in args for a in s["args"])]
-        if anchors and all(_bound(args, source, anchor, effects, records) for anchor in anchors):
+        bound, free = False, False
+        for option in options(source):
+            anchors = [s for s in every if s["tool"] == option["tool"] and (s.get("path") or "") ==
+                       (option.get("path") or "") and any(base(a) in effects and base(a) in args for a in s["args"])]
+            if anchors and all(_bound(args, option, anchor, effects, records) for anchor in anchors):
+                bound = True
+                break
+            free |= not anchors
+        if bound:
             continue
-        missing += [a for a in loose if a not in missing and not (not anchors and stated and stated(a, args[a]))]
+        missing += [a for a in loose if a not in missing and not (free and stated and stated(a, args[a]))]
     return missing
 
 
@@ -181,7 +395,7 @@ def unstated_free(args, decl, offer, said):
     plain) and the user's own messages (`said`, plain) do not state: a string or a number must appear in one of
     them (a message body, a memo, an amount); a value of another kind (true, a list, an object) is never stated
     in words. Empty values (null, "") are nothing to state."""
-    bound = {a for a, _ in effect(decl)} | {a for s in sources(decl) for a in s["args"]}
+    bound = {a for a, _ in effect(decl)} | {base(a) for s in sources(decl) for o in options(s) for a in o["args"]}
     missing = []
     for arg, value in args.items():
         if arg in bound or value is None or value == "":
@@ -193,13 +407,18 @@ def unstated_free(args, decl, offer, said):
 
 
 def _bound(args, source, anchor, effects, records):
-    """Whether one record of the source's tool holds both the anchor's effect values and the source's values."""
-    keys = [(a, f) for a, f in zip(anchor["args"], anchor["fields"]) if a in effects and a in args]
-    for record in records(source["tool"], source.get("path") or ""):
-        if not isinstance(record, dict):
-            continue
-        if all(same(args[a], record.get(f), anchor.get("near")) for a, f in keys) and \
-                all(same(args[a], record.get(f), source.get("near")) for a, f in zip(source["args"], source["fields"])
-                    if a in args):
-            return True
-    return False
+    """Whether each row of the source's values sits in one record of its tool with a row of the anchor's effect
+    values (one record holds both, for arguments that step into no list)."""
+    keys = [(a, f) for a, f in zip(anchor["args"], anchor["fields"]) if base(a) in effects and base(a) in args]
+    present = [(a, f) for a, f in zip(source["args"], source["fields"]) if base(a) in args]
+    anchored, mine = rows(args, [a for a, _ in keys]) or [], rows(args, [a for a, _ in present]) or []
+    fields, own = [f for _, f in keys], [f for _, f in present]
+    found = [r for r in records(source["tool"], source.get("path") or "") if isinstance(r, dict)]
+    return all(any(all(same(v, r.get(f), source.get("near")) for v, f in zip(row, own)) and
+                   any(all(same(v, r.get(f), anchor.get("near")) for v, f in zip(key, fields)) for key in anchored)
+                   for r in found) for row in mine)
+
+
+def names_value(plain, value):
+    """Whether a plain text names a value by itself: a scalar as a word, a list or an object by each value in it."""
+    return _leaves_said(plain, value) if isinstance(value, (dict, list)) else words.names_in(plain, str(value))

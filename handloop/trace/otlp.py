@@ -275,7 +275,7 @@ def _semconv(message):
                                            "response": _content(message)}]}
     parts = [{"type": "text", "content": _content(message)}] if _content(message) else []
     for raw in message.get("tool_calls") or ():
-        function = raw.get("function") if isinstance(raw, dict) and isinstance(raw.get("function"), dict) else {}
+        function = raw["function"] if isinstance(raw, dict) and isinstance(raw.get("function"), dict) else {}
         parts.append({"type": "tool_call", "id": raw.get("id") if isinstance(raw, dict) else None,
                       "name": function.get("name"), "arguments": _arguments(function.get("arguments"))})
     out = {"role": role, "parts": parts}

@@ -55,7 +55,7 @@ class Stretch:
         """While it lasts, what is traced live (Temporal's client and, through it, the workflow and its
         activities: trace/temporal.py) is a child of this stretch's span in the trace of the run `run_id`
         created at `created`; nothing when export is off, the SDK is missing or the run's creation is unknown."""
-        token = live = None
+        token = None
         if self.on and created:
             try:
                 from . import temporal as live

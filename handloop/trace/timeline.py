@@ -4,7 +4,8 @@ the record has it, the assistant message) and each turn's calls
 (status, the guard that blocked, seconds, concurrency, result), laid out in work time.
 
 Invariants: reads a snapshot dict, never a file, and imports no project module (the view and the exporter
-share it; a damaged record gives a plainer timeline, never an exception). Times are the run's work time in
+share it; the command line gives it what audit.load checked, but any dict gives a timeline: a damaged part of a
+record, a value of the wrong type, NaN included, reads as absent, never an exception). Times are the run's work time in
 seconds from its first turn (a suspension takes none): a turn's model time first, then its calls, the
 concurrent reads side by side and the others one after another; a call's `lane` is where it is drawn, so
 that calls that overlap get lanes of their own. Building costs time linear in the record (up to a log factor):
@@ -13,6 +14,7 @@ each trace record is found for its message through an index, never by scanning w
 import dataclasses
 import heapq
 import json
+import math
 
 EMPTY_NOTE = "empty_reply"      # how the loop's record of an empty reply starts its note
 
@@ -119,9 +121,9 @@ class Timeline:
 def build(snap):
     """The timeline of an audit snapshot (a dict as audit.load returns it)."""
     agent = snap.get("agent") if isinstance(snap.get("agent"), dict) else {}
-    confirm = [" ".join(str(c).split()).casefold() for c in agent.get("confirm") or ()]
-    messages = [m for m in snap.get("messages") or () if isinstance(m, dict)]
-    records = [t for t in snap.get("trace") or () if isinstance(t, dict)]
+    confirm = [" ".join(str(c).split()).casefold() for c in _items(agent.get("confirm"))]
+    messages = [m for m in _items(snap.get("messages")) if isinstance(m, dict)]
+    records = [t for t in _items(snap.get("trace")) if isinstance(t, dict)]
     goal = next((_text(m) for m in messages if m.get("role") == "user"), "")
     stretches = _stretches(messages, records, confirm, goal)
     _lay_out([t for s in stretches for t in s.turns])
@@ -129,18 +131,19 @@ def build(snap):
         s.outcome, s.reason = "suspended", ""
     if stretches:
         stretches[-1].outcome, stretches[-1].reason = str(snap.get("status", "")), str(snap.get("reason", ""))
-    names = [t.get("function", {}).get("name", "") for t in snap.get("tools") or () if isinstance(t, dict)]
+    names = [t["function"].get("name") for t in _items(snap.get("tools")) if isinstance(t, dict) and
+             isinstance(t.get("function"), dict)]
     return Timeline(str(snap.get("run_id", "")), str(agent.get("name", "")), str(agent.get("language") or "zh"),
                     str(snap.get("model", "")), str(snap.get("mode", "")), str(snap.get("status", "")),
                     str(snap.get("reason", "")), str(snap.get("detail", "")), str(snap.get("created", "")),
-                    str(snap.get("updated", "")), stretches, [n for n in names if n])
+                    str(snap.get("updated", "")), stretches, [n for n in names if isinstance(n, str) and n])
 
 
 def _stretches(messages, records, confirm, goal):
     """Walk the messages after the goal, taking one trace record per turn in order."""
     stretches, pending = [Stretch(1, "start", goal)], _Pending(records)
     seen_goal = False
-    results = {_frozen(m.get("tool_call_id")): m for m in messages if m.get("role") == "tool"}
+    results = {_id(m.get("tool_call_id")): m for m in messages if m.get("role") == "tool"}
     for m in messages:
         role = m.get("role")
         if role == "user" and not seen_goal:
@@ -203,22 +206,13 @@ class _Pending:
 
 
 def _empty(record):
-    return not record.get("tools") and any(str(n).startswith(EMPTY_NOTE) for n in record.get("notes") or ())
+    return not record.get("tools") and any(str(n).startswith(EMPTY_NOTE) for n in _items(record.get("notes")))
 
 
 def _ids(items):
-    """The ids a record's tools or a message's calls name, in order, as one hashable key."""
-    return tuple(_frozen(item.get("id")) for item in items or () if isinstance(item, dict)) \
-        if isinstance(items, (list, tuple)) else ()
-
-
-def _frozen(value):
-    """A value read from JSON as a key that compares as the value does (a list or an object too)."""
-    if isinstance(value, list):
-        return ("list", tuple(_frozen(v) for v in value))
-    if isinstance(value, dict):
-        return ("dict", frozenset((k, _frozen(v)) for k, v in value.items()))
-    return value
+    """The ids a record's tools or a message's calls name, in order, as one hashable key (an id that is no text
+    reads as no id: _id)."""
+    return tuple(_id(item.get("id")) for item in _items(items) if isinstance(item, dict))
 
 
 def _turn(message, record, results):
@@ -228,14 +222,11 @@ def _turn(message, record, results):
                 tokens_in=_count(record.get("tokens_in")), tokens_out=_count(record.get("tokens_out")),
                 used_tokens=_int(record.get("used_tokens")), chars_sent=_int(record.get("chars_sent")),
                 chars_full=_int(record.get("chars_full")), message=message,
-                text=_text(message) if message else "", notes=[str(n) for n in record.get("notes") or ()])
-    tools = record.get("tools") if isinstance(record.get("tools"), list) else ()
-    traced = {_frozen(t.get("id")): t for t in tools if isinstance(t, dict)}
-    calls = (message or {}).get("tool_calls")
-    for raw in calls if isinstance(calls, list) else ():
+                text=_text(message) if message else "", notes=[str(n) for n in _items(record.get("notes"))])
+    traced = {_id(t.get("id")): t for t in _items(record.get("tools")) if isinstance(t, dict)}
+    for raw in _items((message or {}).get("tool_calls")):
         if isinstance(raw, dict):
-            key = _frozen(raw.get("id"))
-            turn.calls.append(_call(raw, traced.get(key, {}), results.get(key)))
+            turn.calls.append(_call(raw, traced.get(_id(raw.get("id")), {}), results.get(_id(raw.get("id")))))
     return turn
 
 
@@ -300,7 +291,8 @@ def _text(message):
 
 
 def _num(value):
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else 0.0
 
 
 def _count(value):
@@ -308,4 +300,15 @@ def _count(value):
 
 
 def _int(value):
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return int(value) if ok else 0
+
+
+def _items(value):
+    """A list as recorded; anything else: none."""
+    return value if isinstance(value, list) else []
+
+
+def _id(value):
+    """A call id as recorded (text); anything else: no id (None)."""
+    return value if isinstance(value, str) else None

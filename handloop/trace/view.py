@@ -50,7 +50,7 @@ def render(timeline, say):
     title = say("view.title", run_id=_name(timeline.run_id), agent=_name(timeline.agent))
     tools = _short(", ".join(_name(t) for t in timeline.tools[:LIST]), LIST)
     parts = [f'<!doctype html><html lang="{e(_name(timeline.language))}"><head><meta charset="utf-8">',
-             f'<meta name="viewport" content="width=device-width,initial-scale=1">',
+             '<meta name="viewport" content="width=device-width,initial-scale=1">',
              f"<title>{e(title)}</title>",
              f"<style>{STYLE}</style></head><body>",
              f'<h1>{e(title)}</h1>',

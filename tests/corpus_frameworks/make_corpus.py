@@ -35,7 +35,6 @@ langchain-anthropic, pydantic-ai-slim 2.68.0, anthropic 2.15.0.
 import asyncio
 import json
 import os
-import sys
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
