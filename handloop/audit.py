@@ -486,7 +486,7 @@ class _Any(_Shape):
     snapshot is written again with: strict JSON, by an encoder with a recursion limit)."""
 
     def wrong(self, value):
-        stack = [(value, (), 0)]
+        stack: list[tuple[object, tuple, int]] = [(value, (), 0)]
         while stack:
             value, at, depth = stack.pop()
             if isinstance(value, float) and not math.isfinite(value):
@@ -601,8 +601,9 @@ class RunLock:
         self.release()              # a lock nobody released goes with its holder
 
     def release(self):
-        if getattr(self, "fd", None) is not None:           # (None too when __init__ refused the run id)
-            os.close(self.fd)        # closing the descriptor releases the lock
+        fd = getattr(self, "fd", None)                      # (None too when __init__ refused the run id)
+        if fd is not None:
+            os.close(fd)             # closing the descriptor releases the lock
             self.fd = None
 
 

@@ -498,7 +498,9 @@ def _unsaid(name, notice, earlier):
     included; None when nothing is new."""
     if not notice:
         return None
-    dropped, cut, more = set(), set(), False
+    dropped: set[str] = set()
+    cut: set[object] = set()
+    more = False
     for entry in earlier:
         said = entry.get("notice") if entry.get("name") == name else None
         if isinstance(said, dict):

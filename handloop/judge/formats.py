@@ -579,9 +579,9 @@ def _from_otlp(requests, path, container):
             _check(item, SEMCONV_MESSAGE, (*where, Said("field.message", index=index + 1)))
         messages = [m for index, item in enumerate(said) for m in _from_semconv(item, index)]
         if any(m["role"] in ("user", "assistant") for m in messages):
-            named = agents.get(key, set())
+            agent_names = agents.get(key, set())
             conversations.append((messages, {**({"run_id": conversation_id} if conversation_id else {}),
-                                             **({"agent_name": next(iter(named))} if len(named) == 1 else {})}))
+                                             **({"agent_name": next(iter(agent_names))} if len(agent_names) == 1 else {})}))
     if not conversations:
         raise Unreadable(Said("file.no_said", path=path))
     return conversations
