@@ -12,9 +12,14 @@ reads the schema from its type hints and docstring); an effect may be a dict, a 
 keywords (`Source.of`). `declared_tool` is how a run records a tool for the judge (a write's choices
 with the schema's enum and aliases, its count units).
 
+A `Source` names a tool's results, or the user's own messages (`Source.user`, the reserved source name USER: no
+tool of an agent that uses it may be called "user"); a tool declared `outside=True` (its arguments leave the
+user's trust boundary: a URL fetched, a search, a message sent) names a Source for every argument that can carry
+text, and none of them is its own results.
+
 Invariants: imports only texts/__init__.py (the catalogue, which imports only leaves), the leaf texts/stated.py (how a
-source's argument paths read), values.py, errors.py and signature.py (which imports only values.py), so any layer may
-import it; holds no state; each declaration fact is defined here once. Texts come from the caller's catalogue (`say`,
+source's argument paths read; USER), values.py, errors.py and signature.py (which imports only values.py), so any layer
+may import it; holds no state; each declaration fact is defined here once. Texts come from the caller's catalogue (`say`,
 default Chinese).
 """
 import dataclasses
@@ -94,7 +99,8 @@ class Source:
     last `*` step is its key. An argument may step into a list the same way: "item_ids[]" (each element must be
     sourced on its own), "passengers[].name" (that field of each element). `Source.of(tool, "order_id", path=...)`
     writes one by keywords; `Source.any(a, b)`: any one of these sources holds (two sources naming one argument must
-    both hold); a mistake in them is a DeclarationError. texts/stated.py reads them, for the guards and the judge."""
+    both hold); a mistake in them is a DeclarationError. texts/stated.py reads them, for the guards and the judge.
+    `Source.user("iban")`: the argument comes from the user's own messages instead (tool USER, "user")."""
     args: tuple
     tool: str
     fields: tuple
@@ -127,6 +133,19 @@ class Source:
             raise DeclarationError("Source.any: " + "; ".join(problems))
         first = flat[0]
         return cls(first.args, first.tool, first.fields, first.path, first.near, flat if len(flat) > 1 else ())
+
+    @classmethod
+    def user(cls, *args: str) -> "Source":
+        """The arguments `args` must each appear in what the user wrote before the call (an IBAN, a URL, an
+        address the user typed): in one of the user's own messages, never in a tool's result, the model's text
+        or a message the loop sent (texts/stated.py `typed` says how a value is found in a text). An alternative
+        like any other: `Source.any(Source.user("url"), Source.of("bookmarks", "url"))`."""
+        return cls(tuple(args), stated.USER, tuple(args))
+
+    @property
+    def from_user(self) -> bool:
+        """Whether this source is the user's own messages only (each alternative, if it has any)."""
+        return all(o.tool == stated.USER for o in self.options())
 
     def options(self) -> tuple:
         """The sources any one of which must hold: its alternatives, or itself."""
@@ -180,6 +199,9 @@ def _source_problems(source):
         problems.append(f"near={source.near!r} must be True or False")
     if not isinstance(source.alternatives, tuple) or not all(isinstance(o, Source) for o in source.alternatives):
         problems.append("alternatives must be Sources (write Source.any(a, b))")
+    if not problems and source.tool == stated.USER and (source.fields != source.args or source.path or source.near):
+        problems.append("Source.user(...) reads the user's own messages: it names arguments only (no other fields, "
+                        "path or near)")
     return problems
 
 
@@ -213,6 +235,8 @@ class Tool:
     aliases: dict = dataclasses.field(default_factory=dict)   # choice value -> other names users read
     units: dict = dataclasses.field(default_factory=dict)     # count argument -> the words after its number
     keep: tuple = ()                          # result fields compaction keeps whole, however long
+    outside: bool = False                     # its arguments leave the user's trust boundary (a URL fetched, a
+                                              # search, a message sent): every one that can carry text is sourced
     absorb: Callable | None = None            # absorb(facts, args, result): a success into this tool's facts
                                               # (add or replace entries; never mutate a value stored before)
     render: Callable | None = None            # render(facts) -> lines of the memory block
@@ -340,7 +364,43 @@ def _tool_problems(tool):
             problems += _path_problems(source)
     if tool.timeout is not None and not (isinstance(tool.timeout, (int, float)) and tool.timeout > 0):
         problems.append(f"timeout={tool.timeout!r} must be a positive number of seconds or None")
-    return problems + _signature_problems(tool, props)
+    return problems + _outside_problems(tool.name, tool.kind, tool.outside, tool.sources, props) + \
+        _signature_problems(tool, props)
+
+
+def _outside_problems(name, kind, outside, sources, props):
+    """An outside tool (its arguments leave the trust boundary) declares where each of its arguments that can carry
+    text comes from: every property but a boolean, an integer, a number or one held to an enum or const is named
+    by a Source, as a whole or element by element ("urls[]"; a field of each, "pages[].url", leaves the rest free);
+    none comes from its own results (a link found in a fetched
+    page is not fetched)."""
+    problems: list[str] = []
+    if not isinstance(outside, bool):
+        return [f"outside={outside!r} must be True or False"]
+    if not outside:
+        return problems
+    if kind not in ("read", "write"):
+        problems.append(f"outside=True is for a read or a write (kind={kind!r})")
+    sourced = {stated.base(a) for s in sources if isinstance(s, Source) for a in s.args   # whole, or each element whole
+               if not stated.arg_path(a)[2]}
+    free = [arg for arg, schema in props.items() if arg not in sourced and not _closed(schema)]
+    if free:
+        problems.append(f"outside=True: the arguments {', '.join(free)} can carry any text out and have no Source: "
+                        "declare where each comes from (Source.user(...) for the user's own words, "
+                        "Source(..., tool, ...) for a trusted tool's results)")
+    problems += [f"outside=True: sources entry {s!r} takes values from this tool's own results (what it brought in "
+                 "is not trusted)" for s in sources if isinstance(s, Source) and any(o.tool == name for o in s.options())]
+    return problems
+
+
+def _closed(schema):
+    """Whether an argument's schema lets it carry no free text: a boolean, an integer, a number, an enum, a const."""
+    if not isinstance(schema, dict):
+        return False
+    given = schema.get("type")
+    kinds: list = given if isinstance(given, list) else [given]
+    return "enum" in schema or "const" in schema or \
+        (None not in kinds and all(k in ("boolean", "integer", "number", "null") for k in kinds))
 
 
 def _path_problems(source):
@@ -378,7 +438,7 @@ def _signature_problems(tool, props):
 
 
 MCP_RULES = ("fields", "required", "arguments", "sources", "timeout", "requires", "absorb", "render", "gist",
-             "facts", "initial", "keep", "description")      # what an MCPServer may declare of one of its tools
+             "facts", "initial", "keep", "description", "outside")    # what an MCPServer may declare of one of its tools
 DESCRIPTION_LIMIT = 500                                       # characters of a server-given description kept
 
 
@@ -471,7 +531,8 @@ def _remote_rule(rule):
     """One allowed MCP tool's declaration, every key present."""
     rule = {"fields": rule} if isinstance(rule, (tuple, list)) else dict(rule)
     out: dict[str, Any] = {"fields": (), "required": (), "arguments": (), "sources": (), "requires": (), "keep": (), "timeout": None,
-                           "absorb": None, "render": None, "gist": None, "facts": "", "initial": {}, "description": None}
+                           "absorb": None, "render": None, "gist": None, "facts": "", "initial": {}, "description": None,
+                           "outside": False}
     out.update(rule)
     for key in ("fields", "required", "arguments", "sources", "requires", "keep"):
         out[key] = tuple(out[key])
@@ -531,6 +592,13 @@ def _rule_problems(name, rule):
             problems.append(f"sources entry {source!r} must be a Source")
         else:
             problems += _path_problems(source)
+    outside, sources = rule.get("outside", False), tuple(rule.get("sources", ()))
+    if not isinstance(outside, bool):
+        problems.append(f"outside={outside!r} must be True or False")
+    elif outside:         # the server's schema is known once it is listed: its arguments are checked then (toolset)
+        problems += [f"outside=True: sources entry {s!r} takes values from this tool's own results (what it brought "
+                     "in is not trusted)" for s in sources if isinstance(s, Source) and
+                     any(o.tool == name for o in s.options())]
     timeout = rule.get("timeout")
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         problems.append(f"timeout={timeout!r} must be a positive number of seconds or None")
@@ -597,10 +665,12 @@ class Agent:
 
 def declared_tool(tool):
     """One tool as a run records it and the judge reads it: kind, requires, sources (with their alternatives,
-    `any`), and a write's effect with the values each choice may take (the schema's enum, with its aliases), the
+    `any`; a source of the user's words has tool "user"), `outside` when declared, and a write's effect with the values each choice may take (the schema's enum, with its aliases), the
     units of its counts and its list arguments (`lists`: each element one effect value)."""
     out = {"kind": tool.kind, "requires": list(tool.requires), "effect": [list(e) for e in tool.effect],
            "sources": [s.declared() for s in tool.sources]}
+    if tool.outside:                     # recorded only when declared: an older record reads as before
+        out["outside"] = True
     many = [arg for arg, _ in tool.effect if _is_array((tool.parameters.get("properties") or {}).get(arg))]
     if many:
         out["lists"] = many
@@ -649,14 +719,24 @@ def _agent_problems(agent):
     problems += mcp_problems
     known = [*names, *remote]
     for tool in agent.tools:
-        wanted = [*tool.requires, *(o.tool for s in tool.sources for o in s.options())]
+        wanted = [*tool.requires, *(o.tool for s in tool.sources for o in s.options() if o.tool != stated.USER)]
         problems += [f"tool {tool.name!r}: requires or sources name {w!r}, which is not one of the agent's tools "
                      f"({', '.join(known)})" for w in wanted if w not in known]
+    users = [t.name for t in agent.tools if _reads_user(t.sources)] + \
+        [n for n, (_, rule) in remote.items() if _reads_user(rule["sources"])]
+    if stated.USER in known and users:
+        problems.append(f"a tool is named {stated.USER!r}, the source name Source.user reserves for the user's own "
+                        f"messages (used by {', '.join(users)}): rename that tool")
     for name, (server, rule) in remote.items():
-        wanted = [*rule["requires"], *(o.tool for s in rule["sources"] for o in s.options())]
+        wanted = [*rule["requires"], *(o.tool for s in rule["sources"] for o in s.options() if o.tool != stated.USER)]
         problems += [f"MCP server {server.name!r} tool {name!r}: requires or sources name {w!r}, which is not one "
                      f"of the agent's tools ({', '.join(known)})" for w in wanted if w not in known]
     return problems
+
+
+def _reads_user(sources):
+    """Whether any of these sources (or an alternative of one) is the user's own messages."""
+    return any(o.tool == stated.USER for s in sources for o in s.options())
 
 
 def _mcp_problems(agent, names):

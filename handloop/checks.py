@@ -25,7 +25,9 @@ rules:
   their own way; or at the source's path, where a record keyed by id has its key as the field "*"; a plain-text
   result must contain the value as a token); the sources read as the guards read them (texts/stated.py): every
   source holds (two naming one argument both), each element of a list argument ("item_ids[]") on its own, from
-  any one of a source's alternatives (`any`);
+  any one of a source's alternatives (`any`); an argument sourced from the user's words (Source.user) appears in a
+  user message before the call (texts/stated.py `typed`; the reason names the tools whose results held it
+  instead); a tool declared outside is judged on every call that took effect, as a write is;
 - write_after_confirmation (when the agent has a write; judge/confirm.py): no write took effect before a user
   confirmation (one of the declared confirm replies, or an approval as classify_reply reads it) that came after it
   was proposed, with the arguments the user was shown (its declared effect arguments);
@@ -164,7 +166,7 @@ def provenance(t):
     more = judge_calls([c for c in t.ok(*others) + t.unknown(*others) if _applies(t, c)],
                        lambda c: _sourced(t, c, index))
     faults, doubts = faults + more[0], doubts + more[1]
-    seen = Joined((Said("prov.seen", count=n, tool=tool, what=said_args(source["args"]), source=source["tool"])
+    seen = Joined((Said("prov.seen", count=n, tool=tool, what=said_args(source["args"]), source=_tools(source))
                    for tool in others for source in t.agent.sources(tool)
                    for n in [sum(1 for c in t.ok(tool) if _applies(t, c))] if n), sep=None)
     said = []
@@ -172,7 +174,8 @@ def provenance(t):
         for source in t.agent.sources(tool):
             values = sorted({_shown(row) for c in t.ok(tool) if c.args is not None for row in _rows(c.args, source["args"])})
             if values:
-                said.append(Said("prov.passes", what=said_tools([tool], bare=True), args=Joined(source["args"]), values=Joined(values),
+                said.append(Said("prov.passes_user" if _all_user(source) else "prov.passes",
+                                 what=said_tools([tool], bare=True), args=Joined(source["args"]), values=Joined(values),
                                  source=_tools(source)))
     passes = fine and Joined([Joined(said, "sep.clauses"), seen], sep=None)
     args = Joined(a for tool in subject for s in t.agent.sources(tool) for a in s["args"])
@@ -180,9 +183,10 @@ def provenance(t):
 
 
 def _applies(t, call):
-    """Whether a call's declared sources apply to it: always for a write (what it wrote must be traced); for
-    another tool, when it gives one of their arguments (a read's unreadable arguments changed nothing)."""
-    if call.write:
+    """Whether a call's declared sources apply to it: always for a write (what it wrote must be traced) and for a
+    tool declared outside (what it sent out must be traced); for another tool, when it gives one of their
+    arguments (a read's unreadable arguments changed nothing)."""
+    if call.write or t.agent.outside(call.name):
         return True
     return call.args is not None and any(k in call.args for s in t.agent.sources(call.name) for a in s["args"]
                                          for k in (base(a),) + ALIASES.get(base(a), ()))
@@ -201,6 +205,11 @@ def _sourced(t, call, seen):
             if any(at < len(found) and _held(t, call, option, list(found[at]), seen) for option, found in tried):
                 continue
             names = [a.replace("[]", f"[{at + 1}]") for a in source["args"]]
+            if _all_user(source):
+                arg, value = next(((n, v) for n, v in zip(names, values) if not t.typed_before(v, call.pos)),
+                                  (names[0], values[0]))
+                return "fail", Joined([Said("prov.not_typed", call=call.label, arg=arg, value=value),
+                                       _brought(t, call, value)], sep=None)
             if len(values) == 1 and not source["near"]:
                 return "fail", Said("prov.not_seen", call=call.label, arg=names[0], value=values[0],
                                     source=_tools(source))
@@ -221,7 +230,10 @@ def _rows(args, names):
 def _held(t, call, source, values, seen):
     """Whether a successful result of `source`'s tool before `call` holds `values` (as _found reads one): looked
     up in the source's index (_Seen, built at its first use), or, when the values and the fields do not pair
-    one to one, by reading each earlier result."""
+    one to one, by reading each earlier result. For the user's words: whether each value appears in a message the
+    user wrote before the call (texts/stated.py `typed`, as the guards read it)."""
+    if source.get("user"):
+        return bool(values) and all(t.typed_before(v, call.pos) for v in values)
     if len(values) != len(source["fields"]) or not values:
         return any(_found(values, source, search) for search in t.ok(source["tool"]) if search.pos < call.pos)
     where = (source["tool"], tuple(source["fields"]), bool(source["near"]), source.get("path") or "")
@@ -232,7 +244,21 @@ def _held(t, call, source, values, seen):
 
 
 def _tools(source):
-    return Joined(dict.fromkeys(o["tool"] for o in source.get("any") or [source]), "sep.or")
+    options = source.get("any") or [source]
+    names = dict.fromkeys(("", o["tool"]) if o.get("user") else (o["tool"], "") for o in options)
+    return Joined([Said("prov.the_user") if user else tool for tool, user in names], "sep.or")
+
+
+def _all_user(source):
+    """Whether a source is the user's own messages only (each alternative, if it has any)."""
+    return all(o.get("user") for o in source.get("any") or [source])
+
+
+def _brought(t, call, value):
+    """Where a value that is not the user's appeared before the call: the tools whose successful results held it
+    ("" when none did)."""
+    tools = t.brought(value, call.pos)
+    return Said("prov.brought", tools=Joined(tools)) if tools else ""
 
 
 class _Seen:

@@ -27,6 +27,10 @@ fixes the whole write (texts/stated.py): a blocked write's proposal states its e
 arguments; after a proposal in words, an argument sourced from the tool an effect's value came from must
 come from that same record, one sourced elsewhere must be stated; a write carrying a value the user never
 saw is not run: it becomes the new proposal, stating it. Arguments neither effects nor sourced are free.
+Provenance reads each declared Source before any call runs, whatever its kind: a tool's results, or the user's own
+messages (`Source.user`: the value appears in what the user wrote, texts/stated.py `typed`; the model is told which
+tool's result it came from instead). A write refused so never becomes a proposal; a tool declared `outside` has a
+Source on every argument that can carry text (calls.py refuses it otherwise), so no value a read brought in leaves.
 """
 import dataclasses
 
@@ -104,7 +108,8 @@ class _Turn:
 
     def depends(self, call):
         """Whether this write needs the outcome of a call allowed in the current batch."""
-        needs = {*call.tool.requires, *(o.tool for s in call.tool.sources for o in s.options())} \
+        needs = {*call.tool.requires,
+                 *(o.tool for s in call.tool.sources for o in s.options() if o.tool != stated.USER)} \
             if call.kind == "write" and call.tool else ()
         return any(c.name in needs for c in self.unknown)
 
@@ -185,17 +190,29 @@ class _Turn:
         """Why these values are refused (the element of a list argument, by its place), and what may be used
         instead (or what is missing)."""
         say, view = self.say, self.view
-        offered = view.sourced_values(source) if len(source.args) == 1 else []
         shown = say.join(f"{a.replace('[]', f'[{at}]')}={v!r}" for a, v in zip(source.args, row))
-        tools = say.join(dict.fromkeys(o.tool for o in source.options()))
+        if source.from_user:
+            return self._not_typed(shown, row)
+        offered = view.sourced_values(source) if len(source.args) == 1 else []
+        tools = say.join(dict.fromkeys(say("guard.user_words") if o.tool == stated.USER else o.tool
+                                       for o in source.options()))
         if offered:
             hint = say("guard.provenance_offered", offered=", ".join(offered[:20]))
         elif any(view.results.get(o.tool) for o in source.options()):   # it ran, yet nothing is where it looks
             hint = say.join(say("guard.provenance_path", source=o.tool, path=o.path, field=o.fields[0])
                             for o in source.options() if view.results.get(o.tool))
         else:
-            hint = say("guard.provenance_first", source=tools)
+            hint = say("guard.provenance_first", source=say.join(dict.fromkeys(
+                o.tool for o in source.options() if o.tool != stated.USER)))
         return say("guard.provenance_any" if source.alternatives else "guard.provenance", values=shown, source=tools) + hint
+
+    def _not_typed(self, shown, row):
+        """Why values that must come from the user's own words are refused, and which tool's result they came from
+        instead (text a tool brought in is not the user's word)."""
+        say, view = self.say, self.view
+        brought = sorted({t for v in row if not stated.typed(v, view.said) for t in view.brought(v)})
+        hint = say("guard.not_typed_brought", tools=", ".join(brought)) if brought else ""
+        return say("guard.not_typed", values=shown) + hint + say("guard.not_typed_next")
 
     def unconfirmed_write(self, call, budget):
         if call.kind != "write":

@@ -292,7 +292,11 @@ class Memory:
                 for e in stated.elements(v) if e is not None}
 
     def records(self, tool, path):
-        """The records at `path` of `tool`'s successful results so far (where sourced values come from)."""
+        """The records at `path` of `tool`'s successful results so far (where sourced values come from); for the
+        user's words (stated.USER, Source.user) the user's own messages, never a tool's result, the model's text or
+        a loop message (texts/stated.py reads them)."""
+        if tool == stated.USER:
+            return list(self.said)
         return [r for result in self.results.get(tool, ()) for r in stated.records_at(result, path)]
 
     def unbacked(self, text):
@@ -437,6 +441,12 @@ class Memory:
         return sorted({str(r.get(o.fields[0])) for o in source.options() for r in self.records(o.tool, o.path)
                        if isinstance(r, dict) and o.fields[0] in r})
 
+    def brought(self, value):
+        """The tools whose successful results hold `value` (as the user's words are read, `stated.typed`): where a
+        value that is not the user's came from."""
+        return [tool for tool, results in self.results.items()
+                if stated.typed(value, [json.dumps(r, ensure_ascii=False) for r in results])]
+
     def unshown(self, call):
         """The arguments of a write that the confirmed proposal in words did not state (texts/stated.py):
         its id and choice arguments must be the one value of their argument the offer names (an id by
@@ -514,10 +524,12 @@ def _matching(record, call):
 
 def _needs(tool):
     """The tools that must have succeeded before `tool` runs: its requires, each source's tool, and for a source of
-    alternatives a tuple of their tools (any one of them)."""
+    alternatives a tuple of their tools (any one of them); none for a source the user's words may give."""
     found = [*tool.requires]
     for source in tool.sources:
         tools = tuple(dict.fromkeys(o.tool for o in source.options()))
+        if stated.USER in tools:          # the user's words are there from the goal on: nothing to run first
+            continue
         found.append(tools[0] if len(tools) == 1 else tools)
     return tuple(dict.fromkeys(found))
 

@@ -226,7 +226,8 @@ def changes(recorded, now):
     each naming what changed, in the order of the recorded tools. Confirm replies: the recorded ones
     stay (_recorded_agent). A recorded write tool weakens when it is no longer a write, or drops a
     requirement or a source, or changes its effect (which defines both what a confirmation
-    authorises and the write's idempotency key); any other change is only said. An audit file that
+    authorises and the write's idempotency key); a recorded outside tool weakens when it is no longer outside or
+    drops a source; any other change is only said. An audit file that
     recorded no tools (older ones) is not compared."""
     if not isinstance(recorded, dict) or not isinstance(recorded.get("tools"), dict):
         return []
@@ -244,14 +245,18 @@ def changes(recorded, now):
             continue
         said += [Changed("resume.changed", weakens=_weakens(before, after, field), tool=name, field=field,
                          recorded=_shown(before.get(field)), now=_shown(after.get(field)))
-                 for field in ("kind", "requires", "sources", "effect") if before.get(field) != after.get(field)]
+                 for field in ("kind", "requires", "sources", "effect", "outside") if before.get(field) != after.get(field)]
     said += [Changed("resume.tool_added", tool=name, kind=after["kind"])
              for name, after in now["tools"].items() if name not in recorded["tools"]]
     return said
 
 
 def _weakens(before, after, field):
-    """Whether changing `field` of a recorded tool lets its writes run with less than before."""
+    """Whether changing `field` of a recorded tool lets its writes (or, declared outside, its reads) run with less
+    than before."""
+    if field == "outside" or (before.get("outside") and field == "sources"):
+        return bool(before.get("outside")) and (field == "outside" or
+                                                 any(item not in (after.get(field) or []) for item in before.get(field) or []))
     if before.get("kind") != "write":
         return False
     if field in ("kind", "effect"):

@@ -185,7 +185,8 @@ class ToolSet:
         hooks.update(facts=rule["facts"] or (local.facts if local else ""), initial=rule["initial"] or
                      (local.initial if local else {}))
         return Tool(name, spec["description"], spec["parameters"], fn=None, sources=rule["sources"],
-                    requires=rule["requires"], timeout=rule["timeout"], keep=rule["keep"], **hooks)
+                    requires=rule["requires"], timeout=rule["timeout"], keep=rule["keep"], outside=rule["outside"],
+                    **hooks)
 
     def tool(self, name: str) -> Tool | None:
         """The declaration of the tool of this name, or None."""

@@ -1,7 +1,7 @@
 """What an agent declared, as the offline judge reads it: the declaration a file is judged by (the one its audit
 file records, else the one given with --agent FILE, else the Xi'an agent's, XIAN) and Declaration, the rules' view
-of it: its tools and their kinds, requires, sources, effect arguments, confirm replies, planning, language and own
-checks. Also what a tool's own name is (tool_name) and the words of the choice values the judge can read in a text
+of it: its tools and their kinds, requires, sources (a tool's results, or the user's own messages), whether they
+reach outside, effect arguments, confirm replies, planning, language and own checks. Also what a tool's own name is (tool_name) and the words of the choice values the judge can read in a text
 (CHOICES: the Xi'an room types).
 
 - The agent judged is a declaration: the plain dict calls.Agent.declared() gives, which an audit file records as
@@ -76,17 +76,24 @@ class Declaration:
                 if isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e)]
 
     def sources(self, name):
-        """[{"args", "tool", "fields", "path", "near"}, with "any": its alternatives] of a tool: where its arguments
-        must come from (texts/stated.py reads them: argument paths, a record's key "*", alternatives). A source
-        whose recorded alternatives do not read keeps itself (its first one): never a wider permission."""
+        """[{"args", "tool", "fields", "path", "near", "user"}, with "any": its alternatives] of a tool: where its
+        arguments must come from (texts/stated.py reads them: argument paths, a record's key "*", alternatives). A
+        source whose recorded alternatives do not read keeps itself (its first one): never a wider permission.
+        `user`: the source is the user's own messages (tool "user", stated.USER, in a declaration with no tool of
+        that name; an older record of an agent with a tool "user" meant that tool)."""
         found = []
+        users = stated.USER not in self.tools
         for s in stated.sources(self.tool(name)):
-            source = _source(s)
-            options = [_source(o) for o in stated.options(s) if o is not s]
+            source = _source(s, users)
+            options = [_source(o, users) for o in stated.options(s) if o is not s]
             if options:
                 source["any"] = options
             found.append(source)
         return found
+
+    def outside(self, name):
+        """Whether a tool was declared to reach outside the user's trust boundary (outside=True)."""
+        return self.tools.get(name, {}).get("outside") is True
 
     def ids(self, name):
         """The id arguments of a write with the (tool, field, path) its sources take them from (each alternative's;
@@ -115,10 +122,12 @@ class Declaration:
         return any(given == " ".join(c.split()).casefold() for c in self.confirm)
 
 
-def _source(s):
-    """One recorded source, as the rules read it."""
-    return {"args": [str(a) for a in s["args"]], "tool": tool_name(s["tool"]), "fields": [str(f) for f in s["fields"]],
-            "path": s.get("path") if isinstance(s.get("path"), str) else "", "near": s.get("near") is True}
+def _source(s, users=True):
+    """One recorded source, as the rules read it (`users`: the name "user" is the user's own messages)."""
+    tool = tool_name(s["tool"])
+    return {"args": [str(a) for a in s["args"]], "tool": tool, "fields": [str(f) for f in s["fields"]],
+            "path": s.get("path") if isinstance(s.get("path"), str) else "", "near": s.get("near") is True,
+            "user": users and tool == stated.USER}
 
 
 def _list(value):

@@ -26,7 +26,7 @@ How the conversation is read (the rules the verdicts rest on; docs/judge.md says
 - Order: a call comes before another when its turn is earlier. Within one turn only
   set_plan/mark_step count as happening first; business calls of one batch are concurrent.
 - A user message whose `name` is "loop" was written by an agent loop, not the user: it never
-  answers, confirms or declines anything; nor does a LangChain HumanMessage marked `lc_source` (the harness
+  answers, confirms or declines anything, nor is it where a value the user typed comes from (`said_before`); nor does a LangChain HumanMessage marked `lc_source` (the harness
   wrote it) or a pydantic-ai retry prompt that answers no call.
 - The agent judged is a declaration (judge/declaration.py reads it: Declaration). Its writes are the tools of kind
   "write"; its business calls those of kind read or write.
@@ -155,6 +155,7 @@ class Transcript:
         self.agent = Declaration(agent if agent is not None else declaration_of(meta))
         self.calls, self.notes, self.calls_at, self._before = list[Call](), list(notes), {}, {}
         self.turns, waiting, self._own = 0, dict[str, Call](), self.strict
+        self._users: list[tuple[int, str]] | None = None      # (pos, text) of the user's own messages, once asked
         for pos, message in enumerate(messages):
             self._read(pos, message, waiting)
         self.notes += [Said("note.unanswered", call=c.label) for c in waiting.values()]
@@ -275,10 +276,31 @@ class Transcript:
         system's transcript gets the wider reading of what confirms ("sure, go ahead")."""
         return self.container == "snapshot" and readable(self.meta.get("agent"))
 
+    def said_before(self, pos):
+        """The texts of the user's own messages before messages[pos] (never the loop's, a harness's, a tool's or
+        the model's): where a value the user typed appears."""
+        if self._users is None:
+            self._users = [(p, m["text"]) for p, m in enumerate(self.messages) if m["role"] == "user" and not m["loop"]]
+        return [text for p, text in self._users if p < pos]
+
+    def typed_before(self, value, pos):
+        """Whether a value appears in what the user wrote before messages[pos] (texts/stated.py `typed`, as the
+        guards read a Source of the user's words)."""
+        return stated.typed(value, self.said_before(pos))
+
+    def brought(self, value, pos):
+        """The tools whose successful results before messages[pos] hold a value (read as `typed_before` reads the
+        user's words): where a value that is not the user's came from."""
+        return sorted({c.name for c in self.calls if c.status == "ok" and c.pos < pos and
+                       stated.typed(value, [_whole(c.result)])})
+
     def records(self, pos):
         """records(tool, path) of the successful results before messages[pos] (texts/stated.py's callback), each
-        tool's and path's folded once in order (read them at once: see _Prefix)."""
+        tool's and path's folded once in order (read them at once: see _Prefix); for the user's words (stated.USER,
+        when no tool has that name) the texts of the user's own messages."""
         def records(tool, path):
+            if tool == stated.USER and stated.USER not in self.agent.tools:   # the user's words: their messages
+                return self.said_before(pos)
             key = ("records", tool, path)
             calls = [c for c in self.calls if c.status == "ok" and c.name == tool] if key not in self._before else ()
             return self._prefix(key, calls, list, lambda found, c: found.extend(stated.records_at(c.result, path))).at(pos)
@@ -385,6 +407,14 @@ class _Named:
                     if self.names[key] == text[start:start + size]:      # still its name (a later read may rename)
                         ids.add(key)
         return ids
+
+
+def _whole(value):
+    """All the text of a result, uncut."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return str(value)
 
 
 def _flat(value):

@@ -30,13 +30,24 @@ A write's declaration is read as the plain dict a run records (calls.declared_to
   sourced elsewhere must be stated by the proposal itself. An argument neither an effect nor sourced is free of
   the records, but not hidden: its value must be stated by the proposal or the user (`unstated_free`), else the
   write is shown to the user exactly.
+- A source named USER ("user": `Source.user`) is the user's own messages, not a tool's results: `records(USER, "")`
+  gives those messages (texts, never a tool's result, the model's text or a loop message), and a value comes from
+  them when it appears in what the user wrote before the call (`typed`). They give no records: an id effect only
+  the user's words source has no values a proposal in words can name (such a write is proposed by its call), and
+  an argument sourced from them that is no effect must be stated by the proposal (the user may have typed more
+  than one). A recorded source of a tool the declaration names "user" (an older file) reads as that tool: its
+  records are objects, not texts.
 
 Invariants: imports no project module but words.py (a leaf); pure functions of plain data; `records(tool, path)`
 is the caller's: the records of that tool's successful results before the write, at that path.
 """
 import json
+import math
+import re
 
 from . import words
+
+USER = "user"        # the source that is the user's own messages (Source.user), not a tool's results
 
 
 WRAPPED = ("value", "_cut")     # a result that is no JSON object reaches the model as {"value": it} (values.wrapped)
@@ -129,6 +140,39 @@ def canonical(value):
     return value
 
 
+def typed(value, said):
+    """Whether a value appears in what the user wrote (`said`: the user's own messages, never a tool's result, the
+    model's text or a loop message): a string, or a number written as digits, found in one message compared in
+    NFKC lower case, whitespace inside the value or the text left out (an IBAN typed in groups of four, or not);
+    where the value begins or ends with a Latin letter or a digit, the text does not go on with one there (nor a
+    number with a decimal part), so 50 is not read in 150 or 1.50 and an IBAN not in a longer one. An empty
+    value, a boolean, a list or an object never appears."""
+    text = _typed_form(value)
+    if text is None:
+        return False
+    pattern = r"\s*".join(map(re.escape, text))
+    if re.match(r"[0-9a-z]", text):
+        pattern = r"(?<![0-9a-z])(?<![0-9][.,])" + pattern
+    if re.search(r"[0-9a-z]$", text):
+        pattern += r"(?![0-9a-z]|[.,][0-9])"
+    found = re.compile(pattern)
+    return any(isinstance(t, str) and found.search(words.plain(t)) for t in said)
+
+
+def _typed_form(value):
+    """The text a value is looked for as (NFKC, lower case, no whitespace), or None when it cannot be typed."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        value = int(value) if value.is_integer() else value
+    if not isinstance(value, (str, int, float)):
+        return None
+    text = "".join(words.plain(value).split())
+    return text or None
+
+
 def ids_in(value, names, depth=0):
     """Every id a result gives (a string under `id` or `*_id`) into `names`, with the `name` beside it, if any."""
     if depth > 4:
@@ -190,8 +234,13 @@ def source_tools(source):
 
 def holds(row, source, records):
     """Whether one record at the source's path in its tool's successful results has its fields equal to the row's
-    values (`near`: to 4 decimals); the field "*" of a record reached by a `*` step is its key."""
-    for record in records(source["tool"], source.get("path") or ""):
+    values (`near`: to 4 decimals); the field "*" of a record reached by a `*` step is its key. For the user's words
+    (USER, whose records are the user's own messages): whether each value appears in them (`typed`)."""
+    found = records(source["tool"], source.get("path") or "")
+    said = [r for r in found if isinstance(r, str)]
+    if source["tool"] == USER and (said or not found):
+        return all(typed(v, said) for v in row)
+    for record in found:
         if isinstance(record, dict) and all(same(v, record.get(f), source.get("near")) for v, f in
                                             zip(row, source["fields"])):
             return True
@@ -367,8 +416,9 @@ def unbound(args, decl, records, stated=None):
     """The arguments of a write that what the proposal stated does not determine: a sourced argument that is
     no effect must come from the record an effect argument's value came from (a source of the same tool and
     path holding an effect argument; for a list, each element from a record holding one of the effect's), else
-    it must be stated (`stated(arg, value)`: whether the proposal says it; default: never). Arguments neither
-    effects nor sourced are free. A source of alternatives is bound when one of them is."""
+    it must be stated (`stated(arg, value)`: whether the proposal says it; default: never); one sourced from the
+    user's words (USER) must be stated too. Arguments neither effects nor sourced are free. A source of alternatives
+    is bound when one of them is."""
     effects = {a for a, _ in effect(decl)}
     every = [o for s in sources(decl) for o in options(s)]
     missing = []
@@ -378,6 +428,9 @@ def unbound(args, decl, records, stated=None):
             continue
         bound, free = False, False
         for option in options(source):
+            if option["tool"] == USER:             # the user's words hold no record to bind to: stated, or not
+                free = True
+                continue
             anchors = [s for s in every if s["tool"] == option["tool"] and (s.get("path") or "") ==
                        (option.get("path") or "") and any(base(a) in effects and base(a) in args for a in s["args"])]
             if anchors and all(_bound(args, option, anchor, effects, records) for anchor in anchors):
