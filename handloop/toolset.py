@@ -178,15 +178,20 @@ class ToolSet:
 
     def _mcp_tool(self, server, name, spec, declared):
         """An MCP tool's declaration: the server's schema, its server's rules for it, and the memory and
-        screen hooks it declares, else those of the local tool it replaces."""
+        screen hooks it declares, else those of the local tool it replaces. Rules that do not fit the schema the
+        server listed (a Source naming an argument it lacks, an outside tool's argument without a Source) are an
+        MCPError naming the server: the run cannot use it as declared."""
         rule = server.rule(name)
         local = next((t for t in declared if t.name == name), None)
         hooks: dict[str, Any] = {k: rule[k] or (getattr(local, k) if local else None) for k in ("absorb", "render", "gist")}
         hooks.update(facts=rule["facts"] or (local.facts if local else ""), initial=rule["initial"] or
                      (local.initial if local else {}))
-        return Tool(name, spec["description"], spec["parameters"], fn=None, sources=rule["sources"],
-                    requires=rule["requires"], timeout=rule["timeout"], keep=rule["keep"], outside=rule["outside"],
-                    **hooks)
+        try:
+            return Tool(name, spec["description"], spec["parameters"], fn=None, sources=rule["sources"],
+                        requires=rule["requires"], timeout=rule["timeout"], keep=rule["keep"], outside=rule["outside"],
+                        **hooks)
+        except ValueError as exc:      # the declaration does not fit the schema the server listed (a Source's
+            raise mcp_tools.MCPError(self.say("mcp.declaration", name=server.name, problem=str(exc))) from None
 
     def tool(self, name: str) -> Tool | None:
         """The declaration of the tool of this name, or None."""

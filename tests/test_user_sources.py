@@ -326,3 +326,32 @@ def test_the_resume_comparison_weakens_an_outside_read_that_drops_outside_or_a_s
     assert weakens(dict(read, sources=[])) == {"sources": True}
     assert runs.changes({"tools": {"fetch": plain}}, {"confirm": ["yes"], "planning": False, "tools": {"fetch": read}})[0] \
         .weakens is False                                                # declaring it outside only adds a guard
+
+
+def test_an_mcp_tool_declared_outside_is_checked_against_the_servers_schema_and_guarded():
+    """An MCP server's tool declared outside: its schema is known once the server lists it, so an argument without a
+    Source (or a Source naming an argument the schema lacks) is an MCPError naming the server then, not a traceback; sourced from the user's words, a call with a city the user never wrote is
+    blocked before it reaches the server, the user's own city goes through."""
+    from handloop import Agent, MCPServer, Source, guards, mcp_tools, toolset
+    from handloop.memory import Memory
+    from mcp_util import SERVER_COMMAND
+
+    def agent(rule):
+        return Agent("w", "Weather.", [], language="en", planning=False,
+                     mcp=[MCPServer("weather", command=SERVER_COMMAND, tools={"search_location": rule})])
+    for rule, wrong in (({"outside": True}, "outside=True.*city"),
+                        ({"sources": (Source(("town",), "search_location", ("name",)),)}, "town")):
+        with pytest.raises(mcp_tools.MCPError, match=f"weather.*search_location.*{wrong}"):   # the CLI exits 2
+            toolset.ToolSet("r", agent({"fields": ("latitude", "longitude"), **rule})).close()
+    ts = toolset.ToolSet("r", agent({"fields": ("latitude", "longitude"), "outside": True,
+                                     "sources": (Source.user("city"),)}))
+    try:
+        assert ts.tool("search_location").outside
+        memory = Memory(agent=ts.agent).declare(ts.tools.values())
+        memory.absorb_user("What is the weather in Xi'an tomorrow?")
+        calls = ts.prepare([_call("c1", "search_location", city="Xi'an"), _call("c2", "search_location", city="Paris")])
+        allowed, blocked = next(guards.screen(calls, memory))
+        assert [c.id for c in allowed] == ["c1"] and blocked["c2"].result["blocked_by"] == "provenance"
+        assert ts.agent.declared(ts.tools.values())["tools"]["search_location"]["outside"] is True
+    finally:
+        ts.close()

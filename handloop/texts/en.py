@@ -231,6 +231,7 @@ EN = {
     "mcp.no_json": "The MCP tool's result holds no JSON object",
     "mcp.server_named": "The MCP server {name!r}",
     "mcp.cli_no_server": "agent {name!r} declares no MCP server (Agent(..., mcp=[MCPServer(...)])): --mcp, --mcp-server and --mcp-url select one",
+    "mcp.declaration": "MCP server {name!r}: its tool's declaration does not fit the schema it lists: {problem}",
     "mcp.missing_tools": "{where} lacks usable tools: {wrong} (it offers: {offered})",
     "mcp.server": "The MCP server",
     "mcp.missing_fields": "{tool}'s result lacks the fields {fields} (what the MCP server returned is unusable)",

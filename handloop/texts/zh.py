@@ -259,6 +259,7 @@ ZH = {
     "mcp.no_json": "MCP 工具的结果里没有 JSON 对象",
     "mcp.server_named": "MCP 服务 {name!r}",
     "mcp.cli_no_server": "智能体 {name!r} 没有声明 MCP 服务（Agent(..., mcp=[MCPServer(...)])）：--mcp、--mcp-server 和 --mcp-url 是用来选它的",
+    "mcp.declaration": "MCP 服务 {name!r}：工具的声明与它列出的 schema 不符：{problem}",
     "mcp.missing_tools": "{where}缺少可用的工具：{wrong}（它提供：{offered}）",
     "mcp.server": "MCP 服务",
     "mcp.missing_fields": "{tool} 的结果缺少字段 {fields}（MCP 服务返回的内容不可用）",
