@@ -355,3 +355,13 @@ def test_an_mcp_tool_declared_outside_is_checked_against_the_servers_schema_and_
         assert ts.agent.declared(ts.tools.values())["tools"]["search_location"]["outside"] is True
     finally:
         ts.close()
+
+
+def test_an_older_record_whose_agent_had_a_tool_named_user_reads_its_source_as_that_tool():
+    from handloop.judge.declaration import Declaration
+    source = {"args": ["account"], "tool": "user", "fields": ["account"], "path": "", "near": False}
+    older = {"tools": {"user": {"kind": "read"}, "pay": {"kind": "write", "effect": [["account", "id"]],
+                                                          "sources": [source]}}}
+    assert Declaration(older).sources("pay")[0]["user"] is False and not Declaration(older).outside("pay")
+    now = {"tools": {"pay": {"kind": "write", "effect": [["account", "id"]], "sources": [source], "outside": True}}}
+    assert Declaration(now).sources("pay")[0]["user"] is True and Declaration(now).outside("pay")
