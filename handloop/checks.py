@@ -210,6 +210,9 @@ def _sourced(t, call, seen):
                                   (names[0], values[0]))
                 return "fail", Joined([Said("prov.not_typed", call=call.label, arg=arg, value=value),
                                        _brought(t, call, value)], sep=None)
+            if len(values) == 1 and any(o.get("user") for o in source.get("any") or [source]):
+                return "fail", Joined([Said("prov.not_seen_or_user", call=call.label, arg=names[0], value=values[0],
+                                            source=_tools(source, users=False)), _brought(t, call, values[0])], sep=None)
             if len(values) == 1 and not source["near"]:
                 return "fail", Said("prov.not_seen", call=call.label, arg=names[0], value=values[0],
                                     source=_tools(source))
@@ -243,8 +246,9 @@ def _held(t, call, source, values, seen):
     return first is not None and first < call.pos
 
 
-def _tools(source):
-    options = source.get("any") or [source]
+def _tools(source, users=True):
+    """The tools a source's values may come from (`users`: the user's own messages named among them)."""
+    options = [o for o in source.get("any") or [source] if users or not o.get("user")]
     names = dict.fromkeys(("", o["tool"]) if o.get("user") else (o["tool"], "") for o in options)
     return Joined([Said("prov.the_user") if user else tool for tool, user in names], "sep.or")
 

@@ -194,17 +194,17 @@ class _Turn:
         if source.from_user:
             return self._not_typed(shown, row)
         offered = view.sourced_values(source) if len(source.args) == 1 else []
-        tools = say.join(dict.fromkeys(say("guard.user_words") if o.tool == stated.USER else o.tool
-                                       for o in source.options()))
+        tools = say.join(dict.fromkeys(o.tool for o in source.options() if o.tool != stated.USER))
+        user = any(o.tool == stated.USER for o in source.options())
         if offered:
             hint = say("guard.provenance_offered", offered=", ".join(offered[:20]))
         elif any(view.results.get(o.tool) for o in source.options()):   # it ran, yet nothing is where it looks
             hint = say.join(say("guard.provenance_path", source=o.tool, path=o.path, field=o.fields[0])
                             for o in source.options() if view.results.get(o.tool))
         else:
-            hint = say("guard.provenance_first", source=say.join(dict.fromkeys(
-                o.tool for o in source.options() if o.tool != stated.USER)))
-        return say("guard.provenance_any" if source.alternatives else "guard.provenance", values=shown, source=tools) + hint
+            hint = say("guard.provenance_first", source=tools)
+        key = "guard.provenance_or_user" if user else "guard.provenance_any" if source.alternatives else "guard.provenance"
+        return say(key, values=shown, source=tools) + hint
 
     def _not_typed(self, shown, row):
         """Why values that must come from the user's own words are refused, and which tool's result they came from
