@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:                   # what type checkers see of the names __getattr__ loads (re-exported: `X as X`)
     from .audit import AuditError as AuditError, CorruptAuditError as CorruptAuditError
-    from .calls import (Agent as Agent, MCPServer as MCPServer, Source as Source, Tool as Tool,
+    from .calls import (Agent as Agent, MCPServer as MCPServer, Rule as Rule, Source as Source, Tool as Tool,
                         ToolError as ToolError)
     from .config import Policy as Policy
     from .errors import DeclarationError as DeclarationError, HandloopError as HandloopError
@@ -31,7 +31,7 @@ if TYPE_CHECKING:                   # what type checkers see of the names __geta
     __version__: str
 
 _WHERE = {
-    "Agent": "calls", "Tool": "calls", "Source": "calls", "ToolError": "calls", "MCPServer": "calls",
+    "Agent": "calls", "Tool": "calls", "Source": "calls", "Rule": "calls", "ToolError": "calls", "MCPServer": "calls",
     "Policy": "config",
     "Run": "loop", "run": "loop",
     "ToolSet": "toolset",

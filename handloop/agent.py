@@ -196,16 +196,17 @@ def _main(argv, prog="handloop"):
         return 2
     if args.check is not None:                 # the judges import no model client: they start fast
         from .cli import check as check_cli
-        declared = None
-        if args.agent:                         # the declarations a transcript recording no agent is judged by
-            from .cli import session
+        declared, rules = None, None
+        if args.agent:                         # the declarations a transcript recording no agent is judged by,
+            from .cli import session           # and the code of its rules (the audit file records only their names)
             try:
-                declared = (named or session.load_file(args.agent)).declared()
+                given = named or session.load_file(args.agent)
             except session.Refused as exc:
                 print(error_line(exc, named), file=sys.stderr)
                 return 2
+            declared, rules = given.declared(), given.rule_checks()
         return check_cli.run(args.check, args.audit_dir or env["audit_dir"], args.json, strict=args.strict,
-                             agent=declared, cmd=prog)
+                             agent=declared, cmd=prog, rules=rules)
     if args.selftest:
         from . import selftest
         return selftest.main(mcp=args.mcp)

@@ -206,6 +206,35 @@ def _source_problems(source):
 
 
 @dataclasses.dataclass(frozen=True)
+class Rule:
+    """A rule of the agent over a call and the run's facts, decided before the call runs (the guard `rule`: a
+    call that breaks it is blocked before it becomes a proposal, its reason the tool message the model reads)
+    and applied again by --check to the record. `check(args, facts)` returns why a call with these validated
+    arguments breaks the rule (a text for the model, in the agent's language), or None when it holds; `facts`
+    is a texts.rules.Facts, what the run's tools gave before the call (each successful call's arguments and
+    result, by tool). Declared on a Tool, it applies to that tool's calls; on the Agent, to the calls of the
+    tools it names in `tools`, or, naming none, to every write. `name` is how the run records it and how
+    --check finds it again: the judge runs the code of a rule only when it has it, from the agent given with
+    --agent FILE (or, for the built-in Xi'an agent, its own check of the same name)."""
+    name: str
+    check: Callable
+    tools: tuple = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tools, list):
+            object.__setattr__(self, "tools", tuple(self.tools))
+        problems = []
+        if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", self.name):
+            problems.append(f"name must be 1-64 letters, digits, _ . or - (got {self.name!r})")
+        if not callable(self.check):
+            problems.append("check must be callable: check(args, facts) -> the reason the call breaks it, or None")
+        if not isinstance(self.tools, tuple) or not all(isinstance(t, str) and t for t in self.tools):
+            problems.append("tools must be a list of tool names")
+        if problems:
+            raise DeclarationError(f"rule {self.name!r}: " + "; ".join(problems))
+
+
+@dataclasses.dataclass(frozen=True)
 class Tool:
     """One tool, declared once, in the module that implements it. The loop's layers read this and
     never name a tool: the guards its kind, prerequisites, sources and effect; memory its absorb
@@ -246,6 +275,7 @@ class Tool:
     reconcile: Callable | None = None         # write: reconcile(idempotency_key) -> the receipt stored, or None
     facts: str = ""                           # namespace of memory facts absorb writes (default: the name)
     initial: dict = dataclasses.field(default_factory=dict)   # those facts before any result
+    rules: tuple = ()                         # Rule: decided before a call of this tool runs (and by --check)
 
     def __post_init__(self) -> None:
         if isinstance(self.effect, Mapping):
@@ -258,7 +288,7 @@ class Tool:
         problems = _tool_problems(self)
         if problems:
             raise DeclarationError(f"tool {self.name!r}: " + "; ".join(problems))
-        for name in ("takes", "requires", "sources", "effect", "keep"):
+        for name in ("takes", "requires", "sources", "effect", "keep", "rules"):
             object.__setattr__(self, name, tuple(tuple(x) if isinstance(x, list) else x for x in getattr(self, name)))
 
     @property
@@ -364,6 +394,11 @@ def _tool_problems(tool):
             problems += _path_problems(source)
     if tool.timeout is not None and not (isinstance(tool.timeout, (int, float)) and tool.timeout > 0):
         problems.append(f"timeout={tool.timeout!r} must be a positive number of seconds or None")
+    for rule in tool.rules if isinstance(tool.rules, (tuple, list)) else [tool.rules]:
+        if not isinstance(rule, Rule):
+            problems.append(f"rules entry {rule!r} must be a Rule")
+        elif rule.tools:
+            problems.append(f"rule {rule.name!r}: a tool's rule applies to that tool; tools= is for an agent's rule")
     return problems + _outside_problems(tool.name, tool.kind, tool.outside, tool.sources, props) + \
         _signature_problems(tool, props)
 
@@ -617,7 +652,8 @@ class Agent:
     set_plan's description; `offline` a model of its own for runs without an API key (a policy of
     the loopback endpoint: request dict -> reply dict; the command line uses it, or the built-in
     offline model for the Xi'an agent); `file` where it was loaded from (set by the loader,
-    recorded by runs)."""
+    recorded by runs); `rules` its own rules (Rule) over the calls of the tools each names (none named: every
+    write), decided before a call runs, beside those its tools declare."""
     name: str
     instructions: str
     tools: tuple
@@ -631,9 +667,10 @@ class Agent:
     offline: Callable | None = None           # a scripted model for runs without an API key: request -> reply
     file: str | None = None
     mcp: tuple = ()                           # its MCP servers (MCPServer), each with the tools it allows
+    rules: tuple = ()                         # Rule: its own rules over its tools' calls (tools=(): every write)
 
     def __post_init__(self):
-        for name in ("tools", "confirm", "checks", "mcp"):
+        for name in ("tools", "confirm", "checks", "mcp", "rules"):
             value = getattr(self, name)
             object.__setattr__(self, name, tuple(value) if isinstance(value, (list, tuple)) else value)
         if self.confirm == () and self.language in texts.LANGUAGES:
@@ -655,22 +692,38 @@ class Agent:
         given = " ".join(str(text).split()).casefold()
         return any(given == " ".join(c.split()).casefold() for c in self.confirm)
 
+    def rules_for(self, tool: Tool) -> tuple:
+        """The rules a call of `tool` must keep: its own, then the agent's that name it (or, naming no tool, every
+        write's), each once."""
+        mine = [r for r in self.rules if tool.name in r.tools or (not r.tools and tool.kind == "write")]
+        return tuple(dict.fromkeys([*tool.rules, *mine]))
+
+    def rule_checks(self) -> dict[str, Callable]:
+        """{name: check} of every rule the agent and its tools declare (what --check runs, given this agent)."""
+        found = {r.name: r.check for r in self.rules}
+        found.update((r.name, r.check) for t in self.tools for r in t.rules)
+        return found
+
     def declared(self, tools: Iterable[Tool] | None = None) -> dict[str, Any]:
         """What a run records of its agent, and what the judge reads: plain JSON. `tools`: the tools
         the run really had (its tool set: the MCP tools and the planning tools too), default its own."""
         return {"name": self.name, "file": self.file, "confirm": list(self.confirm), "language": self.language,
                 "planning": self.planning, "checks": list(self.checks),
-                "tools": {t.name: declared_tool(t) for t in (self.tools if tools is None else tools)}}
+                "tools": {t.name: declared_tool(t, self.rules_for(t)) for t in (self.tools if tools is None else tools)}}
 
 
-def declared_tool(tool):
+def declared_tool(tool, rules=None):
     """One tool as a run records it and the judge reads it: kind, requires, sources (with their alternatives,
     `any`; a source of the user's words has tool "user"), `outside` when declared, and a write's effect with the values each choice may take (the schema's enum, with its aliases), the
-    units of its counts and its list arguments (`lists`: each element one effect value)."""
+    units of its counts and its list arguments (`lists`: each element one effect value); the names of the rules its
+    calls must keep (`rules`, default its own), when it has any."""
     out = {"kind": tool.kind, "requires": list(tool.requires), "effect": [list(e) for e in tool.effect],
            "sources": [s.declared() for s in tool.sources]}
     if tool.outside:                     # recorded only when declared: an older record reads as before
         out["outside"] = True
+    named = [r.name for r in (tool.rules if rules is None else rules)]
+    if named:
+        out["rules"] = named
     many = [arg for arg, _ in tool.effect if _is_array((tool.parameters.get("properties") or {}).get(arg))]
     if many:
         out["lists"] = many
@@ -731,7 +784,21 @@ def _agent_problems(agent):
         wanted = [*rule["requires"], *(o.tool for s in rule["sources"] for o in s.options() if o.tool != stated.USER)]
         problems += [f"MCP server {server.name!r} tool {name!r}: requires or sources name {w!r}, which is not one "
                      f"of the agent's tools ({', '.join(known)})" for w in wanted if w not in known]
-    return problems
+    return problems + _rules_problems(agent, known)
+
+
+def _rules_problems(agent, known):
+    """What is wrong with the rules of an agent and its tools: each a Rule naming tools the agent has, and one
+    check per name (--check finds a rule's code again by its name)."""
+    if not isinstance(agent.rules, tuple) or not all(isinstance(r, Rule) for r in agent.rules):
+        return ["rules must be a list of calls.Rule"]
+    problems = [f"rule {r.name!r}: tools names {t!r}, which is not one of the agent's tools ({', '.join(known)})"
+                for r in agent.rules for t in r.tools if t not in known]
+    checks = {}
+    for rule in [*agent.rules, *(r for t in agent.tools for r in t.rules)]:
+        if checks.setdefault(rule.name, rule.check) is not rule.check:
+            problems.append(f"two rules are named {rule.name!r}: a rule's name must say which check it is")
+    return list(dict.fromkeys(problems))
 
 
 def _reads_user(sources):

@@ -50,15 +50,16 @@ from .judge.confirm import write_after_confirmation
 from .judge.texts import Joined, Said
 from .judge.verdicts import ARG_WORDS, WORDS, judge_calls, said_args, said_steps, said_tools, verdict_of
 from .judge.weather import room_type
-from .judge.declaration import tool_name
+from .judge.declaration import CHOICES, tool_name
 from .judge.readings import dicts_in, has_token, plain_result
 from .texts.stated import base, records_at, rows
+from .texts import rules as rule_reading, words
 
 CHECKS = tuple((cid, Said(f"check.{cid}")) for cid in ("plan_first", "no_skipped_step", "provenance", "room_type",
-                                                        "write_after_confirmation"))
+                                                        "write_after_confirmation", "answer_matches_receipt"))
 CAUSES = ("not_reached", "ambiguous", "unknown_outcome", "not_declared")     # why a check is pending
 NOT_APPLICABLE = {cid: Said(f"na.{cid}") for cid in ("plan_first", "no_skipped_step", "provenance",
-                                                     "write_after_confirmation")}
+                                                     "write_after_confirmation", "answer_matches_receipt")}
 PROGRESS = {"no_business_call": "progress.no_business_call", "no_booking": "progress.no_booking", "booked": None}
 
 
@@ -399,6 +400,78 @@ def _near(a, b):
         return False
 
 
+# ---- the agent's rules (calls.Rule), applied to the record ----
+def rule_check(name):
+    """The check of the agent's rule `name`: each call of the tools that keep it, when it took effect, kept it;
+    the rule's own code (given with the agent, Transcript.rules) is run on the call's arguments and the facts of
+    the calls that took effect before it (texts/rules.py, as the guard gave them). Without its code: pending."""
+    def check(t):
+        code = t.rules.get(name)
+        tools = t.agent.ruled(name)
+        if code is None:
+            return "pending", Said("rule.no_code", rule=name), "not_declared"
+        calls = sorted(t.ok(*tools) + t.unknown(*tools), key=lambda c: (c.pos, c.order))
+        faults, doubts, fine = judge_calls(calls, lambda c: _kept(t, c, name, code))
+        passes = fine and Said("rule.passes", rule=name, count=len(fine))
+        return verdict_of(faults, doubts, passes, Said("rule.nothing", rule=name, what=said_tools(tools)))
+    return check
+
+
+def _kept(t, call, name, code):
+    """(kind, reason) for one call against one of the agent's rules."""
+    if call.args is None:
+        return "fail", Said("rule.unparseable", call=call.label, rule=name)
+    facts = rule_reading.Facts((c.name, c.args or {}, c.result) for c in t.calls if c.status == "ok" and c.before(call))
+    try:
+        reason = rule_reading.reason_of(code(dict(call.args), facts))
+    except Exception as exc:                 # the agent's code failed on the record: no verdict from it
+        return "ambiguous", Said("rule.raised", call=call.label, rule=name, error=f"{type(exc).__name__}: {exc}"[:200])
+    if reason:
+        return "fail", Said("rule.broken", call=call.label, rule=name, reason=reason)
+    return "ok", call.label
+
+
+# ---- what the final answer says of the writes ----
+def answer_matches_receipt(t):
+    """The final answer, after the writes that took effect, names no other room, id or date than their receipts
+    (texts/rules.py reads it, as the run's printout does)."""
+    writes = t.ok(*t.agent.writes)
+    final = _final_answer(t)
+    if not writes:
+        return "pending", Said("receipt.no_write", write=said_tools(t.agent.writes)), "not_reached"
+    if final is None or final <= writes[-1].pos:
+        return "pending", Said("receipt.no_answer", call=writes[-1].label), "not_reached"
+    message = t.messages[final]
+    done = [(c.name, _with_choices(t.agent.tool(c.name)), c.args or {}, c.result) for c in writes]
+    found = rule_reading.contradicted(words.plain(message["text"]), done, t.records(final), t.ids_before(final))
+    if found:
+        tool, arg, named, written = found[0]
+        call = [c for c in writes if c.name == tool][-1]
+        return "fail", Said("receipt.contradicts", turn=message["turn"], arg=arg, named=Joined(sorted(named)),
+                            call=call.label, written=Joined(sorted(written))), None
+    return "pass", Said("receipt.matches", turn=message["turn"], count=len(done)), None
+
+
+def _final_answer(t):
+    """The position of the run's final answer: the last message said, when it is an answer without calls of a run
+    that finished; else None."""
+    last = t.spoken[-1] if t.spoken else None
+    message = t.messages[last] if last is not None else {}
+    if not t.finished or message.get("role") != "assistant" or message.get("calls") or not message["text"].strip():
+        return None
+    return last
+
+
+def _with_choices(decl):
+    """A write's declaration with the values of its choices: as recorded, else the words the judge knows (CHOICES:
+    the Xi'an room types, for files that record no agent)."""
+    choices = dict(decl.get("choices") or {})
+    for arg, how in (tuple(e) for e in decl.get("effect") or () if isinstance(e, list) and len(e) == 2):
+        if how == "choice" and not choices.get(arg) and arg in CHOICES:
+            choices[arg] = {value: [] for value, _ in CHOICES[arg]}
+    return dict(decl, choices=choices)
+
+
 # ---- the checks a declaration calls for ----
 AGENT_CHECKS = {"room_type_follows_weather": room_type}     # an agent's own checks, by the names it declares
 NAMES = dict(CHECKS)
@@ -409,14 +482,21 @@ def applicable(agent):
     not (it gives them nothing to judge)."""
     requires = any(agent.requires(n) for n in agent.business)
     core = {"plan_first": agent.planning, "no_skipped_step": agent.planning or requires,
-            "provenance": any(agent.sources(n) for n in agent.tools), "write_after_confirmation": bool(agent.writes)}
+            "provenance": any(agent.sources(n) for n in agent.tools), "write_after_confirmation": bool(agent.writes),
+            "answer_matches_receipt": bool(agent.writes)}
     rules = [(cid, NAMES[cid], fn) for cid, fn in (("plan_first", plan_first), ("no_skipped_step", no_skipped_step),
                                                    ("provenance", provenance)) if core[cid]]
-    for name in dict.fromkeys(agent.checks):
+    declared = agent.rules()
+    for name in dict.fromkeys([*agent.checks, *declared]):    # a rule the judge knows is its own check
         fn = AGENT_CHECKS.get(name)
-        rules.append((fn.__name__, NAMES.get(fn.__name__, name), fn) if fn else (name, name, _unknown(name)))
+        if fn:
+            rules.append((fn.__name__, NAMES.get(fn.__name__, name), fn))
+        else:
+            rules.append((name, Said("check.rule", rule=name), rule_check(name)) if name in declared else
+                         (name, name, _unknown(name)))
     if core["write_after_confirmation"]:
         rules.append(("write_after_confirmation", NAMES["write_after_confirmation"], write_after_confirmation))
+        rules.append(("answer_matches_receipt", NAMES["answer_matches_receipt"], answer_matches_receipt))
     if not rules:
         rules.append(("declared", Said("check.declared"), lambda t: ("pending", Said("declared.nothing"),
                                                                      "not_declared")))

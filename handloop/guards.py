@@ -7,7 +7,10 @@ hence a tool message. They name no tool: they read each call's declaration (kind
 prerequisites, sources, effect). Checks, in order: duplicate (the same call earlier in this
 turn), repeated (blocked before), arguments, calls per turn, budget, spin, plan first, plan order,
 provenance (every source of the call holds, for each element of a list argument on its own, from any one of a
-source's alternatives: texts/stated.py, as the judge reads it), unconfirmed write.
+source's alternatives: texts/stated.py, as the judge reads it), rule, unconfirmed write. `rule`: a call that breaks
+one of the agent's rules (calls.Rule, its tool's or the agent's: `check(args, facts)` over the run's facts as of the
+decision, texts/rules.py) is blocked with the rule's reason before it can become a proposal, so the user is never
+asked to confirm it; a rule's code that fails is the agent's fault (a HookError, as a hook's).
 
 Calls earlier in the same turn count as they will have happened: each decision is made against
 a fork of memory into which the calls decided before it were folded by memory's own fold (a
@@ -35,9 +38,9 @@ Source on every argument that can carry text (calls.py refuses it otherwise), so
 import dataclasses
 
 from . import config
-from .calls import Outcome, declared_tool, hooked
+from .calls import HookError, Outcome, declared_tool, hooked
 from .values import cut
-from .texts import stated
+from .texts import rules, stated
 
 @dataclasses.dataclass(frozen=True)
 class Decision:
@@ -46,6 +49,7 @@ class Decision:
     reason: str = ""
     propose: bool = False       # the blocked write becomes the proposal put to the user
     differs: bool = False       # the write is not what the user confirmed; the confirmation stands
+    rule: str = ""              # the name of the agent's rule the call breaks (guard "rule")
 
 
 ALLOW = Decision("all", True)
@@ -88,6 +92,7 @@ def _batch(turn, calls, budget, preview):
         else:
             extra = turn.proposal_for(call, decision.reason) if decision.propose else \
                 {"confirmed": turn.confirmed()} if decision.differs else {}
+            extra.update({"rule": decision.rule} if decision.rule else {})
             outcome = Outcome({"error": decision.reason, "blocked_by": decision.guard, **extra},
                               status="blocked", guard=decision.guard)
             blocked[call.id] = outcome
@@ -122,7 +127,7 @@ class _Turn:
 
     def _checked(self, call, budget):
         for check in (self.repeated, self.arguments, self.too_many, self.budget, self.spin, self.plan_first,
-                      self.plan_order, self.provenance, self.unconfirmed_write):
+                      self.plan_order, self.provenance, self.rule, self.unconfirmed_write):
             decision = check(call, budget)
             if not decision.allowed:
                 return decision
@@ -213,6 +218,24 @@ class _Turn:
         brought = sorted({t for v in row if not stated.typed(v, view.said) for t in view.brought(v)})
         hint = say("guard.not_typed_brought", tools=", ".join(brought)) if brought else ""
         return say("guard.not_typed", values=shown) + hint + say("guard.not_typed_next")
+
+    def rule(self, call, budget):
+        """The first of the agent's rules over this call that it breaks, by the rule's own reason (the model can
+        correct the call); the facts are the run's as of this decision, the turn's earlier calls included."""
+        for rule in self.view.agent.rules_for(call.tool):
+            reason = self._broken(call, rule)
+            if reason:
+                return Decision("rule", False, reason, rule=rule.name)
+        return ALLOW
+
+    def _broken(self, call, rule):
+        """Why `call` breaks `rule` ('' when it keeps it): the rule's own code, run as a hook of the tool."""
+        label = f"rule {rule.name}"
+        value = hooked(call.name, label, rule.check, dict(call.args or {}), self.view.facts_for_rules())
+        try:
+            return rules.reason_of(value)
+        except TypeError as exc:
+            raise HookError(call.name, label, str(exc)) from None
 
     def unconfirmed_write(self, call, budget):
         if call.kind != "write":

@@ -183,6 +183,8 @@ def answered(r, reply, sent, report):
     echo = echoed(reply.text, r.messages)
     reply.notes += [f"the answer claims {kind} work, but no {kind} tool succeeded in this run"
                     for kind in r.memory.unbacked(reply.text)] + (["the answer gives a tool result back"] if echo else [])
+    reply.notes += [f"the answer names {arg} {', '.join(sorted(named))}, but the receipt of {tool} says "
+                    f"{', '.join(sorted(written))}" for tool, arg, named, written in r.memory.contradicted(reply.text)]
     r.trace.append(_record(r, reply, sent, [], {}))
     r.answer = "" if echo else reply.text                                 # an echo is no answer for the user
     report("answer", run=r, reply=reply)
@@ -222,13 +224,51 @@ def _next(r, tool):
 def forcing(r):
     """What the next request must force when the record ends with a nudge to act (small models repeat
     their sentence to a text nudge; forced, they call the tool): the tool of the step it named, or any
-    tool call (True) when it named none; False otherwise."""
+    tool call (True) when it named none; False otherwise. Pushed again once: when the reply to that forced
+    request was a call blocked for its arguments or by one of the agent's rules (a server without a grammar
+    lets a small model answer a forced call with arguments that fail validation), the request after its tool
+    messages forces that tool again; the reply to that one is never pushed a third time."""
     last = r.messages[-1]
-    if not r.tools or last.get("name") != LOOP_NAME or \
-            not any(str(last.get("content")).startswith(r.say(f"nudge.{kind}")) for kind in FORCING):
+    if not r.tools:
+        return False
+    if last.get("role") == "tool":
+        return _again(r)
+    if not _forcing_nudge(r, last):
         return False
     step = r.memory.next_step()
-    return step if step in {t.get("function", {}).get("name") for t in r.tools} else True
+    return step if step in _names(r) else True
+
+
+def _forcing_nudge(r, message):
+    return message.get("name") == LOOP_NAME and message.get("role") == "user" and \
+        any(str(message.get("content")).startswith(r.say(f"nudge.{kind}")) for kind in FORCING)
+
+
+def _names(r):
+    return {t.get("function", {}).get("name") for t in r.tools}
+
+
+AGAIN = ("arguments", "rule")       # the guards whose block of a forced call pushes the forced step again
+
+
+def _again(r):
+    """The tool to force once more, when the record ends with the tool messages of the model's reply to a forced
+    request (right after a nudge to act) and one of its calls was blocked for its arguments or by a rule; else
+    False."""
+    at = len(r.messages) - 1
+    while at > 0 and r.messages[at].get("role") == "tool":
+        at -= 1
+    reply = r.messages[at]
+    if at < 1 or reply.get("role") != "assistant" or reply.get("name") == LOOP_NAME or \
+            not _forcing_nudge(r, r.messages[at - 1]):
+        return False
+    names = {c.get("id"): (c.get("function") or {}).get("name") for c in reply.get("tool_calls") or []
+             if isinstance(c, dict)}
+    for message in r.messages[at + 1:]:
+        if _loaded(message.get("content")).get("blocked_by") in AGAIN:
+            name = names.get(message.get("tool_call_id"))
+            return name if name in _names(r) else True
+    return False
 
 
 def empty_again(r, exc, sent, report):

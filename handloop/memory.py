@@ -26,7 +26,7 @@ agent's language.
 import json
 
 from . import texts
-from .texts import stated, words
+from .texts import rules, stated, words
 from .calls import Agent, HookError, declared_tool, hooked
 from .values import cut
 
@@ -47,6 +47,7 @@ class Memory:
         self.said = []            # the user's own messages, the goal first
         self.facts = {}           # namespace -> the facts tools' absorb hooks keep ("plan": steps, marks)
         self.results = {}         # tool -> its successful results, in order (a tuple: shared safely by forks)
+        self.done = ()            # (tool, args, result) of every successful call, in order: what rules read (facts)
         self.hooks = {}           # namespace -> the render hook of the tool that wrote it
         self.done_tools = set()   # tools that succeeded in this run
         self.progress = 0         # successful read and write calls: the task moved
@@ -202,6 +203,7 @@ class Memory:
         self.blocked = {}
         self.nudged.discard("idle")            # something new happened: the task may be nudged again
         self.results[call.name] = (*self.results.get(call.name, ()), result)
+        self.done = (*self.done, (call.name, call.args or {}, result))
         if call.kind in ("read", "write"):
             self.progress += 1
             _names(result, self.names)
@@ -299,6 +301,21 @@ class Memory:
             return list(self.said)
         return [r for result in self.results.get(tool, ()) for r in stated.records_at(result, path)]
 
+    def facts_for_rules(self):
+        """The run's facts as the agent's rules read them (texts/rules.py): every successful call so far."""
+        return rules.Facts(self.done)
+
+    def contradicted(self, text):
+        """[(tool, argument, {values named}, {values written})] where an answer names a value the receipts of the
+        writes made contradict (texts/rules.py): another room, id or date than the write's. Read once the answer is
+        absorbed: an answer that left a proposal in force speaks of the next write, and contradicts nothing."""
+        if self.current is not None:
+            return []
+        declared = {t.name: t for t in self.write_tools}
+        writes = [(w["tool"], _declared(declared[w["tool"]]), w["args"], w["receipt"]) for w in self.writes
+                  if w["tool"] in declared]
+        return rules.contradicted(words.plain(text), writes, self.records, self.names)
+
     def unbacked(self, text):
         """The kinds of action ("read", "write") an answer says were done while none of that kind
         succeeded in the run: the model claims work it did not do."""
@@ -371,7 +388,7 @@ class Memory:
             return
         self.unwritten = False
         current = self.current
-        if self.agent.confirms(text) and current is not None:     # proposed, or confirmed again
+        if self.agent.confirms(text) and current is not None and current["state"] == "proposed":
             current["state"], self.declined = "confirmed", False
         else:
             self.declined = bool(texts.DECLINE.search(text))

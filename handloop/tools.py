@@ -5,8 +5,9 @@ the demo hotel system's booking store. The one place the Xi'an task is written d
 Invariants: no tool reads or writes run memory; whatever a tool needs (the store, an
 idempotency key) is an argument. A tool returns a JSON object or raises ToolError with a
 message the model can act on. Everything the loop needs to know of a tool (kind, timeout,
-prerequisites, where its arguments must come from, what a write's effect is, how its result
-enters memory and shows on screen) is in its declaration here, and only here. The booking store
+prerequisites, where its arguments must come from, what a write's effect is, the rule its calls keep (the room
+follows the weather: `room_follows_weather`, read with the judge's own weather reading), how its result enters
+memory and shows on screen) is in its declaration here, and only here. The booking store
 enforces idempotency itself: one row per idempotency key (SQLite UNIQUE), whatever process or
 thread asks.
 """
@@ -19,7 +20,8 @@ from typing import Any
 
 from . import audit
 from . import config
-from .calls import Agent, MCPServer, Source, Tool, ToolError  # noqa: F401  (ToolError: what these tools raise)
+from .calls import Agent, MCPServer, Rule, Source, Tool, ToolError  # noqa: F401  (ToolError: what these tools raise)
+from .judge import weather
 
 NAME = "xian-hotel"
 CONFIRM = ("确认",)
@@ -211,6 +213,25 @@ def xian_agent(store):
                  checks=("room_type_follows_weather",), plan_example=PLAN_EXAMPLE, mcp=(WEATHER_SERVER,))
 
 
+def room_follows_weather(args, facts):
+    """The task's rule, decided before a booking is proposed and applied by --check: the room follows the weather
+    of the check-in date, rain → Suite, otherwise Standard. The weather is read as the judge's own check reads it
+    (judge/weather.py): the last forecast of that date the run has; none yet: look it up first."""
+    day, room = str(args.get("check_in")), args.get("room_type")
+    found = weather.weather_on(day, facts.calls("get_weather"))
+    if found is None:
+        return f"房型要随入住日的天气而定（下雨订 Suite，否则订 Standard），但还没有 {day} 的天气：请先调用 get_weather 查 {day} 的天气。"
+    condition = found[1]
+    wanted = weather.room_for(condition) if condition else None
+    if wanted is None or str(room).strip().lower() == wanted.lower():
+        return None
+    return (f"房型不对：{day} 的天气是 {condition}，任务的规则是下雨订 Suite、否则订 Standard，所以应订 {wanted}，"
+            f"不是 {room}。请改用 room_type=\"{wanted}\" 再调用 book_hotel（选有 {wanted} 房型的酒店）。")
+
+
+WEATHER_RULE = Rule("room_type_follows_weather", room_follows_weather)     # the judge's check of the same name
+
+
 def declarations(store):
     """The task's tools: two reads and the one write, over `store` (the planning tools are the loop's)."""
     def book(idempotency_key, run_id, **args):
@@ -224,6 +245,7 @@ def declarations(store):
              sources=(Source(("hotel_id",), "search_hotels", ("hotel_id",), "hotels[]"),),
              effect=(("hotel_id", "id"), ("room_type", "choice"), ("check_in", "date"), ("nights", "count")),
              aliases=ALIASES, units={"nights": ("晚", "夜", "night")}, reconcile=lambda key: store.find(key) if store else None,
+             rules=(WEATHER_RULE,),
              **SCHEMAS["book_hotel"], **HOOKS["book_hotel"]),
     ]
 

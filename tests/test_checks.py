@@ -199,7 +199,7 @@ def test_a_loop_message_never_answers_a_proposal(tmp_path):
     {"error": "预订需要用户确认", "blocked_by": "unconfirmed_write"}])
 def test_a_booking_whose_result_is_an_error_of_any_shape_did_not_take_effect(result, tmp_path):
     entry = judge(chat(("book", None, result), ("say", "建议预订 XA-001 Suite，确认吗？"), ("user", "确认"),
-                       ("book", None, RECEIPT)), tmp_path)
+                       ("book", None, RECEIPT), ("say", "已订好 XA-001 Suite。")), tmp_path)
     assert verdicts(entry) == dict.fromkeys(IDS, "pass"), reasons(entry)
 
 
@@ -279,11 +279,12 @@ def test_the_second_identical_booking_of_one_batch_rides_on_the_same_confirmatio
 def test_the_judge_imports_no_project_module():
     """The judge stands alone: its modules import each other, only downward, and nothing else of ours (its catalogue
     judge/texts.py, not the loop's texts/__init__.py) but the leaves texts/words.py, which reads what an answer claims as the run
-    does, texts/stated.py, which reads a declaration's effects as the guards do (it imports only texts/words.py), and
-    texts/catalogue.py, which says any catalogue."""
+    does, texts/stated.py, which reads a declaration's effects as the guards do (it imports only texts/words.py),
+    texts/rules.py, which gives the agent's rules their facts and reads an answer against a receipt as the run does,
+    and texts/catalogue.py, which says any catalogue."""
     for name, allowed in (("cli/check", {"checks", "judge.transcripts", "judge.formats", "judge.texts", "texts.catalogue"}),
                           ("checks", {"judge.confirm", "judge.weather", "judge.verdicts", "judge.declaration",
-                                      "judge.readings", "judge.texts", "texts.stated"}),
+                                      "judge.readings", "judge.texts", "texts.stated", "texts.rules", "texts.words"}),
                           ("judge/confirm", {"judge.verdicts", "judge.readings", "judge.texts", "texts.stated",
                                              "texts.words"}),
                           ("judge/weather", {"judge.verdicts", "judge.readings", "judge.texts"}),
@@ -293,7 +294,7 @@ def test_the_judge_imports_no_project_module():
                           ("judge/readings", {"judge.formats", "judge.declaration", "judge.texts"}),
                           ("judge/declaration", {"judge.texts", "texts.stated"}), ("judge/formats", {"judge.texts"}),
                           ("judge/texts", {"texts.catalogue"}), ("texts/words", set()), ("texts/catalogue", set()),
-                          ("texts/stated", {"texts.words"})):
+                          ("texts/stated", {"texts.words"}), ("texts/rules", {"texts.stated", "texts.words"})):
         assert _ours_imported(name) == allowed, (name, _ours_imported(name))
 
 
@@ -386,11 +387,11 @@ def test_cli_no_runs_and_bad_usage_exit_2(tmp_path):
 def test_real_offline_run_is_pending_when_suspended_and_passes_when_done(tmp_path):
     assert run_cli("--run-id", "xian", cwd=tmp_path).returncode == 0
     suspended = json.loads(run_cli("--check", "--json", cwd=tmp_path).stdout)["files"][0]
-    assert verdicts(suspended) == dict(zip(IDS, ["pass", "pending", "pending", "pending", "pending"]))
+    assert verdicts(suspended) == dict(zip(IDS, ["pass", "pending", "pending", "pending", "pending", "pending"]))
     assert suspended["progress"] == "no_booking" and suspended["finished"] is False
     assert run_cli("--confirm", cwd=tmp_path).returncode == 0
     done = run_cli("--check", "xian", cwd=tmp_path)
-    assert done.returncode == 0 and done.stdout.count("通过：") == 5
+    assert done.returncode == 0 and done.stdout.count("通过：") == 6
 
 
 def test_check_never_imports_the_model_client(tmp_path):
@@ -436,7 +437,7 @@ def test_odd_values_anywhere_never_raise(name, tmp_path):
         path = tmp_path / f"m{i}.json"
         path.write_text(json.dumps(mutant, ensure_ascii=False), encoding="utf-8")
         entry = check_cli.check_file(str(path))              # must not raise
-        assert entry["error"] or len(entry["checks"]) == 5 and check_cli.render(entry)
+        assert entry["error"] or len(entry["checks"]) == 6 and check_cli.render(entry)
 
 
 def test_deeply_nested_json_is_reported_not_raised(tmp_path):

@@ -76,7 +76,8 @@ def test_the_english_examples_real_run_is_judged_by_its_own_declarations(tmp_pat
     assert out.returncode == 0, out.stdout + out.stderr
     entry = json.loads(out.stdout)["files"][0]
     assert entry["agent"] == "meeting-rooms"
-    assert verdicts(entry) == {"no_skipped_step": "pass", "provenance": "pass", "write_after_confirmation": "pass"}
+    assert verdicts(entry) == {"no_skipped_step": "pass", "provenance": "pass", "write_after_confirmation": "pass",
+                               "answer_matches_receipt": "pass"}
     assert [c["id"] for c in entry["not_applicable"]] == ["plan_first"]
     strict = run_agent("--check", "m", "--strict", cwd=tmp_path)     # nothing pending: --strict passes too
     assert strict.returncode == 0 and "planning" in strict.stdout
@@ -88,7 +89,8 @@ def test_a_booked_room_id_not_from_list_rooms_fails_provenance(tmp_path):
     # proposed; its required reads ran first.
     path = audit_file(tmp_path / "run-hand.json", conversation(proposed="R-999", booked="R-999"), rooms_declared())
     entry = check_cli.check_file(path)
-    assert verdicts(entry) == {"no_skipped_step": "pass", "provenance": "fail", "write_after_confirmation": "fail"}
+    assert verdicts(entry) == {"no_skipped_step": "pass", "provenance": "fail", "write_after_confirmation": "fail",
+                               "answer_matches_receipt": "pass"}
     assert "R-999" in reasons(entry)["provenance"] and "list_rooms" in reasons(entry)["provenance"]
     assert check_cli.exit_code([entry]) == 1
 
@@ -97,7 +99,8 @@ def test_a_booking_without_confirmation_fails(tmp_path):
     # book_room took effect with no proposal and no user reply: write after confirmation fails; the rest holds.
     path = audit_file(tmp_path / "run-hand.json", conversation(ask=False), rooms_declared())
     entry = check_cli.check_file(path)
-    assert verdicts(entry) == {"no_skipped_step": "pass", "provenance": "pass", "write_after_confirmation": "fail"}
+    assert verdicts(entry) == {"no_skipped_step": "pass", "provenance": "pass", "write_after_confirmation": "fail",
+                               "answer_matches_receipt": "pass"}
     assert "第 3 轮 book_room（c3） 在提出" in reasons(entry)["write_after_confirmation"]
     assert check_cli.exit_code([entry]) == 1
 
@@ -130,11 +133,12 @@ def test_another_systems_transcript_is_judged_with_the_agent_named(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     entry = json.loads(out.stdout)["files"][0]
     assert entry["agent"] == "meeting-rooms"
-    assert verdicts(entry) == {"no_skipped_step": "pass", "provenance": "pass", "write_after_confirmation": "pass"}
+    assert verdicts(entry) == {"no_skipped_step": "pass", "provenance": "pass", "write_after_confirmation": "pass",
+                               "answer_matches_receipt": "pass"}
     # without --agent it is judged as the Xi'an agent's run: no business call of that agent, nothing passes
     xian = run_agent("--check", str(path), "--json", cwd=tmp_path)
     entry = json.loads(xian.stdout)["files"][0]
-    assert xian.returncode == 0 and set(verdicts(entry).values()) == {"pending"} and len(entry["checks"]) == 5
+    assert xian.returncode == 0 and set(verdicts(entry).values()) == {"pending"} and len(entry["checks"]) == 6
     # the same transcript with a fabricated room, judged as the rooms agent's: provenance fails
     path.write_text(json.dumps(conversation(proposed="R-999", booked="R-999")), encoding="utf-8")
     bad = run_agent("--check", str(path), "--agent", EXAMPLE, cwd=tmp_path)
@@ -168,7 +172,8 @@ def test_a_recorded_xian_agent_in_mcp_mode_keeps_the_coordinates_rule(tmp_path):
     path.write_text(json.dumps(snap, ensure_ascii=False), encoding="utf-8")
     entry = check_cli.check_file(str(path))
     assert verdicts(entry) == {"plan_first": "pass", "no_skipped_step": "pending", "provenance": "fail",
-                               "room_type": "pending", "write_after_confirmation": "pending"}
+                               "room_type": "pending", "write_after_confirmation": "pending",
+                               "answer_matches_receipt": "pending"}
     assert "的坐标" in reasons(entry)["provenance"]
 
 
@@ -177,7 +182,8 @@ def test_checks_an_agent_declares_run_only_when_declared(tmp_path):
     agent = dict(rooms_declared(), checks=["room_type_follows_weather", "no_such_check"])
     entry = check_cli.check_file(audit_file(tmp_path / "run-hand.json", conversation(), agent))
     assert verdicts(entry) == {"no_skipped_step": "pass", "provenance": "pass", "room_type": "pending",
-                               "no_such_check": "pending", "write_after_confirmation": "pass"}
+                               "no_such_check": "pending", "write_after_confirmation": "pass",
+                               "answer_matches_receipt": "pass"}
     assert {c["id"]: c["cause"] for c in entry["checks"]}["no_such_check"] == "not_declared"
     assert set(checks.AGENT_CHECKS) == {"room_type_follows_weather"}
 
@@ -190,7 +196,7 @@ def test_a_declaration_with_nothing_to_judge_is_never_a_pass(tmp_path):
     entry = check_cli.check_file(audit_file(tmp_path / "run-hand.json", messages, agent))
     assert [c["verdict"] for c in entry["checks"]] == ["pending"]
     assert {c["id"] for c in entry["not_applicable"]} == {"plan_first", "no_skipped_step", "provenance",
-                                                          "write_after_confirmation"}
+                                                          "write_after_confirmation", "answer_matches_receipt"}
     assert check_cli.exit_code([entry], strict=True) == 1
 
 

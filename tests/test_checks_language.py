@@ -63,7 +63,8 @@ def test_the_english_examples_real_run_is_reported_without_a_chinese_character(t
     assert "Write after confirmation" in report.stdout and "pass" in report.stdout and "total: 1 file" in report.stdout
     entry = json.loads(as_json.stdout)["files"][0]
     assert {c["id"]: c["verdict"] for c in entry["checks"]} == \
-        {"no_skipped_step": "pass", "provenance": "pass", "write_after_confirmation": "pass"}
+        {"no_skipped_step": "pass", "provenance": "pass", "write_after_confirmation": "pass",
+         "answer_matches_receipt": "pass"}
     assert entry["not_applicable"][0]["reason"] == check_texts.EN["na.plan_first"]
 
 

@@ -65,12 +65,16 @@ def test_reply_resumes_with_user_text_and_never_confirms(suspended):
     assert data["status"] == "done" and data["memory"]["confirmed"] is False and bookings(cwd) == 0
 
 
-def test_reply_can_ask_for_another_room_which_is_proposed_again(suspended):
+def test_reply_can_ask_for_another_room_which_is_proposed_again_but_the_agents_rule_decides(suspended):
+    # the room follows the weather (the Xi'an agent's rule): a Deluxe in the rain is proposed in words as the user
+    # asked, but the write that follows the confirmation breaks the rule and is blocked; nothing is booked
     cwd, run_id, _ = suspended
     out = run_cli("--reply", "换成 Deluxe 吧", cwd=cwd)
     assert out.returncode == 0 and "等待你确认" in out.stdout and "Deluxe" in out.stdout
     assert run_cli("--confirm", cwd=cwd).returncode == 0
-    assert bookings(cwd) == 1 and read_audit(cwd / "audit", run_id)["memory"]["booking"]["room_type"] == "Deluxe"
+    data = read_audit(cwd / "audit", run_id)
+    assert bookings(cwd) == 0 and data["status"] == "suspended"
+    assert any(json.loads(m["content"]).get("blocked_by") == "rule" for m in data["messages"] if m["role"] == "tool")
 
 
 def test_kill_after_the_booking_commits_before_the_audit_then_resume_books_once(suspended):

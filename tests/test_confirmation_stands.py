@@ -52,10 +52,9 @@ def test_an_early_booking_confirmed_is_made_as_shown_whatever_the_model_would_se
     """The confirmed blocked call is the loop's to make: a model that would have sent another hotel
     next books nothing unconfirmed; that other booking is put to the user as a new proposal."""
     r, store, _ = confirmed_then(fake_model, new_run, [LOOKUPS, tool_calls(("book_hotel", BOOK))],
-                                 [tool_calls(("book_hotel", dict(BOOK, hotel_id="XA-002", room_type="Standard"))),
-                                  text("已订好。")])
+                                 [tool_calls(("book_hotel", dict(BOOK, hotel_id="XA-003"))), text("已订好。")])
     assert (store.count(), r.memory.writes[0]["args"]) == (1, BOOK)
-    assert (r.status, r.reason, r.memory.proposal["hotel_id"]) == ("suspended", "awaiting_confirmation", "XA-002")
+    assert (r.status, r.reason, r.memory.proposal["hotel_id"]) == ("suspended", "awaiting_confirmation", "XA-003")
 
 
 def test_insisting_on_the_other_booking_puts_it_to_the_user_exactly(fake_model, new_run):

@@ -78,10 +78,10 @@ def test_bookings_the_guards_stop(fake_model, new_run, script, guard):
 
 
 def test_a_different_booking_than_the_one_confirmed_is_not_made(fake_model, new_run):
-    other = tool_calls(("book_hotel", dict(BOOK, room_type="Standard")))
+    other = tool_calls(("book_hotel", dict(BOOK, hotel_id="XA-003")))
     r, store, _ = confirmed(fake_model, new_run, [other, other])       # insists: the new proposal, shown exactly
     check(r, store, "suspended", 0)
-    assert r.memory.proposal["room_type"] == "Standard" and r.memory.proposal["why"] and not r.memory.confirmed
+    assert r.memory.proposal["hotel_id"] == "XA-003" and r.memory.proposal["why"] and not r.memory.confirmed
 
 
 def test_twice_in_one_batch_after_confirmation_books_once(fake_model, new_run):

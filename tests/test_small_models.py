@@ -341,7 +341,7 @@ def test_a_small_model_forced_step_by_step_ends_on_a_proposal_and_books_once(cli
         assert server.rejected == 2 and len(forced) == 2
     verdicts = judged(tmp_path)       # the judge reads the plan's `after: [own step]` as written (the loop drops it)
     assert {k: v for k, v in verdicts.items() if k != "no_skipped_step"} == dict.fromkeys(
-        ["plan_first", "provenance", "room_type", "write_after_confirmation"], "pass")
+        ["plan_first", "provenance", "room_type", "write_after_confirmation", "answer_matches_receipt"], "pass")
 
 
 def judged(tmp_path):

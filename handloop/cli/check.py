@@ -32,27 +32,29 @@ VERDICT = {"pass": "✓", "fail": "✗", "pending": "○"}     # the marks; the 
 RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
-def check_file(path, agent=None, language="zh", audit_dir=None):
+def check_file(path, agent=None, language="zh", audit_dir=None, rules=None):
     """Verdicts for one file as a dict (also what --json prints); `error` set when unreadable. `agent`: the
     declaration (calls.Agent.declared()) a file that records none is judged by (default: the Xi'an agent).
     `language`: what its texts are said in, "zh" or "en"; None: the judged agent's (what --check prints). `audit_dir`:
     where the audit file of a trace's run is looked for (an OTLP trace naming its agent, see _named). A trace file
-    holding several conversations: the first one's (check_conversations gives every one)."""
-    return check_conversations(path, agent, language, audit_dir)[0]
+    holding several conversations: the first one's (check_conversations gives every one). `rules`: {name: check} of
+    the agent's rules whose code is given (calls.Agent.rule_checks()): a rule the file's declaration names is applied
+    to the record only with its code (else its check is pending)."""
+    return check_conversations(path, agent, language, audit_dir, rules)[0]
 
 
-def check_conversations(path, agent=None, language="zh", audit_dir=None):
+def check_conversations(path, agent=None, language="zh", audit_dir=None, rules=None):
     """The entries of every conversation in one file, each as check_file gives one (a file that cannot be read:
     one entry, its error)."""
-    return [entry for entry, _ in _checked(path, agent, language, audit_dir)]
+    return [entry for entry, _ in _checked(path, agent, language, audit_dir, rules)]
 
 
-def _checked(path, agent, language, audit_dir=None):
+def _checked(path, agent, language, audit_dir=None, rules=None):
     """[(the entry of each conversation of one file, the language its texts are said in)]: one per conversation (a
     trace file may hold several), or one entry for a file that cannot be read. None `language`: the judged agent's,
     and for a file that cannot be read, the given agent's (else Chinese)."""
     try:
-        named = [_named(t, path, audit_dir, index) for index, t in enumerate(load_all(path, agent))]
+        named = [_named(t, path, audit_dir, index, rules) for index, t in enumerate(load_all(path, agent, rules))]
         found = [(t, judge(t)) for t in named]
     except Unreadable as exc:
         language = language or language_of(agent)
@@ -84,7 +86,7 @@ def _entry(path, t, verdicts, language, index, count):
     return entry, language
 
 
-def _named(t, path, audit_dir, index=0):
+def _named(t, path, audit_dir, index=0, rules=None):
     """A trace whose spans name its agent (gen_ai.agent.name) judged as that agent: the declaration given, when it
     is that agent's, else the one the run's audit file in `audit_dir` records (gen_ai.conversation.id is the run
     id), when it is that agent's; else as it was, with a note saying so."""
@@ -93,7 +95,7 @@ def _named(t, path, audit_dir, index=0):
         return t
     recorded = _recorded(audit_dir, t.meta.get("run_id"), name)
     if recorded is not None:                  # the file read again as that agent: its conversation `index`
-        return load_all(path, recorded)[index]
+        return load_all(path, recorded, rules)[index]
     t.notes.append(Said("note.agent_named", name=name, judged=t.agent.name))
     return t
 
@@ -199,10 +201,11 @@ def conclusion(totals, language="zh"):
     return say("end.passed")
 
 
-def run(targets, audit_dir, as_json=False, out=None, strict=False, agent=None, cmd="handloop"):
+def run(targets, audit_dir, as_json=False, out=None, strict=False, agent=None, cmd="handloop", rules=None):
     """`python agent.py --check [RUN_ID or PATH ...] [--json] [--strict] [--agent FILE]`: print the report, return
     the exit code. `agent`: --agent FILE's declaration (a plain dict), for files that record no agent; `cmd`: the
-    command as the user ran it (a hint repeats it). Each file is
+    command as the user ran it (a hint repeats it); `rules`: the code of its rules ({name: check}), applied to every
+    file whose declaration names them. Each file is
     said in its judged agent's language; errors before any file in `agent`'s (else Chinese); the summary line in
     `agent`'s, else in the one language of all the files, else Chinese."""
     out, say = out or sys.stdout, of(language_of(agent))
@@ -211,7 +214,7 @@ def run(targets, audit_dir, as_json=False, out=None, strict=False, agent=None, c
     except Unreadable as exc:
         print(say("report.error", error=told(exc, say)), file=sys.stderr)
         return 2
-    checked = [found for p in paths for found in _checked(p, agent, None, audit_dir)]
+    checked = [found for p in paths for found in _checked(p, agent, None, audit_dir, rules)]
     entries, languages = [entry for entry, _ in checked], {said_in for _, said_in in checked}
     language = language_of(agent) if agent is not None or len(languages) != 1 else languages.pop()
     totals = summary(entries, strict)

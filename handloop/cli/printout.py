@@ -1,5 +1,6 @@
 """What the command line prints about a run: each turn (its figures, the model's words, every call
-and what came of it, and what the cut of an MCP result dropped, the first time the trace says it), the answer, the loop's nudges, the MCP server a run talks to, and the summary
+and what came of it, and what the cut of an MCP result dropped, the first time the trace says it), the answer (with a
+note when it claims work that never ran, or names another value than a write's receipt), the loop's nudges, the MCP server a run talks to, and the summary
 with what the user can do next, and the one line saying why a trace was not exported. Nothing else: it
 reads a run, it never changes one, and nothing it prints makes it raise (a tool's own `gist` that fails is
 replaced by the start of the JSON).
@@ -46,6 +47,9 @@ def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=Fal
             print("   " + say("cli.answer", text=run.answer.replace("\n", "\n   ")))
         for claimed in run.memory.unbacked(run.answer):     # what it says it did, and nothing of the kind ran
             print("   " + say(f"cli.unbacked.{claimed}"))
+        for tool, arg, named, written in run.memory.contradicted(run.answer):   # what it says, and the receipt
+            print("   " + say("cli.contradicts", tool=tool, arg=arg, named=", ".join(sorted(named)),
+                              written=", ".join(sorted(written))))
         return
     if reply.message.get("content") and not streamed:
         print("   " + say("cli.model", text=reply.message["content"].strip().replace("\n", " ")[:200]))

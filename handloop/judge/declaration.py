@@ -1,7 +1,7 @@
 """What an agent declared, as the offline judge reads it: the declaration a file is judged by (the one its audit
 file records, else the one given with --agent FILE, else the Xi'an agent's, XIAN) and Declaration, the rules' view
 of it: its tools and their kinds, requires, sources (a tool's results, or the user's own messages), whether they
-reach outside, effect arguments, confirm replies, planning, language and own checks. Also what a tool's own name is (tool_name) and the words of the choice values the judge can read in a text
+reach outside, effect arguments, the names of the rules their calls keep, confirm replies, planning, language and own checks. Also what a tool's own name is (tool_name) and the words of the choice values the judge can read in a text
 (CHOICES: the Xi'an room types).
 
 - The agent judged is a declaration: the plain dict calls.Agent.declared() gives, which an audit file records as
@@ -31,7 +31,7 @@ XIAN = {   # the Xi'an agent (tools.xian_agent(), both tool modes: its MCP get_w
                                                      "fields": ["latitude", "longitude"], "path": "", "near": True}]},
         "search_hotels": {"kind": "read"},
         "search_location": {"kind": "read"},
-        "book_hotel": {"kind": "write", "requires": ["get_weather", "search_hotels"],
+        "book_hotel": {"kind": "write", "requires": ["get_weather", "search_hotels"], "rules": ["room_type_follows_weather"],
                        "effect": [["hotel_id", "id"], ["room_type", "choice"], ["check_in", "date"], ["nights", "count"]],
                        "sources": [{"args": ["hotel_id"], "tool": "search_hotels", "fields": ["hotel_id"],
                                     "path": "hotels[]", "near": False}]}}}
@@ -69,6 +69,17 @@ class Declaration:
 
     def requires(self, name):
         return [tool_name(r) for r in _list(self.tools.get(name, {}).get("requires")) if isinstance(r, str)]
+
+    def rules(self, name=None):
+        """The names of the rules the calls of a tool keep (calls.Rule; the run records them), or, without a name,
+        of every tool's, each once."""
+        names = [name] if name is not None else list(self.tools)
+        return list(dict.fromkeys(r for n in names for r in _list(self.tools.get(n, {}).get("rules"))
+                                  if isinstance(r, str) and r))
+
+    def ruled(self, rule):
+        """The tools whose calls keep the rule named `rule`."""
+        return [n for n in self.tools if rule in self.rules(n)]
 
     def effect(self, name):
         """[(argument, how)] of a write: the keys a proposal must match."""

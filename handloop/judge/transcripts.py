@@ -72,14 +72,17 @@ def load(path, agent=None):
     return load_all(path, agent)[0]
 
 
-def load_all(path, agent=None):
-    """Every conversation in `path` (a trace file may hold several), each a Transcript judged as load() says."""
+def load_all(path, agent=None, rules=None):
+    """Every conversation in `path` (a trace file may hold several), each a Transcript judged as load() says. `rules`:
+    {name: check} of the agent's rules whose code the judge is given (calls.Agent.rule_checks of --agent FILE's
+    agent)."""
     found = []
     for messages, meta, fmt, container, notes in read_all(path):
         if "agent" in meta and not readable(meta["agent"]):
             notes.append(Said("note.agent_unreadable",
                               whose=Said("note.whose_given" if readable(agent) else "note.whose_xian")))
         found.append(Transcript(messages, meta, fmt, container, notes, agent=declaration_of(meta, agent)))
+        found[-1].rules = dict(rules or {})
     return found
 
 
@@ -139,6 +142,8 @@ class Call:
             return False
         if self.decision is not None:
             return True                 # the framework held it for the human's decision: it was a proposal
+        if self.result.get("blocked_by") == "rule":
+            return False                # one of the agent's rules refused it before anyone was asked
         return isinstance(self.result.get("proposal"), dict) or bool(APPROVAL_BLOCK.search(_flat(self._said())))
 
     @property
@@ -154,6 +159,7 @@ class Transcript:
         self.messages, self.meta, self.format, self.container = messages, meta, fmt, container
         self.agent = Declaration(agent if agent is not None else declaration_of(meta))
         self.calls, self.notes, self.calls_at, self._before = list[Call](), list(notes), {}, {}
+        self.rules: dict = {}       # {name: check} of the agent's rules whose code was given (load_all)
         self.turns, waiting, self._own = 0, dict[str, Call](), self.strict
         self._users: list[tuple[int, str]] | None = None      # (pos, text) of the user's own messages, once asked
         for pos, message in enumerate(messages):

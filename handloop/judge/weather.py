@@ -6,6 +6,11 @@ follows the weather of its check-in date, rain → Suite, otherwise Standard.
   for its check-in date before it; with none the check is pending (weather looked up after the booking does not
   count).
 
+The same rule decides before a booking is proposed: the Xi'an agent declares it (tools.py, a calls.Rule of the same
+name) with `weather_on` and `room_for` below, over the run's facts (texts/rules.py), so the guard and this check read
+the weather alike; the check stays the judge's own, so that any file judged as the Xi'an agent (an audit file
+without the agent's code, another system's transcript) is judged by it.
+
 Invariants: imports no project module but the judge's own below it (judge/verdicts.py, judge/readings.py, its catalogue
 judge/texts.py); reads a Transcript (judge/transcripts.py), never a file; returns (verdict, reason as a Said, cause) as
 every rule does. Each forecast is read once (what it says of each day it names), so the check is linear in the
@@ -55,22 +60,42 @@ def _room(forecasts, call):
     weather, condition = said[earlier - 1]
     if condition == "":
         return "ambiguous", Said("room.unclear", weather=weather.label, day=day, call=call.label, room=room)
-    wanted = "Suite" if RAIN.search(condition) and not NO_RAIN.search(condition) else "Standard"
+    wanted = room_for(condition)
     if str(room).strip().lower() != wanted.lower():
         return "fail", Said("room.wrong", call=call.label, room=room, day=day, condition=condition,
                             weather=weather.label, wanted=wanted)
     return "ok", Said("room.ok", call=call.label, room=room, day=day, condition=condition)
 
 
+def room_for(condition):
+    """The room the rule asks for under a weather condition: Suite when it rains, otherwise Standard."""
+    return "Suite" if RAIN.search(condition) and not NO_RAIN.search(condition) else "Standard"
+
+
+def weather_on(day, forecasts):
+    """(index, condition) of the forecast that counts for a booking checking in on `day`: the last of `forecasts`
+    ([(arguments, result)] of successful get_weather calls before it, oldest first) that speaks of that day;
+    condition '' when it cannot be read; None when none speaks of it."""
+    for at in range(len(forecasts) - 1, -1, -1):
+        said = conditions_of(*forecasts[at])
+        if day in said:
+            return at, said[day]
+    return None
+
+
 def _conditions(call):
-    """What a forecast call says of each day it speaks of: {day: its condition text, or '' when that cannot be
-    read}. A result without a date is about the date the call asked for; a dated record inside it about its date;
-    the result's own date (its top record's) about that day."""
-    asked = iso_day(call.arg("date")) if call.args is not None else None
-    text = plain_result(call.result)
+    return conditions_of(call.args, call.result)
+
+
+def conditions_of(args, result):
+    """What a forecast call (its arguments, its result) says of each day it speaks of: {day: its condition text,
+    or '' when that cannot be read}. A result without a date is about the date the call asked for; a dated record
+    inside it about its date; the result's own date (its top record's) about that day."""
+    asked = iso_day(args.get("date")) if isinstance(args, dict) else None
+    text = plain_result(result)
     if text is not None:
         return {day: text.strip()[:120] for day in (asked, iso_day(text)) if day is not None}
-    nodes = dicts_in(call.result)
+    nodes = dicts_in(result)
     if not nodes:
         return {}
     top = nodes[0]

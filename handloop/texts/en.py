@@ -142,6 +142,7 @@ EN = {
     "cli.nudge": "Loop note (not the user's reply): {text}",
     "cli.unbacked.read": "Note: the model says it looked things up, but no lookup tool has succeeded in this run: what it says was not looked up.",
     "cli.unbacked.write": "Note: the model says it has done it (booked, ordered...), but no write ran in this run: nothing was done.",
+    "cli.contradicts": "Note: the answer names {arg} {named}, but the receipt of {tool} says {written}: the answer is wrong about what was done.",
     "cli.turn": "-- turn {turn} · model {seconds:.2f}s · {tokens} tokens{estimated} · {total} tokens in all · sent {sent} characters (whole history {full})",
     "cli.stats": "model {seconds:.2f}s · {tokens} tokens{estimated} · {total} tokens in all · sent {sent} characters (whole history {full})",
     "cli.estimated": " (estimated)",

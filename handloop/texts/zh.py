@@ -143,6 +143,7 @@ ZH = {
     "cli.nudge": "循环提示（不是用户答复）：{text}",
     "cli.unbacked.read": "注意：模型说它已经查过了，但这次运行里没有任何查询工具成功执行过，它说的结果不是查来的。",
     "cli.unbacked.write": "注意：模型说它已经办成了（预订、下单之类），但这次运行里没有执行过任何写操作：什么也没有办。",
+    "cli.contradicts": "注意：答复说 {arg} 是 {named}，但 {tool} 的回执是 {written}：答复说错了实际办成的事。",
     "cli.turn": "── 第 {turn} 轮 · 模型 {seconds:.2f}s · 本轮 {tokens} tokens{estimated} · 累计 {total} tokens · 发送 {sent} 字符（全量历史 {full}）",
     "cli.stats": "模型 {seconds:.2f}s · 本轮 {tokens} tokens{estimated} · 累计 {total} tokens · 发送 {sent} 字符（全量历史 {full}）",
     "cli.estimated": "（估算）",

@@ -1,0 +1,87 @@
+"""An agent's rules over its writes, read the same way by the guards (through memory.py and guards.py) and by the
+offline judge: what a rule is given of the run (`Facts`), what a rule's check returned (`reason_of`), and whether an
+answer after a write names a value its receipt contradicts (`contradicted`).
+
+- A rule (calls.Rule) is the agent's own code: `check(args, facts)` returns why a call breaks it, or None. The
+  guards give it the facts of the run before the call (its earlier turns, and the calls of the same turn decided
+  before it, with their outcomes); the judge gives it the same facts read from the record (the calls that took
+  effect before it).
+- An answer contradicts a write's receipt when, for an `id`, `choice` or `date` effect argument of a write that
+  took effect, it names values of that argument and none of them is a value the writes of that tool used (the
+  receipt's field of that name, else the argument written): "it rains, so I booked the Suite" over a Deluxe
+  receipt. An answer that names the written value beside others ("Deluxe, not the Suite") contradicts nothing.
+
+Invariants: imports no project module but stated.py and words.py (leaves); pure functions of plain data; a rule's
+own code is never run here (its callers run it and say what its failure is).
+"""
+from . import stated, words
+
+
+class Facts:
+    """What the run's tools gave before a call: each successful call as (tool, arguments, result), oldest first.
+    A rule reads it with `results(tool)`, `calls(tool)` or `last(tool, **fields)`."""
+
+    def __init__(self, done=()):
+        self._done = [(str(tool), args if isinstance(args, dict) else {}, result) for tool, args, result in done]
+
+    def calls(self, tool):
+        """[(arguments, result)] of the successful calls of `tool`, oldest first."""
+        return [(args, result) for name, args, result in self._done if name == tool]
+
+    def results(self, tool):
+        """The results of the successful calls of `tool`, oldest first."""
+        return [result for _, result in self.calls(tool)]
+
+    def last(self, tool, **fields):
+        """The newest result of `tool` whose fields equal `fields` (a field the result lacks is read from the
+        call's argument of that name), or None."""
+        for args, result in reversed(self.calls(tool)):
+            record = result if isinstance(result, dict) else {}
+            if all(record.get(k, args.get(k)) == v for k, v in fields.items()):
+                return result
+        return None
+
+    def __repr__(self):
+        return f"Facts({[name for name, _, _ in self._done]})"
+
+
+def reason_of(value):
+    """What a rule's check returned, as the reason the call breaks it ('' when it holds); TypeError when it
+    returned neither a text nor None (the agent's code is wrong)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError(f"returned {type(value).__name__}, not a reason (str) or None")
+    return value.strip()
+
+
+def contradicted(plain, writes, records, fallback=None):
+    """[(tool, argument, {values named}, {values written})] where a plain text (words.plain) contradicts the
+    writes that took effect before it. `writes`: [(tool, declaration as recorded, arguments, receipt)];
+    `records(tool, path)`: the records of the reads before the text (where ids and their names come from);
+    `fallback`: {id: name} of any id the reads gave."""
+    used, decls = {}, {}
+    for tool, decl, args, receipt in writes:
+        decls[tool] = decl
+        for arg, how in stated.effect(decl):
+            if how not in ("id", "choice", "date"):
+                continue
+            value = receipt.get(arg, args.get(arg)) if isinstance(receipt, dict) else args.get(arg)
+            if isinstance(value, (str, int)) and not isinstance(value, bool):
+                used.setdefault((tool, arg, how), set()).add(str(value))
+    found = []
+    for (tool, arg, how), values in used.items():
+        named = _named(plain, decls[tool], arg, how, values, records, fallback)
+        if named and not named & values:
+            found.append((tool, arg, named, values))
+    return found
+
+
+def _named(plain, decl, arg, how, values, records, fallback):
+    """The values of one effect argument a text names (as strings)."""
+    if how == "date":
+        return {d for year in {v[:4] for v in values} for d in words.dates(plain, year)}
+    known = stated.values_of(decl, arg, how, records, fallback)
+    for value in values:
+        known.setdefault(value, (value,))
+    return {str(v) for v in stated.named(plain, known)}
