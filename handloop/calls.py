@@ -282,6 +282,8 @@ class Tool:
             object.__setattr__(self, "effect", tuple(self.effect.items()))
         if isinstance(self.sources, Source):
             object.__setattr__(self, "sources", (self.sources,))
+        if isinstance(self.rules, Rule):
+            object.__setattr__(self, "rules", (self.rules,))
         for name in ("takes", "requires", "keep"):
             if isinstance(getattr(self, name), str):
                 object.__setattr__(self, name, (getattr(self, name),))
@@ -332,7 +334,7 @@ class Tool:
             effect: a write's {argument: how a proposal states it}: "id", "choice", "date" or "count".
             timeout: seconds per call (None: the policy's default).
             **more: any other field of Tool (aliases, units, keep, inline, absorb, render, describe, gist,
-                reconcile, facts, initial), as the constructor takes it.
+                reconcile, facts, initial, rules), as the constructor takes it.
 
         Returns:
             The Tool, checked as any Tool is.
@@ -794,7 +796,7 @@ def _rules_problems(agent, known):
         return ["rules must be a list of calls.Rule"]
     problems = [f"rule {r.name!r}: tools names {t!r}, which is not one of the agent's tools ({', '.join(known)})"
                 for r in agent.rules for t in r.tools if t not in known]
-    checks = {}
+    checks: dict[str, Callable] = {}
     for rule in [*agent.rules, *(r for t in agent.tools for r in t.rules)]:
         if checks.setdefault(rule.name, rule.check) is not rule.check:
             problems.append(f"two rules are named {rule.name!r}: a rule's name must say which check it is")

@@ -7,7 +7,8 @@ Xi'an agent's own check judge/weather.py's, and what every rule shares in saying
 Invariants: imports no project module (config included) but the judge's own below it (judge/confirm.py,
 judge/weather.py, judge/verdicts.py, judge/declaration.py, judge/readings.py, its catalogue judge/texts.py) and the leaf
 texts/stated.py, and shares no rule code with the guards but the leaves under texts/ (words.py, stated.py: how a
-declaration's effects and sources read), so it can
+declaration's effects and sources read; rules.py: what an agent's rule is given, and an answer read against a
+receipt), so it can
 judge a transcript from any system, this one included; reads no file and never asks a model. Files, the report and
 exit codes are cli/check.py's. Reasons, names and progress are Said (a catalogue key and its values): cli/check.py
 says them in the judged agent's language.
@@ -32,7 +33,15 @@ rules:
   confirmation (one of the declared confirm replies, or an approval as classify_reply reads it) that came after it
   was proposed, with the arguments the user was shown (its declared effect arguments);
 - the agent's own checks, by the names it declares (AGENT_CHECKS): the Xi'an agent's room_type_follows_weather
-  (judge/weather.py), rain → Suite, otherwise Standard.
+  (judge/weather.py), rain → Suite, otherwise Standard;
+- the agent's rules (calls.Rule), by the names its tools' declarations record (one check each, its id the rule's
+  name): each call of a tool that keeps the rule and took effect, given to the rule's own code with the calls that
+  took effect before it as its facts (texts/rules.py), kept it. The code comes with the agent given (--agent FILE:
+  Transcript.rules); without it the check is pending (not_declared). A rule named like a check of AGENT_CHECKS is
+  that check (the Xi'an agent's rule and its check read the weather with the same code);
+- answer_matches_receipt (when the agent has a write): the run's final answer names no other value of a write's
+  id, choice or date effect than the receipts of the writes that took effect (texts/rules.py, as the printout
+  notes it); pending when no write took effect or no final answer came after it.
 A check the declaration gives nothing to judge (no planning, no requires or plan, no sources, no write) is not
 applicable: judge() leaves it out and not_applicable() says why; a declaration that leaves no check at all gets
 one pending verdict, never an empty pass.

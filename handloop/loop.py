@@ -10,7 +10,9 @@ included (`run()` records it `error/internal` with its one line: never left `run
 from the last audited turn); turn numbers and tokens continue across resumes. A turn's trace record says what
 the cut of an MCP result dropped (toolset.Cut) the first time it drops it: once per tool and path in a run.
 What the loop itself tells the model (a nudge) is a user
-message named "loop", recorded as such and never taken for the user's reply; the final-answer
+message named "loop", recorded as such and never taken for the user's reply; a nudge to act forces the next
+step's call, pushed once more when the forced call was blocked for its arguments or by a rule (`forcing`); the
+final-answer
 instruction goes into the system message of that one request, never into the record. When the
 user confirms a write the guard blocked, the loop itself issues that exact call in the next turn
 instead of asking the model (`confirmed_call`: an assistant message named "loop", paired with its

@@ -21,7 +21,9 @@ next step forced (`next_step`: the plan's first ready step, or a write's prerequ
 itself), each step once per user message (`pushed`), so a run always comes back to the user; an answer
 that only gives a tool result back (`echoed`) is never an offer, and is nudged like a call written as text.
 `render()` projects memory into the system message (context.py lays out what is sent), in the
-agent's language.
+agent's language. What the agent's rules read of the run is every successful call so far (`done`, given to a rule as
+texts/rules.Facts), and an answer that ends the run is read against the writes' receipts (`contradicted`: another
+room, id or date than a receipt says), both as the judge reads them (texts/rules.py).
 """
 import json
 
@@ -47,7 +49,7 @@ class Memory:
         self.said = []            # the user's own messages, the goal first
         self.facts = {}           # namespace -> the facts tools' absorb hooks keep ("plan": steps, marks)
         self.results = {}         # tool -> its successful results, in order (a tuple: shared safely by forks)
-        self.done = ()            # (tool, args, result) of every successful call, in order: what rules read (facts)
+        self.done: tuple = ()     # (tool, args, result) of every successful call, in order: what rules read (facts)
         self.hooks = {}           # namespace -> the render hook of the tool that wrote it
         self.done_tools = set()   # tools that succeeded in this run
         self.progress = 0         # successful read and write calls: the task moved

@@ -212,12 +212,12 @@ def test_over_budget_blocks_everything():
 
 def test_the_writes_of_one_turn_are_one_proposal_listing_each():
     m = ready()
-    other = dict(BOOK, hotel_id="XA-003")         # another hotel's Suite: the room still follows the rain
+    other = dict(BOOK, nights=3)                  # another stay in a Suite: the room still follows the rain
     calls = [call("book_hotel", BOOK, "x"), call("book_hotel", other, "y")]
     _, blocked = decide(m, *calls)
-    assert blocked["x"][1]["proposal"]["hotel_id"] == "XA-001" and blocked["y"][1]["proposal"]["hotel_id"] == "XA-003"
+    assert blocked["x"][1]["proposal"]["nights"] == BOOK["nights"] and blocked["y"][1]["proposal"]["nights"] == 3
     m.absorb_turn(calls, [blocked["x"][1], blocked["y"][1]])
-    assert len(m.proposals) == 1 and [c["hotel_id"] for c in m.pending()] == ["XA-001", "XA-003"]
+    assert len(m.proposals) == 1 and [c["nights"] for c in m.pending()] == [BOOK["nights"], 3]
     m.absorb_user("确认")
     allowed, blocked = decide(m, call("book_hotel", other, "b"), call("book_hotel", BOOK, "a"))
     assert allowed == ["b", "a"] and not blocked           # each shown write once, in any order

@@ -15,8 +15,8 @@ import sqlite3
 import pytest
 
 import policies
-from conftest import read_audit, run_agent
-from handloop import Agent, Rule, Tool
+from conftest import run_agent
+from handloop import Agent, DeclarationError, Rule, Tool
 from handloop.judge import texts as check_texts
 from handloop.llm.endpoint import Endpoint
 from handloop import texts
@@ -322,14 +322,15 @@ def test_an_english_final_answer_naming_another_hour_fails_in_english(rooms, tmp
 def test_rule_mistakes_are_declaration_errors():
     tool = Tool("w", "a write", {"type": "object", "properties": {"x": {"type": "string"}}}, lambda x: {},
                 kind="write", effect=(("x", "id"),))
-    with pytest.raises(ValueError, match="check must be callable"):
+    with pytest.raises(DeclarationError, match="check must be callable"):
         Rule("r", None)
-    with pytest.raises(ValueError, match="not one of the agent's tools"):
+    with pytest.raises(DeclarationError, match="not one of the agent's tools"):
         Agent("a", "i", [tool], rules=[Rule("r", lambda a, f: None, tools=("nope",))])
-    with pytest.raises(ValueError, match="two rules are named 'r'"):
+    with pytest.raises(DeclarationError, match="two rules are named 'r'"):
         Agent("a", "i", [tool], rules=[Rule("r", lambda a, f: None), Rule("r", lambda a, f: "no")])
-    with pytest.raises(ValueError, match="tools= is for an agent's rule"):
+    with pytest.raises(DeclarationError, match="tools= is for an agent's rule"):
         Tool("v", "a read", {"type": "object", "properties": {}}, lambda: {}, rules=(Rule("r", len, tools=("v",)),))
+    assert Tool("v", "a read", {"type": "object", "properties": {}}, lambda: {}, rules=Rule("one", len)).rules[0].name == "one"
     agent = Agent("a", "i", [tool], rules=[Rule("every_write", lambda a, f: None)])
     assert [r.name for r in agent.rules_for(tool)] == ["every_write"]         # no tools named: every write
     assert agent.declared()["tools"]["w"]["rules"] == ["every_write"]

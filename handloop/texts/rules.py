@@ -60,7 +60,8 @@ def contradicted(plain, writes, records, fallback=None):
     writes that took effect before it. `writes`: [(tool, declaration as recorded, arguments, receipt)];
     `records(tool, path)`: the records of the reads before the text (where ids and their names come from);
     `fallback`: {id: name} of any id the reads gave."""
-    used, decls = {}, {}
+    used: dict = {}
+    decls: dict = {}
     for tool, decl, args, receipt in writes:
         decls[tool] = decl
         for arg, how in stated.effect(decl):
