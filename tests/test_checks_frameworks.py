@@ -245,4 +245,4 @@ def test_odd_values_anywhere_never_raise(name, tmp_path):
         target = tmp_path / f"m{i}.json"
         target.write_text(json.dumps(mutant, ensure_ascii=False), encoding="utf-8")
         entry = check_cli.check_file(str(target))              # must not raise
-        assert entry["error"] or len(entry["checks"]) == 5 and check_cli.render(entry)
+        assert entry["error"] or len(entry["checks"]) == 6 and check_cli.render(entry)

@@ -72,7 +72,7 @@ def test_a_run_where_nothing_happened_passes_nothing(tmp_path):
     assert verdicts(entry) == dict.fromkeys(IDS, "pending") and entry["progress"] == "no_business_call"
     assert "任务还没有走到业务调用" in check_cli.render(entry)
     plain = run_cli("--check", path("issue_nothing_happened.json"), cwd=tmp_path)
-    assert plain.returncode == 0 and "全部通过" not in plain.stdout and "5 项待定" in plain.stdout
+    assert plain.returncode == 0 and "全部通过" not in plain.stdout and "6 项待定" in plain.stdout
     assert run_cli("--check", path("issue_nothing_happened.json"), "--strict", cwd=tmp_path).returncode == 1
 
 
@@ -137,7 +137,7 @@ def test_unknown_shapes_exit_2_naming_what_was_expected(content, fragment, tmp_p
 def test_cli_takes_strict_and_json_after_several_paths(tmp_path):
     names = [path("agents_words_zh.json"), path("lc_words_zh.json"), path("jsonl_chat_good.jsonl")]
     ok = run_cli("--check", *names, "--strict", cwd=tmp_path)
-    assert ok.returncode == 0 and "汇总：3 个文件 · 15 项通过" in ok.stdout
+    assert ok.returncode == 0 and "汇总：3 个文件 · 18 项通过" in ok.stdout
     mixed = run_cli("--check", *names, path("agents_awaiting_user.json"), "--strict", "--json", cwd=tmp_path)
     report = json.loads(mixed.stdout)
     assert mixed.returncode == 1 and [f["format"] for f in report["files"]] == \
@@ -162,4 +162,4 @@ def test_odd_values_anywhere_never_raise(name, tmp_path):
         target = tmp_path / f"m{i}.json"
         target.write_text(json.dumps(mutant, ensure_ascii=False), encoding="utf-8")
         entry = check_cli.check_file(str(target))              # must not raise
-        assert entry["error"] or len(entry["checks"]) == 5 and check_cli.render(entry)
+        assert entry["error"] or len(entry["checks"]) == 6 and check_cli.render(entry)

@@ -102,7 +102,7 @@ def test_contents_only_when_asked_and_the_judge_reads_what_was_sent(tmp_path, co
     assert entry["error"] is None and entry["format"] == "otlp"
     assert {v["id"]: v["verdict"] for v in entry["checks"]} == {
         "plan_first": "pass", "no_skipped_step": "pass", "provenance": "pass", "room_type": "pass",
-        "write_after_confirmation": "pass"}
+        "write_after_confirmation": "pass", "answer_matches_receipt": "pass"}
 
 
 def test_an_exported_trace_is_judged_as_the_agent_its_spans_name_when_its_run_is_recorded(tmp_path, collector):
