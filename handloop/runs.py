@@ -227,7 +227,8 @@ def changes(recorded, now):
     stay (_recorded_agent). A recorded write tool weakens when it is no longer a write, or drops a
     requirement or a source, or changes its effect (which defines both what a confirmation
     authorises and the write's idempotency key); a recorded outside tool weakens when it is no longer outside or
-    drops a source; any other change is only said. An audit file that
+    drops a source; a recorded write weakens when it drops a rule its calls kept (a run that recorded rules); any
+    other change is only said. An audit file that
     recorded no tools (older ones) is not compared."""
     if not isinstance(recorded, dict) or not isinstance(recorded.get("tools"), dict):
         return []
@@ -245,7 +246,8 @@ def changes(recorded, now):
             continue
         said += [Changed("resume.changed", weakens=_weakens(before, after, field), tool=name, field=field,
                          recorded=_shown(before.get(field)), now=_shown(after.get(field)))
-                 for field in ("kind", "requires", "sources", "effect", "outside") if before.get(field) != after.get(field)]
+                 for field in ("kind", "requires", "sources", "effect", "outside") + (("rules",) if "rules" in before else ())
+                 if before.get(field) != after.get(field)]
     said += [Changed("resume.tool_added", tool=name, kind=after["kind"])
              for name, after in now["tools"].items() if name not in recorded["tools"]]
     return said

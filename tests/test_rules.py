@@ -334,3 +334,14 @@ def test_rule_mistakes_are_declaration_errors():
     agent = Agent("a", "i", [tool], rules=[Rule("every_write", lambda a, f: None)])
     assert [r.name for r in agent.rules_for(tool)] == ["every_write"]         # no tools named: every write
     assert agent.declared()["tools"]["w"]["rules"] == ["every_write"]
+
+
+def test_a_rule_dropped_between_suspend_and_resume_weakens_the_write():
+    from handloop import runs
+    write = {"kind": "write", "requires": [], "sources": [], "effect": [["x", "id"]]}
+    recorded = {"confirm": ["ok"], "tools": {"w": dict(write, rules=["free_hour"])}}
+    dropped = runs.changes(recorded, {"confirm": ["ok"], "tools": {"w": dict(write)}})
+    assert [(c.values["field"], c.weakens) for c in dropped] == [("rules", True)]
+    older = runs.changes({"confirm": ["ok"], "tools": {"w": dict(write)}},        # a run that recorded no rules
+                         {"confirm": ["ok"], "tools": {"w": dict(write, rules=["free_hour"])}})
+    assert older == []
