@@ -20,7 +20,7 @@ from handloop import Agent, DeclarationError, Rule, Tool
 from handloop.judge import texts as check_texts
 from handloop.llm.endpoint import Endpoint
 from handloop import texts
-from test_real_models import bookings, cli, state  # noqa: F401  (cli is a fixture)
+from test_real_models import bookings, state
 
 ZH = texts.of("zh")
 

@@ -18,11 +18,13 @@ from . import stated, words
 
 
 class Facts:
-    """What the run's tools gave before a call: each successful call as (tool, arguments, result), oldest first.
-    A rule reads it with `results(tool)`, `calls(tool)` or `last(tool, **fields)`."""
+    """What the run's tools gave before a call: each successful call as (tool, arguments, result), oldest first, the
+    result as the tool returned it (a value the model was given wrapped, unwrapped: stated.returned). A rule reads it
+    with `results(tool)`, `calls(tool)` or `last(tool, **fields)`."""
 
     def __init__(self, done=()):
-        self._done = [(str(tool), args if isinstance(args, dict) else {}, result) for tool, args, result in done]
+        self._done = [(str(tool), args if isinstance(args, dict) else {}, stated.returned(result))
+                      for tool, args, result in done]
 
     def calls(self, tool):
         """[(arguments, result)] of the successful calls of `tool`, oldest first."""
