@@ -390,7 +390,7 @@ class Memory:
             return
         self.unwritten = False
         current = self.current
-        if self.agent.confirms(text) and current is not None and current["state"] == "proposed":
+        if self.agent.confirms(text) and current is not None:     # proposed, or confirmed again
             current["state"], self.declined = "confirmed", False
         else:
             self.declined = bool(texts.DECLINE.search(text))
