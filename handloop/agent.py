@@ -185,6 +185,44 @@ def _tolerant(stream):
         pass
 
 
+class _Unpiped:
+    """A standard stream whose reader may go away: once a write or a flush finds the pipe closed
+    (BrokenPipeError), the stream's descriptor is pointed at the null device and everything later is
+    dropped, so printing never stops a run halfway (its audit file left `running`)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._silence()
+            return len(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._silence()
+
+    def _silence(self):
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+        except (OSError, ValueError, AttributeError):
+            self._stream = open(os.devnull, "w")
+            return
+        try:                                   # what the closed pipe's buffer still held is dropped
+            self._stream.flush()
+        except OSError:
+            self._stream = open(os.devnull, "w")
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def _main(argv, prog="handloop"):
     named = _named_agent(argv)
     args = parse(argv, named, prog)
@@ -388,7 +426,10 @@ def _opened(args):
 
 
 def command(argv=None):
-    """The `handloop` command (and `python -m handloop`, `python agent.py`): main(), then leave."""
+    """The `handloop` command (and `python -m handloop`, `python agent.py`): main(), then leave. What it
+    prints goes to a reader that may stop reading (`handloop --check --json | head`): the work goes on and
+    is recorded as if nobody watched, and the exit code is the work's."""
+    sys.stdout, sys.stderr = _Unpiped(sys.stdout), _Unpiped(sys.stderr)
     code = main(argv, invoked(sys.argv[0] if sys.argv else ""))
     if "temporalio" in sys.modules:      # temporalio's runtime threads can crash CPython's teardown (sdk-python
         sys.stdout.flush()            # issue 300: a short-lived client's process dies at exit): all is said and

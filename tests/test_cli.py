@@ -141,3 +141,32 @@ def test_existing_run_id_is_refused(tmp_path):
     assert run_cli("--run-id", "same", cwd=tmp_path).returncode == 0
     again = run_cli("--run-id", "same", cwd=tmp_path)
     assert again.returncode == 2 and "已经存在" in again.stderr
+
+
+def _closed_reader(args, cwd):
+    """`python agent.py ARGS` whose standard output and error go to a pipe nobody reads: its reading end is
+    closed before the child writes its first line (as `handloop ... | head -1` once head has left)."""
+    import subprocess
+    import sys
+    read, write = os.pipe()
+    os.close(read)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_"))}
+    try:
+        return subprocess.run([sys.executable, os.path.join(ROOT, "agent.py"), *args], cwd=cwd, env=env,
+                              stdout=write, stderr=write, timeout=60).returncode
+    finally:
+        os.close(write)
+
+
+def test_a_run_whose_reader_went_away_still_reaches_its_end_on_record(tmp_path):
+    assert _closed_reader([], tmp_path) == 0
+    [name] = [n for n in os.listdir(tmp_path / "audit") if n.endswith(".json")]
+    data = read_audit(str(tmp_path / "audit"), name[len("run-"):-len(".json")])
+    assert (data["status"], data["reason"]) == ("suspended", "awaiting_confirmation")
+    assert bookings(tmp_path) == 0
+
+
+def test_check_and_selftest_into_a_closed_pipe_keep_their_exit_code(suspended):
+    cwd, run_id, _ = suspended
+    assert _closed_reader(["--check", "--json", run_id], cwd) == run_cli("--check", run_id, cwd=cwd).returncode
+    assert _closed_reader(["--selftest"], cwd) == 0
