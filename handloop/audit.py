@@ -590,7 +590,20 @@ class RunLock:
             raise AuditError(busy(self.say) if self.say else busy) from None
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, kind, exc, tb):
+        if kind is None:
+            self.release()
+        else:
+            self.give_up()
+
+    def give_up(self):
+        """Release the lock of work that failed; a run with no audit file (a new run refused before its first
+        snapshot, a run id that names no run) leaves no lock file behind either."""
+        if self.fd is not None and not os.path.exists(self.path[:-len(".lock")] + ".json"):
+            try:
+                os.unlink(self.path)        # unlinked while held: whoever opens the name next makes a new file
+            except OSError:
+                pass
         self.release()
 
     def acquire(self):

@@ -67,13 +67,15 @@ def start(agent: Agent, run_id: str | None = None, *, audit_dir: str = "audit", 
     try:
         toolset = ToolSet(run_id, agent=agent, visible=policy.tools if policy else None)
     except BaseException:
-        lock.release()
+        lock.give_up()
         raise
     toolset.lock = lock
     try:
         return begin(audit_dir, run_id, goal, toolset, model, policy=policy), toolset
     except BaseException:
+        toolset.lock = None
         toolset.close()
+        lock.give_up()
         raise
 
 
@@ -104,7 +106,7 @@ def _go_on(agent, run_id, audit_dir, how, text=None):
             run_id, agent=agent, mode=snap["mode"], schemas=snap["tools"], mcp_url=snap.get("mcp_url")),
             lambda snap: accept(how, snap))
     except BaseException:
-        lock.release()
+        lock.give_up()
         raise
     toolset.lock = lock
     r.warnings = warnings

@@ -170,3 +170,13 @@ def test_check_and_selftest_into_a_closed_pipe_keep_their_exit_code(suspended):
     cwd, run_id, _ = suspended
     assert _closed_reader(["--check", "--json", run_id], cwd) == run_cli("--check", run_id, cwd=cwd).returncode
     assert _closed_reader(["--selftest"], cwd) == 0
+
+
+def test_a_run_refused_before_its_first_snapshot_leaves_no_lock_file(tmp_path):
+    (tmp_path / "audit").mkdir()
+    assert run_cli("--confirm", "nosuch", cwd=tmp_path).returncode == 2
+    assert run_cli("--mcp", "--mcp-server", str(tmp_path / "no-such-server"), cwd=tmp_path).returncode != 0
+    assert os.listdir(tmp_path / "audit") == []
+    assert run_cli(cwd=tmp_path).returncode == 0              # a run that began keeps its lock file beside it
+    names = sorted(os.listdir(tmp_path / "audit"))
+    assert [n.rsplit(".", 1)[1] for n in names if n.startswith("run-")] == ["json", "lock"]
