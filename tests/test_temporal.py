@@ -712,3 +712,25 @@ def test_a_run_whose_agents_hook_fails_on_its_record_is_refused_on_temporal_in_o
     broken = p.cli("--confirm", "hk", "--temporal", timeout=90)
     assert broken.returncode == 2 and "absorb" in broken.stderr and "Traceback" not in broken.stderr, broken.stderr
     assert not texts.CJK.search(broken.stderr) and p.snapshot("hk")["status"] == "suspended"
+
+
+def test_a_worker_reaches_the_mcp_server_over_http_that_the_run_recorded(tmp_path):
+    """A run over Streamable HTTP (--mcp-url) moved onto Temporal: its workflow's reference carries the URL the
+    run recorded, and a worker's tool set for the run's MCP calls goes to that URL, not to a server of its own."""
+    from types import SimpleNamespace
+    from handloop.durable import worker, workflow
+    url = "http://127.0.0.1:9/mcp"
+    r = SimpleNamespace(run_id="h1", mode="mcp", declared=None, policy=SimpleNamespace(tools=None), mcp_url=url)
+    ref = workflow.World(r, None, {"audit_dir": str(tmp_path), "limits": {"heartbeat": 30}}).ref
+    takes = {"search_location": {"city": "string"}, "get_weather": {"latitude": "number", "longitude": "number",
+                                                                     "date": "string"}}
+    schemas = [{"type": "function", "function": {"name": n, "description": "", "parameters": {
+        "type": "object", "properties": {a: {"type": t} for a, t in args.items()}, "required": list(args)}}}
+        for n, args in takes.items()]
+    acts = worker.Activities({})
+    try:
+        toolset = acts._toolset(ref, tools.xian_agent(tools.BookingStore(tmp_path / "b.db")), schemas=schemas)
+        assert toolset.mcp_url == url
+        toolset.close()
+    finally:
+        acts.close()

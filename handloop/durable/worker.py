@@ -92,9 +92,9 @@ class Activities:
 
     def _toolset(self, ref, agent=None, schemas=None):
         """The run's tool set in this worker; with the MCP tools a run recorded (`schemas`), its servers open at
-        their first call, in the activity that needs them."""
+        their first call, in the activity that needs them (a run over Streamable HTTP: the URL it recorded)."""
         return session.tool_set(ref["audit_dir"], ref["run_id"], ref["mode"], schemas=schemas, visible=ref.get("visible"),
-                                agent=agent or self._agent(ref))
+                                mcp_url=ref.get("mcp_url"), agent=agent or self._agent(ref))
 
     def _model(self, offline, name, agent):
         key = (bool(offline), name, agent.name, agent.file)

@@ -159,7 +159,8 @@ class World:
     def __init__(self, r, toolset, start):
         self.r, self.toolset, self.start = r, toolset, start
         self.ref = {"run_id": r.run_id, "audit_dir": start["audit_dir"], "mode": r.mode, "agent": r.declared,
-                    "visible": r.policy.tools, "offline": start.get("offline", False), "model": start.get("model")}
+                    "visible": r.policy.tools, "offline": start.get("offline", False), "model": start.get("model"),
+                    **({"mcp_url": r.mcp_url} if r.mcp_url else {})}
         beat = datetime.timedelta(seconds=start["limits"]["heartbeat"])
         self.options: dict[str, Any] = {"heartbeat_timeout": beat,
                                         "retry_policy": RetryPolicy(initial_interval=datetime.timedelta(seconds=1),
