@@ -61,7 +61,7 @@ class Memory:
         self.declined = False     # the user's last reply declined the write
         self.differs = None       # the last write blocked as not what the user confirmed (a Call; the
                                   # confirmation stands; sent again, it becomes the new proposal)
-        self.writes = []          # [{"tool", "args" (its effect), "receipt"}] of the writes made
+        self.writes = []          # [{"tool", "args" (its effect), "call" (every argument), "receipt"}] of the writes made
         self.runs = {}            # call signature -> times it ran since the last user message
         self.recent = []          # signatures of the last calls that ran, newest last
         self.blocked = {}         # call signature -> times blocked since anything new happened
@@ -210,7 +210,8 @@ class Memory:
             self.progress += 1
             _names(result, self.names)
         if call.kind == "write":
-            self.writes.append({"tool": call.name, "args": _effect(call), "receipt": stated.returned(result)})
+            self.writes.append({"tool": call.name, "args": _effect(call), "call": dict(call.args or {}),
+                                "receipt": stated.returned(result)})
             self._fate(call, "executed")
         tool = call.tool
         if tool is not None and tool.absorb is not None:
@@ -444,11 +445,13 @@ class Memory:
         return "pending"
 
     def written(self, call):
-        """A write already made with this call's effect: {"receipt": what it returned}, or None. A list is the
-        same effect whatever the order of its elements (stated.canonical)."""
-        effect = _effect(call)
+        """This very write already made (the same tool and every argument the same, as its idempotency key
+        covers them): {"receipt": what it returned}, or None. A list is the same whatever the order of its
+        elements (stated.identity)."""
+        effects = {k for k, _ in call.tool.effect} if call.tool and call.tool.effect else set()
+        this = stated.identity(call.args, effects)
         return next(({"receipt": w["receipt"]} for w in self.writes if w["tool"] == call.name and
-                     stated.canonical(w["args"]) == stated.canonical(effect)), None)
+                     stated.identity(w["call"], effects) == this), None)
 
     def unsourced(self, source, args):
         """The rows of `args` (one per element of a list argument) that no alternative of a source gives, in the

@@ -33,7 +33,7 @@ from . import mcp_tools
 from . import plan
 from . import texts
 from .calls import DESCRIPTION_LIMIT, Agent, Call, Tool, ToolError, by_user, field_path, field_tree
-from .texts.stated import canonical
+from .texts.stated import identity
 from .values import normalise, settled, valid_text, validate, wrapped
 
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
@@ -90,11 +90,12 @@ def _depth(value):
 
 
 def idempotency_key(run_id, call):
-    """Covers the run and every argument that defines the write's effect (its declared effect); a list is the same
-    effect whatever the order of its elements (texts/stated.canonical)."""
-    keys = [k for k, _ in call.tool.effect] if call.tool and call.tool.effect else sorted(call.args)
-    body = json.dumps({"run": run_id, "tool": call.name, "args": {k: canonical(call.args.get(k)) for k in keys}},
-                      sort_keys=True, ensure_ascii=False)
+    """Covers the run, the tool and every argument the call carries: the write as the user was shown it and
+    confirmed it (two messages to one recipient with other bodies are two writes; the same call again is one). An
+    effect's list is the same effect whatever the order of its elements (texts/stated.identity)."""
+    effects = {k for k, _ in call.tool.effect} if call.tool and call.tool.effect else set()
+    body = json.dumps({"run": run_id, "tool": call.name, "args": identity(call.args, effects)}, sort_keys=True,
+                      ensure_ascii=False)
     return hashlib.sha256(body.encode()).hexdigest()
 
 

@@ -140,6 +140,13 @@ def canonical(value):
     return value
 
 
+def identity(args, effects):
+    """What makes a write this write and no other: every argument it carries, an effect's list (one of
+    `effects`, the declared effect's argument names) in a canonical order. Its idempotency key and the check that
+    it was made already read it alike."""
+    return {k: canonical(v) if k in effects else v for k, v in sorted((args or {}).items())}
+
+
 def typed(value, said):
     """Whether a value appears in what the user wrote (`said`: the user's own messages, never a tool's result, the
     model's text or a loop message): a string, or a number written as digits, found in one message compared in
