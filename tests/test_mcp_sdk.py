@@ -70,7 +70,9 @@ def test_sdk_client_pages_through_our_list():
 
 @pytest.mark.parametrize("mode, era", [("auto", "modern"), ("legacy", "legacy")])
 def test_our_client_against_an_sdk_server(mode, era):
-    client = mcp_tools.Client([sys.executable, SDK_SERVER], env=server_env(), mode=mode, timeout=20)
+    # the probe waits as long as the calls: on a loaded machine the SDK server's start alone can outlast the
+    # default 3 s, and an unanswered probe is taken for a legacy server (the era asserted here)
+    client = mcp_tools.Client([sys.executable, SDK_SERVER], env=server_env(), mode=mode, timeout=20, probe_timeout=20)
     try:
         client.start()
         assert client.era == era and client.server_info["name"] == "sdk-weather"
