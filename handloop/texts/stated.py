@@ -378,12 +378,23 @@ def offers(plain, decl, records, fallback=None, done=()):
 
 
 def offered(plain, decls, records, fallback=None, done=()):
-    """The writes (of {name: declaration}) a text states, the most specific reading: a write whose effect is a part
-    of another's that the text states too is left out (words that name the new items of an exchange state the
-    exchange, not a return of the old ones)."""
+    """The writes (of {name: declaration}) a text states, the most specific reading: when the text names the action
+    of some of them (the first word of the tool's name: "cancel" of cancel_order), only those; then a write whose
+    effect is a part of another's that the text states too is left out (words that name the new items of an
+    exchange state the exchange, not a return of the old ones; "Shall I cancel order W-1001?" states the cancel,
+    though they name the order's items too)."""
     fits = {name: {tuple(e) for e in effect(decl)} for name, decl in decls.items()
             if offers(plain, decl, records, fallback, done)}
+    named = {name: mine for name, mine in fits.items() if _acts(plain, name)}
+    fits = named or fits
     return [name for name, mine in fits.items() if not any(mine < other for other in fits.values())]
+
+
+def _acts(plain, name):
+    """Whether a text names a tool's action: the first word of its name (cancel_order, cancelOrder: "cancel"), as a
+    word's beginning ("cancel", "cancelled"), when it has three letters or more."""
+    verb = re.split(r"[_\-]|(?<=[a-z])(?=[A-Z])", name)[0].lower()
+    return len(verb) >= 3 and re.search(r"(?<![a-z])" + re.escape(verb), plain) is not None
 
 
 def unstated(args, decl, offer, said, records, fallback=None, done=()):
