@@ -32,6 +32,7 @@ resuming, answered with the user's part) is runs.py's, above this module.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import time
@@ -94,6 +95,16 @@ class Run:
     @property
     def say(self):
         return self.agent.say
+
+    @property
+    def proposal(self) -> dict | None:
+        """The proposal in force, as the user is shown it, or None when none waits: a copy of its record,
+        {"number", "calls": [each write of it as shown, {"tool": name, **arguments}], "offer": the words of a
+        proposal in words (else None), "state": "proposed" or "confirmed", "fates": per call, "executed", "failed"
+        or None while it has not run}. What a program shows its user before `handloop.confirm` (a benchmark's
+        simulated user reads it too); the audit file's `memory.proposals` keeps every proposal and its fate."""
+        current = self.memory.current
+        return copy.deepcopy(current) if current is not None else None
 
 
 def _silent(kind: str, **data: Any) -> None:

@@ -76,7 +76,8 @@ def test_the_readme_library_script_runs_as_written_beside_the_agent(tmp_path):
                          timeout=60)
     assert got.returncode == 0, got.stderr
     assert got.stdout.splitlines()[0] == "suspended awaiting_confirmation"
-    assert got.stdout.splitlines()[1].startswith("done ")
+    assert "A-1" in got.stdout.splitlines()[1]                 # the proposal waiting, as the user is shown it
+    assert got.stdout.splitlines()[2].startswith("done ")
     assert read_audit(str(tmp_path / "audit"), "lib-1")["status"] == "done"
     assert len(_rows(tmp_path)) == 1
 
