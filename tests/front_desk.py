@@ -1,5 +1,5 @@
 """A clinic front desk over local tools (test_refusals.py), whose scripted model ends with the answer DESK_ANSWER
-names after its reads: "one" proposes one slot in words, "two" names two slots, "none" names no slot. DESK_SOURCE
+names after its reads: "one" proposes one slot in words, "two" names two slots, "none" names no slot, "cancel" cancels appointment A-7 (its result: {"status": "cancelled"}). DESK_SOURCE
 "get" sources `slot_id` from `get_slot` (which the model never calls: no read produced a slot), else from the
 records of `list_slots`; DESK_LANG "zh" makes it a Chinese agent."""
 import json
@@ -20,6 +20,16 @@ def list_slots(doctor: str, date: str) -> dict:
     return {"doctor": doctor, "date": date, "slots": SLOTS}
 
 
+def list_appointments(patient_id: str) -> dict:
+    """A patient's appointments."""
+    return {"patient_id": patient_id, "appointments": [{"appointment_id": "A-7", "slot_id": "S-0900"}]}
+
+
+def cancel_appointment(appointment_id: str) -> dict:
+    """Cancel an appointment (a write: only after the user confirms)."""
+    return {"appointment_id": appointment_id, "status": "cancelled"}
+
+
 def get_slot(slot_id: str) -> dict:
     """One slot by its id."""
     return next(s for s in SLOTS if s["slot_id"] == slot_id)
@@ -34,7 +44,9 @@ SLOT = Source.of("get_slot", "slot_id") if os.environ.get("DESK_SOURCE") == "get
     Source.of("list_slots", "slot_id", path="slots[]")
 TOOLS = [Tool.from_function(find_patient), Tool.from_function(list_slots), Tool.from_function(get_slot),
          Tool.from_function(book_appointment, kind="write", effect={"patient_id": "id", "slot_id": "id"},
-                            sources=[Source.of("find_patient", "patient_id", path="patient"), SLOT])]
+                            sources=[Source.of("find_patient", "patient_id", path="patient"), SLOT]),
+         Tool.from_function(list_appointments), Tool.from_function(cancel_appointment, kind="write",
+         effect={"appointment_id": "id"}, sources=[Source.of("list_appointments", "appointment_id", path="appointments[]")])]
 ZH = os.environ.get("DESK_LANG") == "zh"
 ANSWERS = {"one": "Ana Lopez (P-17) can have a checkup with Dr. Kim at 09:00 (slot S-0900). Shall I book it?",
            "two": "Ana Lopez (P-17) can see Dr. Kim at 09:00 (S-0900) or at 10:30 (S-1030). Shall I book one?",
@@ -44,9 +56,23 @@ ANSWERS_ZH = {"two": "Ana Lopez（P-17）可以约 Kim 医生 09:00（S-0900）�
 
 
 def offline(request):
+    if os.environ.get("DESK_ANSWER") == "cancel":
+        return cancelling(request["messages"])
     if any(m["role"] == "tool" for m in request["messages"]):
         return {"content": (ANSWERS_ZH if ZH else ANSWERS)[os.environ.get("DESK_ANSWER", "one")]}
     return {"tool_calls": [call("find_patient", name="Ana Lopez"), call("list_slots", doctor="Kim", date="2026-12-04")]}
+
+
+def cancelling(messages):
+    """Cancel Ana's one appointment: look it up, propose it, cancel it once the user replied, report."""
+    said = " ".join(m["content"] for m in messages if m["role"] == "tool")
+    if '"cancelled"' in said:
+        return {"content": "Appointment A-7 is cancelled."}
+    if "A-7" not in said:
+        return {"tool_calls": [call("list_appointments", patient_id="P-17")]}
+    if [m for m in messages if m["role"] == "user" and m.get("name") != "loop"][1:]:
+        return {"tool_calls": [call("cancel_appointment", appointment_id="A-7")]}
+    return {"content": "Ana Lopez has appointment A-7 at 09:00. Shall I cancel appointment A-7?"}
 
 
 def call(tool, **args):
