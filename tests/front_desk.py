@@ -1,7 +1,7 @@
 """A clinic front desk over local tools (test_refusals.py), whose scripted model ends with the answer DESK_ANSWER
-names after its reads: "one" proposes one slot in words, "two" names two slots, "none" names no slot, "cancel" cancels appointment A-7 (its result: {"status": "cancelled"}). DESK_SOURCE
+names after its reads: "one" proposes one slot in words, "two" names two slots, "none" names no slot, "book" calls the booking of S-0900, "cancel" cancels appointment A-7 (its result: {"status": "cancelled"}). DESK_SOURCE
 "get" sources `slot_id` from `get_slot` (which the model never calls: no read produced a slot), else from the
-records of `list_slots`; DESK_LANG "zh" makes it a Chinese agent."""
+records of `list_slots` ("both": from both, which must both hold); DESK_LANG "zh" makes it a Chinese agent."""
 import json
 import os
 
@@ -40,11 +40,11 @@ def book_appointment(patient_id: str, slot_id: str) -> dict:
     return {"appointment_id": "A-1", "patient_id": patient_id, "slot_id": slot_id}
 
 
-SLOT = Source.of("get_slot", "slot_id") if os.environ.get("DESK_SOURCE") == "get" else \
-    Source.of("list_slots", "slot_id", path="slots[]")
+LISTED, GOT = Source.of("list_slots", "slot_id", path="slots[]"), Source.of("get_slot", "slot_id")
+SLOT = {"get": [GOT], "both": [LISTED, GOT]}.get(os.environ.get("DESK_SOURCE", ""), [LISTED])
 TOOLS = [Tool.from_function(find_patient), Tool.from_function(list_slots), Tool.from_function(get_slot),
          Tool.from_function(book_appointment, kind="write", effect={"patient_id": "id", "slot_id": "id"},
-                            sources=[Source.of("find_patient", "patient_id", path="patient"), SLOT]),
+                            sources=[Source.of("find_patient", "patient_id", path="patient"), *SLOT]),
          Tool.from_function(list_appointments), Tool.from_function(cancel_appointment, kind="write",
          effect={"appointment_id": "id"}, sources=[Source.of("list_appointments", "appointment_id", path="appointments[]")])]
 ZH = os.environ.get("DESK_LANG") == "zh"
@@ -58,6 +58,8 @@ ANSWERS_ZH = {"two": "Ana Lopez（P-17）可以约 Kim 医生 09:00（S-0900）�
 def offline(request):
     if os.environ.get("DESK_ANSWER") == "cancel":
         return cancelling(request["messages"])
+    if os.environ.get("DESK_ANSWER") == "book" and any(m["role"] == "tool" for m in request["messages"]):
+        return {"tool_calls": [call("book_appointment", patient_id="P-17", slot_id="S-0900")]}
     if any(m["role"] == "tool" for m in request["messages"]):
         return {"content": (ANSWERS_ZH if ZH else ANSWERS)[os.environ.get("DESK_ANSWER", "one")]}
     return {"tool_calls": [call("find_patient", name="Ana Lopez"), call("list_slots", doctor="Kim", date="2026-12-04")]}

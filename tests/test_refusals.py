@@ -4,7 +4,9 @@ answer's trace record carries `not_offer`, and its note in the agent's language,
 which argument had no single value and the values named, or no value of the reads named, or no value a read
 produced. A clinic front desk (tests/front_desk.py) through the CLI, the real openai client and its own scripted
 model; the assertions read states, audit records and our own catalogue's lines."""
+import json
 import os
+import re
 
 import pytest
 
@@ -68,3 +70,16 @@ def test_the_trace_page_shows_why_the_answer_was_no_proposal(tmp_path):
     assert page.returncode == 0, page.stderr
     html = next(tmp_path.glob("audit/*.html")).read_text(encoding="utf-8")
     assert "slot_id" in html and "S-1030" in html and "single value" in html
+
+
+def test_a_write_refused_by_one_of_two_sources_on_its_argument_says_what_to_do(tmp_path):
+    """Two sources on slot_id must both hold (the listing's records and get_slot, never called): the write is refused
+    by provenance, and the refusal names the source still missing, never an empty list of what is available."""
+    out = run_agent("--agent", DESK, "--run-id", "b", cwd=tmp_path, env={"DESK_ANSWER": "book", "DESK_SOURCE": "both"})
+    assert "Traceback" not in out.stderr          # the scripted model insists: the run stops as a spin, on record
+    snap = read_audit(tmp_path / "audit", "b")
+    refusals = [json.loads(m["content"]) for m in snap["messages"] if m["role"] == "tool" and "blocked_by" in m["content"]]
+    assert refusals and refusals[0]["blocked_by"] == "provenance" and snap["memory"]["writes"] == []
+    said = refusals[0]["error"]
+    assert "get_slot" in said and "S-0900" in said
+    assert not re.search(r"available:\s*[)\]]*\s*$", said)
