@@ -304,15 +304,12 @@ class Memory:
             if why is None:
                 return None
             found.append((stated.looks_named(plain, decl, self.records, self.names, done), tool.name, decl, why))
-        score, name, decl, (arg, how, named, values) = max(found, key=lambda f: f[0])
+        score, name, decl, (arg, _, named, values) = max(found, key=lambda f: f[0])
         asked = words.asks(text) and (words.names_in(plain, name.split("_")[0]) or
                                       any(words.names_in(plain, str(i)) for i in self.names))
         if not score and not asked:
             return None
-        tools = [o["tool"] for s in stated.sources(decl) for o in stated.options(s) if arg in o["args"] or
-                 arg + "[]" in o["args"]]
-        return {"tool": name, "arg": arg, "named": named, "values": values[:WHY_VALUES],
-                "from": list(dict.fromkeys(tools))}
+        return {"tool": name, "arg": arg, "named": named, "values": values[:WHY_VALUES], "from": _from(decl, arg)}
 
     def offered(self):
         """The names of the write tools the proposal in words states (what its confirmation may write; the most
@@ -570,6 +567,12 @@ def why_said(why, say):
         return say("cli.not_offer.none", **values)
     where = say("cli.not_offer.where", tools=say.join(why["from"])) if why.get("from") else ""
     return say("cli.not_offer.unread", where=where, **values)
+
+
+def _from(decl, arg):
+    """The tools whose results the values of a write's argument come from (its sources' alternatives), in order."""
+    return list(dict.fromkeys(o["tool"] for s in stated.sources(decl) for o in stated.options(s)
+                              if arg in o["args"] or arg + "[]" in o["args"]))
 
 
 def _record(number, calls, offer):

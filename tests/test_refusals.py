@@ -10,8 +10,9 @@ import re
 
 import pytest
 
-from conftest import ROOT, read_audit, run_agent
-from handloop import texts
+from conftest import ROOT, read_audit, run_agent, text
+from handloop import audit, loop, texts
+from test_confirmation_stands import LOOKUPS
 from handloop.memory import why_said
 
 DESK = os.path.join(ROOT, "tests", "front_desk.py")
@@ -83,3 +84,17 @@ def test_a_write_refused_by_one_of_two_sources_on_its_argument_says_what_to_do(t
     said = refusals[0]["error"]
     assert "get_slot" in said and "S-0900" in said
     assert not re.search(r"available:\s*[)\]]*\s*$", said)
+
+
+
+def test_the_xian_agent_says_which_room_type_had_no_single_value(fake_model, new_run):
+    """A choice effect, in Chinese: one hotel and two of its room types named is no offer; the record says
+    room_type, the two named, and its note says so in the agent's language."""
+    r, ts, store = new_run()
+    ask, _ = fake_model([LOOKUPS, text("古城墙酒店（XA-001）有 Standard 和 Suite 两种房型，请问要哪种？")])
+    loop.run(r, ask, ts)
+    assert (r.status, r.reason, store.count()) == ("suspended", "awaiting_reply", 0)
+    why = r.trace[-1]["not_offer"]
+    assert (why["tool"], why["arg"], why["named"]) == ("book_hotel", "room_type", ["Standard", "Suite"])
+    assert why_said(why, texts.of("zh")) in r.trace[-1]["notes"] and "没有唯一的值" in r.trace[-1]["notes"][-1]
+    assert audit.load(r.path)["trace"][-1]["not_offer"] == why                 # the audit file keeps it
