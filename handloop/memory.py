@@ -289,7 +289,8 @@ class Memory:
 
     def why_not_offer(self, text):
         """Why an answer that looks like a proposal is not taken as one (`offers`): it names a value of a write's
-        id or choice effect, or it asks the user and names the write's verb or an id a read gave. Returns
+        id or choice effect, or it asks the user and names the write's verb or an id a read gave; once a write was
+        made, only naming an id no write used yet looks like one (an answer reporting the write does not). Returns
         {"tool", "arg" (the effect argument it fails on), "named" (the values of it the answer names: none, or
         more than one), "values" (those it may take, at most WHY_VALUES), "from" (the tools its values come from)},
         or None: the answer offers, looks like no proposal, or is refused for tool markup or a claimed write
@@ -303,11 +304,12 @@ class Memory:
             why = stated.unoffered(plain, decl, self.records, self.names, done)
             if why is None:
                 return None
-            found.append((stated.looks_named(plain, decl, self.records, self.names, done), tool.name, decl, why))
-        score, name, decl, (arg, _, named, values) = max(found, key=lambda f: f[0])
+            ids = stated.looks_named(plain, decl, self.records, self.names, done, ("id",))
+            found.append((ids, stated.looks_named(plain, decl, self.records, self.names, done), tool.name, decl, why))
+        ids, score, name, decl, (arg, _, named, values) = max(found, key=lambda f: f[:2])
         asked = words.asks(text) and (words.names_in(plain, name.split("_")[0]) or
-                                      any(words.names_in(plain, str(i)) for i in self.names))
-        if not score and not asked:
+                                      any(words.names_in(plain, str(i)) for i in self.names if str(i) not in done))
+        if not ids and (self.writes or not score and not asked):      # after a write, only a new id looks like one
             return None
         return {"tool": name, "arg": arg, "named": named, "values": values[:WHY_VALUES], "from": _from(decl, arg)}
 

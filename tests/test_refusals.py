@@ -98,3 +98,18 @@ def test_the_xian_agent_says_which_room_type_had_no_single_value(fake_model, new
     assert (why["tool"], why["arg"], why["named"]) == ("book_hotel", "room_type", ["Standard", "Suite"])
     assert why_said(why, texts.of("zh")) in r.trace[-1]["notes"] and "没有唯一的值" in r.trace[-1]["notes"][-1]
     assert audit.load(r.path)["trace"][-1]["not_offer"] == why                 # the audit file keeps it
+
+
+@pytest.mark.parametrize("agent", ["xian", "cancel"])
+def test_an_answer_reporting_the_write_made_is_no_refusal(tmp_path, agent):
+    """After the write, the final answer names what was written (the Xi'an booking's hotel and room, the
+    cancelled appointment): it reports, it proposes nothing, and nothing says it was not taken as a proposal."""
+    args, env = ([], {}) if agent == "xian" else (["--agent", DESK], {"DESK_ANSWER": "cancel"})
+    assert run_agent(*args, "--run-id", "w", cwd=tmp_path, env=env).returncode == 0
+    done = run_agent("--confirm", "w", cwd=tmp_path, env=env)
+    snap = read_audit(tmp_path / "audit", "w")
+    assert done.returncode == 0 and snap["status"] == "done" and snap["memory"]["writes"]
+    assert [r for r in snap["trace"] if "not_offer" in r] == []
+    said = {texts.of(lang).table[key].split("{")[0] for lang in ("en", "zh")
+            for key in ("cli.not_offer.many", "cli.not_offer.none", "cli.not_offer.unread")}
+    assert said and all(said) and not [s for s in said if s in done.stdout]

@@ -384,11 +384,11 @@ def unoffered(plain, decl, records, fallback=None, done=()):
     return None
 
 
-def looks_named(plain, decl, records, fallback=None, done=()):
-    """How many values of this declaration's id and choice effects a plain text names (what makes words look
-    like a proposal of it)."""
+def looks_named(plain, decl, records, fallback=None, done=(), kinds=("id", "choice")):
+    """How many values of this declaration's effects of these kinds (id, choice) a plain text names, an id a write
+    already used (`done`) aside: what makes words look like a proposal of it."""
     return sum(len(named(plain, values_of(decl, arg, how, records, fallback, done)))
-               for arg, how in effect(decl) if how in ("id", "choice"))
+               for arg, how in effect(decl) if how in kinds)
 
 
 def offered(plain, decls, records, fallback=None, done=()):
