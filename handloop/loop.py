@@ -8,7 +8,9 @@ so the audit encodes each one once and each request extends the previous one bet
 every way out of the loop sets status and reason and writes the audit file, an exception of our own
 included (`run()` records it `error/internal` with its one line: never left `running`, and --resume goes on
 from the last audited turn); turn numbers and tokens continue across resumes. A turn's trace record says what
-the cut of an MCP result dropped (toolset.Cut) the first time it drops it: once per tool and path in a run.
+the cut of an MCP result dropped (toolset.Cut) the first time it drops it: once per tool and path in a run; an
+answer's record says why it was not taken as a proposal when it looked like one (`not_offer`, memory.why_not_offer,
+and its line among the notes, in the agent's language).
 What the loop itself tells the model (a nudge) is a user
 message named "loop", recorded as such and never taken for the user's reply; a nudge to act forces the next
 step's call, pushed once more when the forced call was blocked for its arguments or by a rule (`forcing`); the
@@ -45,7 +47,7 @@ from .calls import Agent, HookError
 from .values import chars
 from .executor import execute, tool_messages
 from .guards import screen
-from .memory import FORCING, LOOP_NAME, Memory, echoed
+from .memory import FORCING, LOOP_NAME, Memory, echoed, why_said
 from .model import Model, ModelError, Reply, as_model, estimate_tokens
 
 if TYPE_CHECKING:
@@ -198,7 +200,10 @@ def answered(r, reply, sent, report):
                     for kind in r.memory.unbacked(reply.text)] + (["the answer gives a tool result back"] if echo else [])
     reply.notes += [f"the answer names {arg} {', '.join(sorted(named))}, but the receipt of {tool} says "
                     f"{', '.join(sorted(written))}" for tool, arg, named, written in r.memory.contradicted(reply.text)]
-    r.trace.append(_record(r, reply, sent, [], {}))
+    why = r.memory.unoffered
+    if why:                                                               # it looked like a proposal: say why not
+        reply.notes.append(why_said(why, r.say))
+    r.trace.append(dict(_record(r, reply, sent, [], {}), **({"not_offer": why} if why else {})))
     r.answer = "" if echo else reply.text                                 # an echo is no answer for the user
     report("answer", run=r, reply=reply)
     status, reason = r.memory.verdict(reply.written_calls, reply.text, echo)
