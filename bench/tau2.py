@@ -21,6 +21,7 @@ Progress: one line per task on stderr. Results: bench/results-tau2-<mode>-<time>
 confirmations, writes, --check verdicts), and the summary on stdout.
 """
 import argparse
+import functools
 import json
 import os
 import sys
@@ -111,11 +112,17 @@ def _reads_before(domain, action, db):
     return reads
 
 
+@functools.lru_cache(maxsize=None)
+def _database(domain):
+    """The domain's database as τ² starts every task with it (read only here)."""
+    from tau2.registry import registry
+    return registry.get_env_constructor(domain)().tools.db
+
+
 def careful(domain, actions):
     """`actions` with the reads a careful agent makes before each write (_reads_before) that did not come earlier."""
-    from tau2.registry import registry
     from handloop.benchmarks.tau2 import DECLARATIONS
-    db, out = registry.get_env_constructor(domain)().tools.db, []
+    db, out = _database(domain), []
     for action in actions:
         if action["name"] in DECLARATIONS[domain]:
             out += [r for r in _reads_before(domain, action, db) if r not in out]

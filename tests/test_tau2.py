@@ -5,6 +5,7 @@ The model is the ground-truth replay of bench/tau2.py (stateless: it reads the c
 loopback endpoint, asked through the real `openai` client; the user is the scripted YesUser ("yes" to each proposal)
 or a user who declines. Assertions read τ²'s reward and trajectory, handloop's audit file and its judge's verdicts.
 """
+import functools
 import json
 
 import pytest
@@ -17,8 +18,13 @@ from handloop.cli.check import check_file  # noqa: E402
 from tau2.data_model.message import UserMessage  # noqa: E402
 
 
+@functools.lru_cache(maxsize=None)
+def _tasks(domain):
+    return tau2.tasks(domain)
+
+
 def _task(domain, task_id):
-    return next(t for t in tau2.tasks(domain) if str(t.id) == task_id)
+    return next(t for t in _tasks(domain) if str(t.id) == task_id)
 
 
 def _simulate(fake_model, tmp_path, domain, task_id, respond=None, user=None):
