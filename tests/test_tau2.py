@@ -156,3 +156,25 @@ def test_a_conversation_tau2_cuts_off_runs_nothing_more(fake_model, tmp_path):
         audit = json.load(f)
     assert audit["status"] != "running"
     assert any("the conversation has ended" in (m.get("content") or "") for m in audit["messages"])
+
+
+def test_only_the_adapter_imports_tau2():
+    """The core never imports τ²: the adapter is the only module of the package that does, and importing handloop
+    (and its judge) loads no part of it."""
+    import os
+    import re
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    importers = set()
+    for folder, _, files in os.walk(os.path.join(root, "handloop")):
+        for name in files:
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    if re.search(r"^\s*(from|import) tau2\b", f.read(), re.M):
+                        importers.add(os.path.relpath(os.path.join(folder, name), root))
+    assert importers == {os.path.join("handloop", "benchmarks", "tau2.py")}
+    code = ("import sys, handloop, handloop.loop, handloop.runs, handloop.cli.check, handloop.benchmarks; "
+            "print(any(m == 'tau2' or m.startswith('tau2.') for m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr
