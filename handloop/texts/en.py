@@ -414,4 +414,6 @@ EN = {
     "view.total": "Tokens in all: {tokens}",
     "view.split": "in {tokens_in} · out {tokens_out}",
     "view.total_split": " (turns whose split the server reported: in {tokens_in}, out {tokens_out})",
+    "bench.proposal": "I am about to run {tool} with {shown}.",
+    "bench.ask_confirm": "Shall I go ahead? Please answer yes to confirm, or tell me what to change.",
 }

@@ -415,4 +415,6 @@ ZH = {
     "view.total": "共计 tokens：{tokens}",
     "view.split": "输入 {tokens_in} · 输出 {tokens_out}",
     "view.total_split": "（服务端报告了输入与输出的轮次：输入 {tokens_in}，输出 {tokens_out}）",
+    "bench.proposal": "我将要执行 {tool}，参数为 {shown}。",
+    "bench.ask_confirm": "要我继续吗？确认请回答 yes，或者告诉我要改什么。",
 }
