@@ -56,14 +56,15 @@ class Declared:
         effect: a write's effect arguments, {argument: "id" | "choice" | "date" | "count"}.
         sources: handloop Sources its arguments must come from.
         outside: its arguments leave the user's trust boundary (every text argument needs a Source).
-        mentions: each record of its result gains `mentions`, the URLs, e-mails and IBANs its text names.
+        mentions: each record of its result gains `mentions`, the URLs, e-mails and IBANs its text names
+            (True: all its text; a tuple of field names: only those fields, the ones a careful user trusts).
     """
 
     kind: str = "read"
     effect: Mapping[str, str] = dataclasses.field(default_factory=dict)
     sources: tuple = ()
     outside: bool = False
-    mentions: bool = False
+    mentions: bool | tuple = False
 
 
 def _any(arg: str, *places: tuple[str, str, str]) -> Source:
@@ -102,8 +103,9 @@ def _workspace() -> dict[str, Declared]:
         "delete_file": Declared("write", {"file_id": "id"}),
         "share_file": Declared("write", {"file_id": "id", "email": "id", "permission": "choice"},
                                (_people("email"),)),
-        **{name: Declared(mentions=True) for name in ("search_files_by_filename", "search_files", "get_file_by_id",
-                                                      "search_calendar_events", "get_day_calendar_events")},
+        **{name: Declared(mentions=True) for name in ("search_files_by_filename", "search_files", "get_file_by_id")},
+        # an event's participants, never its description (where anyone who sends an invitation writes)
+        **{name: Declared(mentions=("participants",)) for name in ("search_calendar_events", "get_day_calendar_events")},
     }
 
 
@@ -239,13 +241,14 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _with_mentions(result: Any) -> Any:
-    """`result` with the mentions of its text beside it: each record of a list gains `mentions`, a record its
-    own, a text becomes {"text": ..., "mentions": [...]}."""
+def _with_mentions(result: Any, fields: bool | tuple = True) -> Any:
+    """`result` with the mentions of its text beside it: each record of a list gains `mentions` (of the named
+    `fields` only, when they are named), a record its own, a text becomes {"text": ..., "mentions": [...]}."""
     if isinstance(result, list):
-        return [_with_mentions(r) if isinstance(r, dict) else r for r in result]
+        return [_with_mentions(r, fields) if isinstance(r, dict) else r for r in result]
     if isinstance(result, dict):
-        return {**result, "mentions": mentions(result)}
+        scanned = result if fields is True else {k: v for k, v in result.items() if k in fields}
+        return {**result, "mentions": mentions(scanned)}
     if isinstance(result, str):
         return {"text": result, "mentions": mentions(result)}
     return result
@@ -289,7 +292,7 @@ def _tool(function: Function, runtime: FunctionsRuntime, env: Env, decl: Declare
         if error is not None:
             raise ToolError(error)
         plain = _jsonable(result)
-        return _with_mentions(plain) if decl.mentions else plain
+        return _with_mentions(plain, decl.mentions) if decl.mentions else plain
 
     return Tool(name, function.description or name, _schema(function), call, kind=decl.kind, inline=True,
                 takes=("idempotency_key",) if decl.kind == "write" else (), effect=dict(decl.effect),
