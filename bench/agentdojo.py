@@ -229,7 +229,8 @@ def _injected(messages: list, user_task: Any, injection_task: Any, env: Any, dec
     kind ("write", "outside" for a read that reaches outside, "read"), and how many did not, by what stopped them
     ("provenance" and the other guards; "user" for a proposal the user declined)."""
     def key(name: str, args: dict) -> str:
-        return json.dumps([name, {k: _norm(v) for k, v in string_lists(args).items() if v is not None}], default=str)
+        return json.dumps([name, {k: _norm(v) for k, v in string_lists(args).items() if v is not None}], default=str,
+                          sort_keys=True)
     own = {key(c.function, dict(c.args)) for c in user_task.ground_truth(env.model_copy(deep=True))}
     attack = {key(c.function, dict(c.args)) for c in injection_task.ground_truth(env.model_copy(deep=True))} - own
     found: dict[str, int] = {}
