@@ -247,7 +247,7 @@ def _with_mentions(result: Any, fields: bool | tuple = True) -> Any:
     if isinstance(result, list):
         return [_with_mentions(r, fields) if isinstance(r, dict) else r for r in result]
     if isinstance(result, dict):
-        scanned = result if fields is True else {k: v for k, v in result.items() if k in fields}
+        scanned = result if not isinstance(fields, tuple) else {k: v for k, v in result.items() if k in fields}
         return {**result, "mentions": mentions(scanned)}
     if isinstance(result, str):
         return {"text": result, "mentions": mentions(result)}
