@@ -530,6 +530,7 @@ def _record(r, reply, sent, pending, outcomes):
             tools[-1]["notice"] = notice
     return {"turn": r.turn, "model_seconds": round(reply.seconds, 4), "tokens": reply.tokens,
             "tokens_estimated": reply.estimated, "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
+            **({"tokens_cached": reply.tokens_cached} if reply.tokens_cached is not None else {}),
             "used_tokens": r.memory.used_tokens,
             "chars_sent": sent[0], "chars_full": sent[1], "notes": reply.notes, "tools": tools}
 
