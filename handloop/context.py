@@ -5,6 +5,11 @@ in order. A request is laid out as messages[0] (system prompt and memory block, 
 when an epoch starts), then the messages before the epoch's start, compacted, then every
 message since as recorded (long tool results cut head-and-tail). So between epochs each
 request is the previous one plus the new messages, byte for byte: the prefix providers cache.
+messages[0] holds no memory block until something is settled (nothing to say costs nothing).
+One projection of a message no request carried yet: a proposal's tool message (a write blocked
+for the user's confirmation) answered at once by the user's reply is sent as its short form (it
+did not run, it went to the user): the arguments are in the model's own call above it, the
+preview was the user's, and the reply is right below; every later request sends the same bytes.
 An epoch starts only when a request would exceed the compaction budget. A compacted data
 result stays a JSON object with its short fields (ids, names, prices, dates, conditions) and a
 note of what was dropped; write receipts and the latest result of each state tool (the plan)
@@ -16,6 +21,7 @@ import json
 from . import config
 from .values import ZH, chars, cut  # noqa: F401  (chars: re-exported for the benchmarks)
 
+LOOP = "loop"       # the name of the messages the loop itself sends (memory.LOOP_NAME)
 SHORT = 80          # a string longer than this is prose: dropped from a compacted result
 LIST_MAX = 20       # items of a list a compacted result keeps
 STUB_SHORT = 40     # a stub keeps top-level strings up to this length
@@ -43,9 +49,42 @@ class Window:
     def request(self, messages, tool_of, say=ZH):
         """The messages to send now (a new list; the record is not touched). `tool_of(name)`: the
         declaration of a tool (calls.Tool) or None; `say`: the agent's catalogue (cut notes)."""
+        unseen = unseen_proposals(messages)
         if self._old is None:           # computed once per epoch: the same bytes every turn
-            self._old = compact(messages[1:self.start], tool_of, self.room, say)
-        return [messages[0], *self._old, *(recent(m, say) for m in messages[self.start:])]
+            old = [proposed(m, say) if i in unseen else m for i, m in enumerate(messages[1:self.start], 1)]
+            self._old = compact(old, tool_of, self.room, say)
+        return [messages[0], *self._old, *(proposed(m, say) if i in unseen else recent(m, say)
+                                           for i, m in enumerate(messages[self.start:], self.start))]
+
+
+def unseen_proposals(messages):
+    """The indices of the tool messages that made a proposal (a write blocked for the user's confirmation, its
+    shown arguments in the message) and that no request ever carried: their round is followed at once by the
+    user's own reply (the run suspended on the proposal, so the model was not asked in between)."""
+    found: set[int] = set()
+    i = 1
+    while i < len(messages):
+        j = i
+        while j < len(messages) and messages[j].get("role") == "tool":
+            j += 1
+        after = messages[j] if j < len(messages) else None
+        if j > i and after is not None and after.get("role") == "user" and after.get("name") != LOOP:
+            found.update(k for k in range(i, j) if _proposal(messages[k].get("content")))
+        i = j + 1 if j == i else j
+    return found
+
+
+def proposed(message, say=ZH):
+    """A proposal's tool message as sent once the user has answered it: what the model needs of it (the write
+    did not run, it went to the user; the arguments are in the model's own call above it, the user's answer right
+    below), not the preview the user was shown."""
+    return dict(message, content=json.dumps({"error": say("guard.proposed"), "blocked_by": "unconfirmed_write"},
+                                            ensure_ascii=False, separators=(",", ":")))
+
+
+def _proposal(content):
+    value = _object(content) if isinstance(content, str) else None
+    return value is not None and value.get("blocked_by") == "unconfirmed_write" and isinstance(value.get("proposal"), dict)
 
 
 def boundary(messages, rounds=config.RECENT_ROUNDS):

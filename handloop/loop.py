@@ -173,8 +173,9 @@ def compact(r, toolset, tools_chars):
 
 
 def system_message(agent, memory, turn):
-    """The agent's instructions, then the memory block."""
-    return {"role": "system", "content": agent.instructions + "\n\n" + memory.render(turn)}
+    """The agent's instructions, then the memory block (none while nothing is settled)."""
+    block = memory.render(turn)
+    return {"role": "system", "content": agent.instructions + "\n\n" + block if block else agent.instructions}
 
 
 def answered(r, reply, sent, report):
@@ -303,7 +304,9 @@ def confirmed_call(r, toolset):
     if not calls:
         return None
     raw = [{"id": f"call_loop_{r.turn + 1}" + (f"_{i}" if i else ""), "type": "function",
-            "function": {"name": call.name, "arguments": json.dumps(call.args, ensure_ascii=False)}}
+            "function": {"name": call.name,
+                                                        "arguments": json.dumps(call.args, ensure_ascii=False,
+                                                                                separators=(",", ":"))}}
            for i, call in enumerate(calls)]
     message = {"role": "assistant", "name": LOOP_NAME, "content": None, "tool_calls": raw}
     return Reply(message, raw, 0, False, 0.0, ["issued by the loop: the calls the user confirmed, not asked of the model"])
