@@ -49,19 +49,40 @@ class Window:
     def request(self, messages, tool_of, say=ZH):
         """The messages to send now (a new list; the record is not touched). `tool_of(name)`: the
         declaration of a tool (calls.Tool) or None; `say`: the agent's catalogue (cut notes)."""
-        unseen = unseen_proposals(messages)
+        shown = projected(messages, self.start, say)
         if self._old is None:           # computed once per epoch: the same bytes every turn
-            old = [proposed(m, say) if i in unseen else m for i, m in enumerate(messages[1:self.start], 1)]
-            self._old = compact(old, tool_of, self.room, say)
-        return [messages[0], *self._old, *(proposed(m, say) if i in unseen else recent(m, say)
-                                           for i, m in enumerate(messages[self.start:], self.start))]
+            old = [shown.get(i, m) for i, m in enumerate(messages[1:self.start], 1)]
+            self._old = compact([m for m in old if m is not None], tool_of, self.room, say)
+        recent_ = [shown.get(i, recent(m, say)) for i, m in enumerate(messages[self.start:], self.start)]
+        return [messages[0], *self._old, *(m for m in recent_ if m is not None)]
 
 
-def unseen_proposals(messages):
-    """The indices of the tool messages that made a proposal (a write blocked for the user's confirmation, its
-    shown arguments in the message) and that no request ever carried: their round is followed at once by the
-    user's own reply (the run suspended on the proposal, so the model was not asked in between)."""
-    found: set[int] = set()
+def projected(messages, start=1, say=ZH):
+    """What is sent of the proposals the model never saw, by index into `messages` (None: not sent); every other
+    message is sent as recorded. A proposal is a tool message of a write blocked for the user's confirmation; the
+    model never saw it when its round is followed at once by the user's own reply (the run suspended on it).
+    - Confirmed, and the loop then made those writes itself (an assistant message named "loop" right after the
+      reply, one call per proposal of the round, in order): each proposal is sent as the result of the write
+      made for it, and the reply, the loop's call and its tool messages are not sent. The model sees its call
+      answered by what it did, as approval flows show it: the approval is the record's (a confirm reply is one
+      of the agent's fixed replies, it says nothing else). Only within one epoch: a group the epoch's start
+      cuts is sent as below.
+    - Otherwise each proposal is sent in its short form (`proposed`)."""
+    shown: dict[int, dict | None] = {}
+    for first, after in _answered_rounds(messages):
+        asks = [k for k in range(first, after) if _proposal(messages[k].get("content"))]
+        if not asks:
+            continue
+        merged = _made(messages, after, asks, start)
+        for k in asks:
+            shown[k] = recent(dict(messages[k], content=merged[k]), say) if merged else proposed(messages[k], say)
+        if merged:
+            shown.update((k, None) for k in merged["hidden"])
+    return shown
+
+
+def _answered_rounds(messages):
+    """(first, after) of each run of tool messages followed at once by a user's own reply (at `after`)."""
     i = 1
     while i < len(messages):
         j = i
@@ -69,9 +90,28 @@ def unseen_proposals(messages):
             j += 1
         after = messages[j] if j < len(messages) else None
         if j > i and after is not None and after.get("role") == "user" and after.get("name") != LOOP:
-            found.update(k for k in range(i, j) if _proposal(messages[k].get("content")))
+            yield i, j
         i = j + 1 if j == i else j
-    return found
+
+
+def _made(messages, reply, asks, start):
+    """{proposal index: the content of the tool message of the write the loop made for it, "hidden": the indices
+    not sent}, when the loop made exactly those writes right after the user's reply at `reply`; else None."""
+    at = reply + 1
+    made = messages[at] if at < len(messages) else {}
+    calls = made.get("tool_calls") if made.get("role") == "assistant" and made.get("name") == LOOP else None
+    if not isinstance(calls, list) or len(calls) != len(asks) or asks[0] < start <= at:
+        return None
+    results, end = {}, at + 1
+    while end < len(messages) and messages[end].get("role") == "tool":
+        results[messages[end].get("tool_call_id")] = messages[end].get("content")
+        end += 1
+    ids = [c.get("id") if isinstance(c, dict) else None for c in calls]
+    names = [(c.get("function") or {}).get("name") if isinstance(c, dict) else None for c in calls]
+    wanted = [_object(messages[k].get("content"))["proposal"].get("tool") for k in asks]
+    if any(i not in results for i in ids) or names != wanted or end - at - 1 != len(ids):
+        return None
+    return {**{k: results[i] for k, i in zip(asks, ids)}, "hidden": range(reply, end)}
 
 
 def proposed(message, say=ZH):

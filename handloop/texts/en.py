@@ -64,7 +64,7 @@ EN = {
     "guard.which_write": "The proposal the user confirmed in words fits several writes ({tools}); this one did not run and was put to the user as a proposal, exactly",
     "write.spent": "This write ran and did not succeed, so the user's confirmation is used up: any write now, this same call included, is put to the user as a new proposal first",
     "list.sep": ", ",
-    "plan.set_plan": "Make or replace the whole plan. tool: the tool a step uses; after: the numbers of earlier steps it depends on (from 1; none: leave it out). Tool arguments go in the tool's own call. Example: {example}",
+    "plan.set_plan": "Make or replace the whole plan. Each step has a title, and may have tool (the tool it uses) and after (the numbers of earlier steps it depends on, from 1; none: leave it out); tool arguments go in the tool's own call. Example: {example}",
     "plan.mark_step": "Record how a plan step ended, with an optional note.",
     "plan.example": '{{"steps":[{{"title":"first step","tool":"some_tool"}}]}}',
     "plan.unknown_tool": "{field}.tool={tool!r} is not an available tool; available: {tools}",

@@ -64,7 +64,7 @@ ZH = {
     "guard.which_write": "用户确认的文字方案同时符合多个写操作（{tools}）；这次调用没有执行，已原样作为提案交给用户确认",
     "write.spent": "这次写操作已执行但没有成功，用户的确认已用掉：现在任何写操作（包括原样再调用一次）都要先作为新提案交给用户确认",
     "list.sep": "、",
-    "plan.set_plan": "制定或替换整个计划。tool：这一步用的工具；after：它依赖的前面步骤的编号（从 1 开始，不依赖就不写）。工具参数调用时再给。例：{example}",
+    "plan.set_plan": "制定或替换整个计划。每步有 title，可有 tool（这一步用的工具）和 after（它依赖的前面步骤的编号，从 1 开始，不依赖就不写）；工具参数调用时再给。例：{example}",
     "plan.mark_step": "记录计划某一步的结果，可附说明。",
     "plan.example": '{{"steps":[{{"title":"第一步","tool":"某个工具"}}]}}',
     "plan.unknown_tool": "{field}.tool={tool!r} 不是可用的工具；可用：{tools}",
