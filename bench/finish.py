@@ -17,8 +17,10 @@ approval given once.
 
 Every peer's scripted model sees its framework's own request, converts it to Chat Completions
 JSON (the tool schemas, then the messages: role/content/tool calls), records that text and
-decides from it like the other scripted models (by the tool results since the user's message:
-none → weather + search, two → book_hotel, three → the answer). Tokens = characters / 3;
+decides from it like the other scripted models, making our scripted model's decisions (by the tool
+results since the user's message: none → set_plan + weather + search, three → book_hotel, four → the
+answer; with `PLANNING["on"]` False, the reads without set_plan: none → weather + search, two →
+book_hotel, three → the answer). Tokens = characters / 3;
 billed = fresh + cached × cache.CACHED_PRICE, cached = the exact common prefix with the previous
 request (cache.analyse, the same rule as section 0).
 
