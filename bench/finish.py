@@ -50,7 +50,7 @@ HOW = {
     "ours": "as sent by the loop (cache.py): JSON of the tool schemas, then JSON of the chat messages",
     "ours_eager": "as for ours; the model calls book_hotel before asking (the peers' behaviour): the blocked call "
                   "is the proposal and the run suspends at once; confirmed, the loop makes that call itself and "
-                  "the model is asked only for its answer",
+                  "the model is asked only for its answer, sent its own call answered by the receipt",
     "agents": "the Responses input items the SDK passed to `Model.get_response`, converted by the SDK's own "
               "`chatcmpl_converter.Converter` (`items_to_messages`, `tool_to_openai`), the instructions as the "
               "system message first (tool results as the SDK makes them: `str()` of the returned dict)",

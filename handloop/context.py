@@ -1,15 +1,18 @@
 """What is sent: the request of a turn, a projection of the record (compaction).
 
 Invariants: works on copies, never on `messages`; every message and every tool_call_id stays,
-in order. A request is laid out as messages[0] (system prompt and memory block, rewritten only
+in order, save the approval of a write the model never saw proposed (below). A request is laid out as messages[0] (system prompt and memory block, rewritten only
 when an epoch starts), then the messages before the epoch's start, compacted, then every
 message since as recorded (long tool results cut head-and-tail). So between epochs each
 request is the previous one plus the new messages, byte for byte: the prefix providers cache.
 messages[0] holds no memory block until something is settled (nothing to say costs nothing).
-One projection of a message no request carried yet: a proposal's tool message (a write blocked
-for the user's confirmation) answered at once by the user's reply is sent as its short form (it
-did not run, it went to the user): the arguments are in the model's own call above it, the
-preview was the user's, and the reply is right below; every later request sends the same bytes.
+One projection of messages no request carried yet (`projected`): a proposal's tool message (a
+write blocked for the user's confirmation) answered at once by the user's reply is sent in its
+short form (it did not run, it went to the user: the arguments are in the model's own call above
+it, the preview was the user's, the reply is right below); when that reply confirmed it and the
+loop made the write, the proposal is sent as the write's result and the reply, the loop's call
+and its tool messages are not sent (the model sees its call answered, as approval flows show it;
+the approval is the record's). Every later request sends the same bytes.
 An epoch starts only when a request would exceed the compaction budget. A compacted data
 result stays a JSON object with its short fields (ids, names, prices, dates, conditions) and a
 note of what was dropped; write receipts and the latest result of each state tool (the plan)
