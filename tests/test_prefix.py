@@ -113,3 +113,46 @@ def test_an_english_agent_without_planning_extends_each_request_and_sends_no_pla
         names = {t["function"]["name"] for t in request.get("tools") or []}
         assert not names & {"set_plan", "mark_step"}
         assert not any(word in _text(request) for word in ("set_plan", "mark_step", "[Run memory]"))
+
+
+def test_a_confirmed_write_stays_sent_as_its_receipt_across_compaction_epochs(fake_model, new_run):
+    """After the confirmed booking the model keeps searching (long results) until compaction starts epochs: between
+    epochs each request extends the last; in every request the booking is the model's own call answered by its
+    receipt (the approval never sent), and every request is valid (the fake endpoint checks the pairing rules)."""
+    from conftest import PLAN, BOOK, tool_calls
+    r, ts, store = new_run(max_turns=60, budget=10**9)
+    r.compact_budget = 6_000
+
+    def respond(request):
+        messages = request["messages"]
+        if not any(m["role"] == "tool" for m in messages):
+            return tool_calls(("set_plan", {"steps": PLAN}), ("get_weather", {"city": "西安", "date": "2026-10-01"}),
+                              ("search_hotels", {"city": "西安", "check_in": "2026-10-01", "nights": 2}))
+        if not any(c["function"]["name"] == "book_hotel" for m in messages for c in m.get("tool_calls") or []):
+            return tool_calls(("book_hotel", BOOK, "b1"))
+        n = sum(1 for m in messages if m["role"] == "assistant")
+        if n > 30:
+            return {"content": "已订好，也查完了其他日期。"}
+        return tool_calls(("search_hotels", {"city": "西安", "check_in": f"2026-11-{n % 28 + 1:02d}"}, f"s{n}"))
+
+    class Padded(type(ts)):
+        def run(self, call, memory):
+            result = super().run(call, memory)
+            return dict(result, notes="附近景点与交通说明。" * 150) if call.name == "search_hotels" else result
+    padded = Padded("t1", ts.agent)
+    ask, endpoint = fake_model(respond)
+    loop.run(r, ask, padded)
+    assert (r.status, r.reason) == ("suspended", "awaiting_confirmation"), r.messages[-3:]
+    runs.add_user(r, "确认")
+    loop.run(r, ask, padded)
+    assert r.status == "done" and store.count() == 1 and r.window.start > 1
+    texts = [json.dumps(q["messages"], ensure_ascii=False) for q in endpoint.requests]
+    epochs = sum(1 for a, b in zip(texts, texts[1:]) if not b.startswith(a[:-1]))
+    assert 1 <= epochs <= len(texts) // 4
+    after = [q["messages"] for q in endpoint.requests if any(m.get("tool_call_id") == "b1" for m in q["messages"])
+             and "booking_id" in json.dumps(q["messages"], ensure_ascii=False)]
+    assert len(after) >= 20
+    for messages in after:
+        booked = next(m for m in messages if m.get("tool_call_id") == "b1")
+        assert "booking_id" in json.loads(booked["content"])
+        assert not any(m.get("name") == "loop" for m in messages) and "确认" not in [m["content"] for m in messages]
