@@ -16,7 +16,8 @@ final-answer
 instruction goes into the system message of that one request, never into the record. When the
 user confirms a write the guard blocked, the loop itself issues that exact call in the next turn
 instead of asking the model (`confirmed_call`: an assistant message named "loop", paired with its
-tool message like any other); the model is asked only for its answer after it. Everything
+tool message like any other); the model is asked only for its answer after it, and is sent its own call answered
+by that result (context.projected: the approval stays in the record). Everything
 the loop says is in the run's agent's language (texts/__init__.py); the system prompt is the agent's own.
 
 What a turn does to the world (ask the model, run the allowed calls) is not done here: `turns()`
