@@ -524,7 +524,8 @@ TRACED_CALL = _Object({"id?": TEXT, "name?": TEXT, "status?": TEXT, "guard?": _M
 RECORD = _Object({"turn?": COUNT, "model_seconds?": SECONDS, "tokens?": COUNT, "tokens_estimated?": FLAG,
                   "tokens_in?": _Maybe(COUNT), "tokens_out?": _Maybe(COUNT), "tokens_cached?": _Maybe(COUNT),
                   "used_tokens?": COUNT,
-                  "chars_sent?": COUNT, "chars_full?": COUNT, "notes?": _Items(TEXT), "tools?": _Items(TRACED_CALL)})
+                  "chars_sent?": COUNT, "chars_full?": COUNT, "notes?": _Items(TEXT), "tools?": _Items(TRACED_CALL),
+                  "not_offer?": _Table(ANY)})
 PARAMETERS = _Object({"properties?": _Table(_Table(ANY)), "required?": _Items(TEXT)})   # JSON Schema: what is read
 # of it here (model.ask: the properties' names); the rest a resumed MCP run checks as the server's (toolset._recorded)
 SCHEMA = _Object({"type?": _OneOf("function"), "function": _Object({"name": TEXT, "description?": _Maybe(TEXT),

@@ -482,7 +482,9 @@ def _signature_problems(tool, props):
 
 
 MCP_RULES = ("fields", "required", "arguments", "sources", "timeout", "requires", "absorb", "render", "gist",
-             "facts", "initial", "keep", "description", "outside")    # what an MCPServer may declare of one of its tools
+             "facts", "initial", "keep", "description", "outside",     # what an MCPServer may declare of one of its tools
+             "kind", "effect", "aliases", "units", "describe", "rules", "reconcile", "key")   # ... and of a write
+MCP_KINDS = ("read", "write")                                 # an MCP tool changes the world or not, never the run
 DESCRIPTION_LIMIT = 500                                       # characters of a server-given description kept
 
 
@@ -497,7 +499,11 @@ class MCPServer:
     declaration: `fields` (kept: paths, see field_path: "doctor", "doctor.name", "slots[].slot_id" for a
     field of each record of a list), `required` (fields a result must have, else a tool error), `arguments` (what its input schema must take), `sources`, `requires`, `timeout`, `keep`,
     and the memory and screen hooks a local tool declares (`absorb`, `render`, `gist`, `facts`,
-    `initial`), `description` (ours, shown instead of the server's). Only these tools reach the
+    `initial`), `description` (ours, shown instead of the server's). A tool the server runs may be a write, exactly
+    as a local one: `kind="write"` with its `effect` (a dict {argument: how} or pairs), `aliases`, `units`,
+    `describe`, `rules` and `reconcile` as a Tool takes them, and `key`: the server's argument that receives the
+    run's idempotency key (幂等键; filled by the loop, never shown to the model, so the server's store can refuse a
+    write made twice). Only these tools reach the
     model; every result is cut to its fields, always (toolset.trim says what it dropped); a tool declared with
     no fields is a declaration error, not a tool whose results pass whole; a server's own description is untrusted text,
     kept to DESCRIPTION_LIMIT characters. `timeout`: seconds per MCP request (None: the default).
@@ -576,11 +582,25 @@ def _remote_rule(rule):
     rule = {"fields": rule} if isinstance(rule, (tuple, list)) else dict(rule)
     out: dict[str, Any] = {"fields": (), "required": (), "arguments": (), "sources": (), "requires": (), "keep": (), "timeout": None,
                            "absorb": None, "render": None, "gist": None, "facts": "", "initial": {}, "description": None,
-                           "outside": False}
+                           "outside": False, "kind": "read", "effect": (), "aliases": {}, "units": {}, "describe": None,
+                           "rules": (), "reconcile": None, "key": None}
     out.update(rule)
-    for key in ("fields", "required", "arguments", "sources", "requires", "keep"):
-        out[key] = tuple(out[key])
+    if isinstance(out["effect"], Mapping):
+        out["effect"] = tuple(out["effect"].items())
+    if isinstance(out["rules"], Rule):
+        out["rules"] = (out["rules"],)
+    for key in ("fields", "required", "arguments", "sources", "requires", "keep", "effect", "rules"):
+        out[key] = tuple(tuple(x) if isinstance(x, list) else x for x in out[key])
     return out
+
+
+def needed(rule: dict[str, Any], listed: bool = True) -> tuple:
+    """The arguments an MCP tool's input schema must take for its declaration to hold: those it names (`arguments`),
+    a write's effect arguments, and (`listed`: the server's own listing, not the schema a run recorded, which the
+    model saw without it) the argument that receives the idempotency key."""
+    effect = tuple(arg for arg, _ in rule["effect"] if isinstance(arg, str))
+    key = (rule["key"],) if listed and rule["key"] else ()
+    return tuple(dict.fromkeys([*rule["arguments"], *effect, *key]))
 
 
 def _server_problems(server):
@@ -646,6 +666,38 @@ def _rule_problems(name, rule):
     timeout = rule.get("timeout")
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         problems.append(f"timeout={timeout!r} must be a positive number of seconds or None")
+    return problems + _remote_write_problems(rule)
+
+
+def _remote_write_problems(rule):
+    """What is wrong with an MCP tool's declaration as a write (the rest is checked when the server lists its schema:
+    the effect's arguments must be the schema's, as a local tool's)."""
+    kind, effect, key = rule.get("kind", "read"), rule.get("effect", ()), rule.get("key")
+    if kind not in MCP_KINDS:
+        return [f"kind={kind!r} is not one of {', '.join(MCP_KINDS)} (a tool a server runs cannot change the run)"]
+    items = list(effect.items()) if isinstance(effect, Mapping) else effect
+    problems = [] if isinstance(items, (tuple, list)) else [f"effect={effect!r} must be a dict {{argument: how}}"]
+    for item in items if isinstance(items, (tuple, list)) else ():
+        if not (isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str) and item[1] in EFFECTS):
+            problems.append(f"effect entry {item!r} must be (argument of the tool, one of {', '.join(EFFECTS)})")
+    if kind == "write" and not items:
+        problems.append("a write must declare effect: the {argument: how} that define what it does")
+    if kind != "write":
+        problems += [f"{name} is for a write (kind='write')" for name in ("effect", "key", "reconcile", "describe")
+                     if rule.get(name)]
+    if key is not None and not (isinstance(key, str) and re.fullmatch(r"[A-Za-z0-9_-]{1,64}", key)):
+        problems.append(f"key={key!r} must name the server's argument that receives the idempotency key")
+    elif key is not None and key in dict(items if isinstance(items, (tuple, list)) else ()):
+        problems.append(f"key={key!r} is filled by the loop: it cannot be an effect argument the model gives")
+    for name in ("reconcile", "describe"):
+        if rule.get(name) is not None and not callable(rule[name]):
+            problems.append(f"{name} must be callable or None")
+    for name in ("aliases", "units"):
+        if not isinstance(rule.get(name, {}), Mapping):
+            problems.append(f"{name} must be a dict")
+    rules = rule.get("rules", ())
+    problems += [f"rules entry {r!r} must be a Rule" for r in (rules if isinstance(rules, (tuple, list)) else [rules])
+                 if not isinstance(r, Rule)]
     return problems
 
 
@@ -711,6 +763,7 @@ class Agent:
         """{name: check} of every rule the agent and its tools declare (what --check runs, given this agent)."""
         found = {r.name: r.check for r in self.rules}
         found.update((r.name, r.check) for t in self.tools for r in t.rules)
+        found.update((r.name, r.check) for s in self.mcp for rule in s.tools.values() for r in rule["rules"])
         return found
 
     def declared(self, tools: Iterable[Tool] | None = None) -> dict[str, Any]:
@@ -804,7 +857,8 @@ def _rules_problems(agent, known):
     problems = [f"rule {r.name!r}: tools names {t!r}, which is not one of the agent's tools ({', '.join(known)})"
                 for r in agent.rules for t in r.tools if t not in known]
     checks: dict[str, Callable] = {}
-    for rule in [*agent.rules, *(r for t in agent.tools for r in t.rules)]:
+    remote = [r for s in agent.mcp if isinstance(s, MCPServer) for rule in s.tools.values() for r in rule["rules"]]
+    for rule in [*agent.rules, *(r for t in agent.tools for r in t.rules), *remote]:
         if checks.setdefault(rule.name, rule.check) is not rule.check:
             problems.append(f"two rules are named {rule.name!r}: a rule's name must say which check it is")
     return list(dict.fromkeys(problems))

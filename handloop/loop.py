@@ -8,7 +8,9 @@ so the audit encodes each one once and each request extends the previous one bet
 every way out of the loop sets status and reason and writes the audit file, an exception of our own
 included (`run()` records it `error/internal` with its one line: never left `running`, and --resume goes on
 from the last audited turn); turn numbers and tokens continue across resumes. A turn's trace record says what
-the cut of an MCP result dropped (toolset.Cut) the first time it drops it: once per tool and path in a run.
+the cut of an MCP result dropped (toolset.Cut) the first time it drops it: once per tool and path in a run; an
+answer's record says why it was not taken as a proposal when it looked like one (`not_offer`, memory.why_not_offer,
+and its line among the notes, in the agent's language).
 What the loop itself tells the model (a nudge) is a user
 message named "loop", recorded as such and never taken for the user's reply; a nudge to act forces the next
 step's call, pushed once more when the forced call was blocked for its arguments or by a rule (`forcing`); the
@@ -33,6 +35,7 @@ resuming, answered with the user's part) is runs.py's, above this module.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import time
@@ -45,7 +48,7 @@ from .calls import Agent, HookError
 from .values import chars
 from .executor import execute, tool_messages
 from .guards import screen
-from .memory import FORCING, LOOP_NAME, Memory, echoed
+from .memory import FORCING, LOOP_NAME, Memory, echoed, why_said
 from .model import Model, ModelError, Reply, as_model, estimate_tokens
 
 if TYPE_CHECKING:
@@ -95,6 +98,16 @@ class Run:
     @property
     def say(self):
         return self.agent.say
+
+    @property
+    def proposal(self) -> dict | None:
+        """The proposal in force, as the user is shown it, or None when none waits: a copy of its record,
+        {"number", "calls": [each write of it as shown, {"tool": name, **arguments}], "offer": the words of a
+        proposal in words (else None), "state": "proposed" or "confirmed", "fates": per call, "executed", "failed"
+        or None while it has not run}. What a program shows its user before `handloop.confirm` (a benchmark's
+        simulated user reads it too); the audit file's `memory.proposals` keeps every proposal and its fate."""
+        current = self.memory.current
+        return copy.deepcopy(current) if current is not None else None
 
 
 def _silent(kind: str, **data: Any) -> None:
@@ -189,7 +202,10 @@ def answered(r, reply, sent, report):
                     for kind in r.memory.unbacked(reply.text)] + (["the answer gives a tool result back"] if echo else [])
     reply.notes += [f"the answer names {arg} {', '.join(sorted(named))}, but the receipt of {tool} says "
                     f"{', '.join(sorted(written))}" for tool, arg, named, written in r.memory.contradicted(reply.text)]
-    r.trace.append(_record(r, reply, sent, [], {}))
+    why = r.memory.unoffered
+    if why:                                                               # it looked like a proposal: say why not
+        reply.notes.append(why_said(why, r.say))
+    r.trace.append(dict(_record(r, reply, sent, [], {}), **({"not_offer": why} if why else {})))
     r.answer = "" if echo else reply.text                                 # an echo is no answer for the user
     report("answer", run=r, reply=reply)
     status, reason = r.memory.verdict(reply.written_calls, reply.text, echo)

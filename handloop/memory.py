@@ -9,7 +9,8 @@ Proposals and confirmation: a proposal is a blocked write (its exact arguments) 
 task's write has not happened, a model answer after the task made progress that is an offer
 (a proposal in words: words for the user, no tool markup or pasted result, no claim of a write
 that never ran, naming exactly one id the reads gave and one declared choice for each of a
-write's id and choice effects, at least one for a list effect: texts/stated.py); any other answer leaves the run waiting for the user's reply. Confirmation comes only from a user message that is one of the agent's confirm replies
+write's id and choice effects, at least one for a list effect: texts/stated.py); any other answer leaves the run waiting for the user's reply, and one that looks like a proposal says why it is none
+(`why_not_offer`, kept as `unoffered` until the next answer: the argument, the values it named or could take). Confirmation comes only from a user message that is one of the agent's confirm replies
 (「确认」 for the Xi'an agent) after a proposal, never from model, tool or loop text; it authorises the proposed write (for words: the ids and
 choices the text named, the dates and counts it or the user stated; the tool it showed) and is used up by it, or
 by the write's failure (`_spend`: it ran and did not succeed; any later write is a new proposal). Any
@@ -35,6 +36,7 @@ from .values import cut
 LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)
 NUDGES = ("written_call", "echo", "idle", "step", "empty_reply", "length")
 FORCING = ("idle", "written_call", "echo", "step")      # nudges whose re-ask forces a call of the next step
+WHY_VALUES = 10          # the values an argument may take that a refused offer's explanation lists
 DEFAULT_AGENT = Agent("default", "default", ())        # Chinese, 「确认」, planning on, no tools
 
 
@@ -61,6 +63,7 @@ class Memory:
         self.declined = False     # the user's last reply declined the write
         self.differs = None       # the last write blocked as not what the user confirmed (a Call; the
                                   # confirmation stands; sent again, it becomes the new proposal)
+        self.unoffered = None     # why the last answer, which looked like a proposal, is none (why_not_offer)
         self.writes = []          # [{"tool", "args" (its effect), "call" (every argument), "receipt"}] of the writes made
         self.runs = {}            # call signature -> times it ran since the last user message
         self.recent = []          # signatures of the last calls that ran, newest last
@@ -257,6 +260,7 @@ class Memory:
         offer stays as the user confirmed it (a new text is not what they saw when they said
         「确认」). After a write was blocked as not what the user confirmed, an answer that names
         that other write's id or choice proposes it: the confirmation gives way to the new offer."""
+        self.unoffered = None
         if self.confirmed and self.differs is not None and self._names_other(words.plain(text)):
             self._close("withdrawn")
         if self.confirmed:
@@ -266,6 +270,7 @@ class Memory:
                 self._propose(offer=text)
             else:                             # a new answer that offers nothing: the old offer is not in force
                 self._close("withdrawn")
+                self.unoffered = self.why_not_offer(text)
 
     def offers(self, text):
         """Whether an answer is an offer the user can confirm: words for the user (no tool markup,
@@ -281,6 +286,32 @@ class Memory:
             return not self.names or any(words.names_in(plain, i, n) for i, n in self.names.items())
         done = self.done_ids()
         return any(stated.offers(plain, _declared(tool), self.records, self.names, done) for tool in self.write_tools)
+
+    def why_not_offer(self, text):
+        """Why an answer that looks like a proposal is not taken as one (`offers`): it names a value of a write's
+        id or choice effect, or it asks the user and names the write's verb or an id a read gave; once a write was
+        made, only naming an id no write used yet looks like one (an answer reporting the write does not). Returns
+        {"tool", "arg" (the effect argument it fails on), "named" (the values of it the answer names: none, or
+        more than one), "values" (those it may take, at most WHY_VALUES), "from" (the tools its values come from)},
+        or None: the answer offers, looks like no proposal, or is refused for tool markup or a claimed write
+        (said otherwise)."""
+        plain = words.plain(text)
+        if not self.write_tools or words.markup(text, self.tool_names) or "write" in self.unbacked(text):
+            return None
+        done, found = self.done_ids(), []
+        for tool in self.write_tools:
+            decl = _declared(tool)
+            why = stated.unoffered(plain, decl, self.records, self.names, done)
+            if why is None:
+                return None
+            ids = stated.looks_named(plain, decl, self.records, self.names, done, ("id",))
+            found.append((ids, stated.looks_named(plain, decl, self.records, self.names, done), tool.name, decl, why))
+        ids, score, name, decl, (arg, _, named, values) = max(found, key=lambda f: f[:2])
+        asked = words.asks(text) and (words.names_in(plain, name.split("_")[0]) or
+                                      any(words.names_in(plain, str(i)) for i in self.names if str(i) not in done))
+        if not ids and (self.writes or not score and not asked):      # after a write, only a new id looks like one
+            return None
+        return {"tool": name, "arg": arg, "named": named, "values": values[:WHY_VALUES], "from": _from(decl, arg)}
 
     def offered(self):
         """The names of the write tools the proposal in words states (what its confirmation may write; the most
@@ -525,6 +556,25 @@ class Memory:
                 "proposal": self.proposal, "offer": self.offer, "confirmed": self.confirmed,
                 "proposals": self.proposals,
                 "declined": self.declined, "writes": self.writes, "spins": self.spins, "used_tokens": self.used_tokens}
+
+
+def why_said(why, say):
+    """The one line that says why an answer was not taken as a proposal (Memory.why_not_offer's result), in
+    `say`'s language: more than one value named, none of the values the reads gave, or no value a read produced."""
+    values = {"tool": why.get("tool"), "arg": why.get("arg"), "named": say.join(why.get("named") or ()),
+              "values": say.join(why.get("values") or ())}
+    if len(why.get("named") or ()) > 1:
+        return say("cli.not_offer.many", **values)
+    if why.get("values"):
+        return say("cli.not_offer.none", **values)
+    where = say("cli.not_offer.where", tools=say.join(why["from"])) if why.get("from") else ""
+    return say("cli.not_offer.unread", where=where, **values)
+
+
+def _from(decl, arg):
+    """The tools whose results the values of a write's argument come from (its sources' alternatives), in order."""
+    return list(dict.fromkeys(o["tool"] for s in stated.sources(decl) for o in stated.options(s)
+                              if arg in o["args"] or arg + "[]" in o["args"]))
 
 
 def _record(number, calls, offer):

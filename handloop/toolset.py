@@ -32,7 +32,7 @@ from . import config
 from . import mcp_tools
 from . import plan
 from . import texts
-from .calls import DESCRIPTION_LIMIT, Agent, Call, Tool, ToolError, by_user, field_path, field_tree
+from .calls import DESCRIPTION_LIMIT, Agent, Call, Tool, ToolError, by_user, field_path, field_tree, needed
 from .texts.stated import identity
 from .values import normalise, settled, valid_text, validate, wrapped
 
@@ -188,10 +188,11 @@ class ToolSet:
         hooks: dict[str, Any] = {k: rule[k] or (getattr(local, k) if local else None) for k in ("absorb", "render", "gist")}
         hooks.update(facts=rule["facts"] or (local.facts if local else ""), initial=rule["initial"] or
                      (local.initial if local else {}))
+        writes = {k: rule[k] for k in ("kind", "effect", "aliases", "units", "describe", "rules", "reconcile")}
         try:
             return Tool(name, spec["description"], spec["parameters"], fn=None, sources=rule["sources"],
                         requires=rule["requires"], timeout=rule["timeout"], keep=rule["keep"], outside=rule["outside"],
-                        **hooks)
+                        **writes, **hooks)
         except ValueError as exc:      # the declaration does not fit the schema the server listed (a Source's
             raise mcp_tools.MCPError(self.say("mcp.declaration", name=server.name, problem=str(exc))) from None
 
@@ -269,15 +270,18 @@ class ToolSet:
 
     def _remote(self, call):
         server = self.servers[self.server_of[call.name]]
+        rule, args = server.rule(call.name), call.args
+        if rule["key"] and call.kind == "write":           # the server's store refuses a write made twice by its key
+            args = {**args, rule["key"]: idempotency_key(self.run_id, call)}
         try:
-            payload = self.clients[server.name].call_tool(call.name, call.args)
+            payload = self.clients[server.name].call_tool(call.name, args)
         except mcp_tools.ToolFailed as exc:
             raise ToolError(self.say("tool.mcp_failed", tool=call.name, error=" ".join(exc.message.split())[:300])) from None
         except mcp_tools.MCPAuthError as exc:                 # names the server; a retry would not help
             raise ToolError(exc.message[:300]) from None
         except mcp_tools.MCPError as exc:
             raise ToolError(self.say("tool.mcp_error", tool=call.name, error=exc.message[:300])) from None
-        return trim(call.name, payload, self.say, server.rule(call.name))
+        return trim(call.name, payload, self.say, rule)
 
     def reconcile(self, call: Call) -> Any:
         """After a write's outcome went unknown: the receipt its idempotency key stored, or None."""
@@ -342,32 +346,37 @@ def _placed(declared, remote, replaced=()):
     return placed
 
 
-def allowed_specs(offered, server, where=None, say=texts.ZH_TEXTS):
+def allowed_specs(offered, server, where=None, say=texts.ZH_TEXTS, listed=True):
     """The tools `server` allows, as OpenAI function specs. A tool the server does not offer, or whose
-    input schema lacks an argument the declaration names, is an MCPError naming the server and the tool:
-    the run cannot use this server as declared. A server's description is untrusted: kept to
+    input schema lacks an argument the declaration needs (calls.needed: those it names, a write's effects, its
+    idempotency key's), is an MCPError naming the server and the tool: the run cannot use this server as declared.
+    The argument that receives the idempotency key is the loop's: the model is not shown it (`listed` False: the
+    schemas a run recorded, which never had it). A server's description is untrusted: kept to
     calls.DESCRIPTION_LIMIT characters (the declaration's own description wins)."""
     specs, wrong = {}, []
     for name, rule in server.tools.items():
         tool = offered.get(name) or {}
         schema = tool.get("inputSchema")
         props = schema.get("properties") if isinstance(schema, dict) and schema.get("type") == "object" else None
-        if not isinstance(props, dict) or any(arg not in props for arg in rule["arguments"]):
-            wrong.append(f"{name}({', '.join(rule['arguments'])})")
+        args = needed(rule, listed)
+        if not isinstance(props, dict) or any(arg not in props for arg in args):
+            wrong.append(f"{name}({', '.join(args)})")
             continue
         description = rule["description"] or (tool["description"] if isinstance(tool.get("description"), str) else "")
-        specs[name] = {"description": " ".join(description.split())[:DESCRIPTION_LIMIT], "parameters": _safe_schema(schema)}
+        specs[name] = {"description": " ".join(description.split())[:DESCRIPTION_LIMIT],
+                       "parameters": _safe_schema(schema, hidden=rule["key"])}
     if wrong:
         raise mcp_tools.MCPError(say("mcp.missing_tools", where=where or say("mcp.server_named", name=server.name),
                                      wrong=say.join(wrong), offered=", ".join(offered) or say("mcp.nothing")))
     return specs
 
 
-def _safe_schema(schema):
-    """What validate() understands of an untrusted input schema: a flat object of simple typed
-    properties. The model is shown exactly this, and calls are checked against it."""
-    props = {key: _safe_rule(rule) for key, rule in list(schema["properties"].items())[:20]
-             if isinstance(key, str) and len(key) <= 64 and isinstance(rule, dict)}
+def _safe_schema(schema, hidden=None, depth=0):
+    """What validate() understands of an untrusted input schema: an object of simple typed properties, lists of
+    them and objects of them (at most SCHEMA_DEPTH levels down; `hidden`: a property the loop fills, left out). The
+    model is shown exactly this, and calls are checked against it."""
+    props = {key: _safe_rule(rule, depth) for key, rule in list(schema["properties"].items())[:20]
+             if isinstance(key, str) and len(key) <= 64 and isinstance(rule, dict) and key != hidden}
     required = schema.get("required") if isinstance(schema.get("required"), list) else []
     safe: dict[str, Any] = {"type": "object", "properties": props,
                             "required": [k for k in required if isinstance(k, str) and k in props]}
@@ -380,8 +389,22 @@ SAFE_KEYWORDS = {"string": ("pattern", "minLength", "maxLength"), "number": ("mi
                  "integer": ("minimum", "maximum"), "boolean": ()}
 
 
-def _safe_rule(rule):
+SCHEMA_DEPTH = 3            # levels of lists and objects an MCP tool's input schema keeps (passengers[].name: 2)
+
+
+def _safe_rule(rule, depth=0):
     kind = rule.get("type") if isinstance(rule.get("type"), str) else ""
+    if kind == "array" and depth < SCHEMA_DEPTH:
+        items = rule.get("items")
+        safe: dict[str, Any] = {"type": "array"}
+        if isinstance(items, dict):
+            safe["items"] = _safe_rule(items, depth + 1)
+        if isinstance(rule.get("description"), str):
+            safe["description"] = rule["description"][:200]
+        return safe
+    if kind == "object" and depth < SCHEMA_DEPTH and isinstance(rule.get("properties"), dict):
+        return _safe_schema(rule, depth=depth + 1) | ({"description": rule["description"][:200]}
+                                                     if isinstance(rule.get("description"), str) else {})
     safe = {"type": kind} if kind in SAFE_KEYWORDS else {}
     for key in SAFE_KEYWORDS.get(kind, ()):
         value = rule.get(key)
@@ -410,7 +433,7 @@ def _recorded(schemas, server, say=texts.ZH_TEXTS):
              if isinstance(s, dict) and isinstance(s.get("function"), dict)}
     offered = {name: {"description": found[name].get("description"), "inputSchema": found[name].get("parameters")}
                for name in server.tools if name in found}
-    return allowed_specs(offered, server, where=say("mcp.recorded_tools"), say=say)
+    return allowed_specs(offered, server, where=say("mcp.recorded_tools"), say=say, listed=False)
 
 
 class Cut(dict):

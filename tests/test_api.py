@@ -246,12 +246,18 @@ def test_start_run_confirm_through_the_public_api(tmp_path):
         handloop.run(r, model, ts)
         ts.close()
         assert (r.status, r.reason) == ("suspended", "awaiting_confirmation") and not os.path.exists(db)
+        shown = r.proposal                                               # what the program shows its user
+        assert shown is not None and shown["state"] == "proposed" and shown["fates"] == [None] * len(shown["calls"])
+        assert shown["calls"] == [{"tool": "add_note", "user_id": "U-7", "body": "call back"}] and shown["offer"] is None
+        shown["calls"].clear()                                           # a copy: the run's record is untouched
+        assert len(r.proposal["calls"]) == 1
         r, ts = handloop.confirm(agent, "n1", audit_dir=audit_dir)      # as a new process would
+        assert r.proposal is not None and r.proposal["state"] == "confirmed"
         handloop.run(r, model, ts)
         ts.close()
     finally:
         model.close()
-    assert r.status == "done" and _notes(db) == [("U-7", "call back")]
+    assert r.status == "done" and _notes(db) == [("U-7", "call back")] and r.proposal is None
     with open(os.path.join(audit_dir, "run-n1.json"), encoding="utf-8") as f:
         recorded = json.load(f)
     assert recorded["status"] == "done" and recorded["agent"]["name"] == "notes"

@@ -82,6 +82,21 @@ def test_restating_the_confirmed_booking_in_words_keeps_the_confirmation(fake_mo
     assert (r.status, r.reason, store.count()) == ("suspended", "confirmed_no_write", 0) and r.memory.confirmed
 
 
+def test_a_differing_write_sent_once_runs_nothing_and_leaves_the_confirmation_standing(fake_model, new_run):
+    """What docs/confirmation.md says of a write that differs: not run, not yet a proposal; the model answering in
+    words (naming nothing else) ends the run confirmed_no_write, the user's confirmation still in force, and the
+    user's next confirm reply gets the write they confirmed, not the other one."""
+    other = tool_calls(("book_hotel", dict(BOOK, hotel_id="XA-003")))
+    r, store, _ = confirmed_then(fake_model, new_run, [LOOKUPS, WORDS],
+                                 [other, text("已订好。"), text("已订好。"), tool_calls(("book_hotel", BOOK)),
+                                  text("已订好。")])
+    assert (r.status, r.reason, store.count()) == ("suspended", "confirmed_no_write", 0)
+    assert r.memory.confirmed and r.memory.proposal is None and "XA-001" in r.memory.offer
+    runs.add_user(r, "确认")
+    r.go_on()
+    assert (r.status, store.count(), r.memory.writes[0]["args"]["hotel_id"]) == ("done", 1, "XA-001")
+
+
 def test_the_same_read_many_times_in_one_turn_is_answered_not_a_spin(fake_model, new_run):
     r, ts, store = new_run()
     same = [("get_weather", WEATHER, f"w{i}") for i in range(6)]

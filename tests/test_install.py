@@ -1,7 +1,8 @@
 """handloop installed as a user installs it: a fresh virtual environment (no system site-packages),
 `pip install` of a clean clone of this repository's HEAD, an agent in a folder outside the repository
 that imports only `handloop` and a module beside it, run through the installed `handloop` command:
-it suspends, `--confirm` in a new process writes exactly once, `--check` passes. And nothing but
+it suspends, `--confirm` in a new process writes exactly once, `--check` passes; the README's own agent and the
+clinic agent with a nested MCP result (tests/clinic_mcp/clinic.py) run the same way, as written. And nothing but
 `handloop` lands at the top of site-packages beyond what openai and json5 bring: every top-level entry
 there is claimed by an installed distribution's RECORD, and handloop's RECORD claims only `handloop`
 and its dist-info (plus the `handloop` command in bin/)."""
@@ -75,6 +76,47 @@ def test_the_installed_command_runs_an_agent_written_outside_the_repository(inst
     assert helpdesk_agent.resets(str(work / "audit")) == [("U-7",)]
     judged = command("--check", "--strict")
     assert judged.returncode == 0, judged.stdout + judged.stderr
+
+
+def test_the_readme_agent_and_the_clinic_agent_run_installed_as_written(installed, tmp_path):
+    """The two agents of issue 37's closing note, each under 60 lines (test_readme.agent_lines), in a folder outside
+    the repository and run by the installed command: the README's shop refunds once after --confirm; the clinic
+    books the slot its SDK server listed (a nested result) once, the server run by this interpreter (the fresh venv
+    has no `mcp`) over Streamable HTTP."""
+    import sqlite3
+    from test_readme import CLINIC, agent_block
+    venv, _ = installed
+    handloop = str(venv / "bin" / "handloop")
+    shop, desk = tmp_path / "shop", tmp_path / "desk"
+    shop.mkdir()
+    desk.mkdir()
+    (shop / "shop.py").write_text(agent_block(), encoding="utf-8")
+    shutil.copy(CLINIC, desk / "clinic.py")
+
+    def command(cwd, *args, **env):
+        return subprocess.run([handloop, *args], cwd=str(cwd), capture_output=True, text=True, timeout=120,
+                              env=_clean_env(**env))
+
+    for args in (("--agent", "shop.py", "--run-id", "s"), ("--confirm",)):
+        got = command(shop, *args)
+        assert got.returncode == 0, got.stdout + got.stderr
+    assert command(shop, "--confirm").returncode == 2
+    with sqlite3.connect(str(shop / "refunds.db")) as db:
+        assert db.execute("SELECT order_id FROM refunds").fetchall() == [("A-1",)]
+    pytest.importorskip("mcp")
+    from test_mcp_http import Process
+    server = Process([sys.executable, os.path.join(os.path.dirname(CLINIC), "clinic_mcp.py"), "--http"],
+                     dict(os.environ))
+    try:
+        for args in (("--agent", "clinic.py", "--run-id", "c"), ("--confirm",)):
+            got = command(desk, *args, CLINIC_URL=server.url)
+            assert got.returncode == 0, got.stdout + got.stderr
+    finally:
+        server.stop()
+    with open(desk / "audit" / "run-c.json", encoding="utf-8") as f:
+        assert json.load(f)["status"] == "done"
+    with sqlite3.connect(str(desk / "audit" / "clinic.db")) as db:
+        assert db.execute("SELECT patient_id, slot_id FROM visits").fetchall() == [("P-17", "S-0900")]
 
 
 def test_nothing_but_handloop_lands_at_the_top_of_site_packages(installed):

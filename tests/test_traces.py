@@ -420,3 +420,18 @@ def test_a_reply_cut_off_and_asked_again_counts_both_attempts_in_each_part(new_r
     assert (first["tokens"], first["tokens_in"], first["tokens_out"]) == (964 + 919, 900 + 910, 64 + 9)
     chat = by_name(collector.spans(), "chat ")[0]["attributes"]
     assert (chat["gen_ai.usage.input_tokens"], chat["gen_ai.usage.output_tokens"]) == (1810, 73)
+
+
+def test_an_answer_not_taken_as_a_proposal_says_why_in_its_chat_span(tmp_path, collector):
+    """Issue 37, finding 3: the note saying why an answer is no proposal is one of its turn's notes, counted in the
+    span and, with contents captured, said there as the audit file's trace record says it."""
+    desk = os.path.join(ROOT, "tests", "front_desk.py")
+    env = otel(collector, DESK_ANSWER="two", OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="true")
+    assert run_agent("--agent", desk, "--run-id", "n1", "--audit-dir", str(tmp_path), cwd=tmp_path,
+                     env=env).returncode == 0
+    record = [r for r in read_audit(tmp_path, "n1")["trace"] if "not_offer" in r]
+    assert len(record) == 1 and record[0]["not_offer"]["arg"] == "slot_id"
+    chat = [s for s in by_name(collector.spans(), "chat ") if s["attributes"]["handloop.turn"] == record[0]["turn"]]
+    assert len(chat) == 1 and chat[0]["attributes"]["handloop.notes.count"] == len(record[0]["notes"])
+    assert chat[0]["attributes"]["handloop.notes"] == record[0]["notes"]
+    assert any("slot_id" in n and "S-1030" in n for n in chat[0]["attributes"]["handloop.notes"])

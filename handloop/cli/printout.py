@@ -1,6 +1,7 @@
 """What the command line prints about a run: each turn (its figures, the model's words, every call
 and what came of it, and what the cut of an MCP result dropped, the first time the trace says it), the answer (with a
-note when it claims work that never ran, or names another value than a write's receipt), the loop's nudges, the MCP server a run talks to, and the summary
+note when it claims work that never ran, or names another value than a write's receipt, and why an answer that
+looked like a proposal is not taken as one), the loop's nudges, the MCP server a run talks to, and the summary
 with what the user can do next, and the one line saying why a trace was not exported. Nothing else: it
 reads a run, it never changes one, and nothing it prints makes it raise (a tool's own `gist` that fails is
 replaced by the start of the JSON).
@@ -11,6 +12,7 @@ under what cli/live.py showed as it came.
 import json
 import sys
 
+from ..memory import why_said
 from ..texts.stated import returned
 
 SHOWN_MAX = 300        # characters of one value the printout shows; the rest is said by its length
@@ -52,6 +54,8 @@ def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=Fal
         for tool, arg, named, written in run.memory.contradicted(run.answer):   # what it says, and the receipt
             print("   " + say("cli.contradicts", tool=tool, arg=arg, named=", ".join(sorted(named)),
                               written=", ".join(sorted(written))))
+        if isinstance(trace.get("not_offer"), dict):     # it looked like a proposal and is none: why
+            print("   " + why_said(trace["not_offer"], say))
         return
     if reply.message.get("content") and not streamed:
         print("   " + say("cli.model", text=reply.message["content"].strip().replace("\n", " ")[:200]))

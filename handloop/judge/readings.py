@@ -1,6 +1,6 @@
 """How the offline judge reads a value on its own, outside the conversation it is in: a call's arguments (fences,
 JSON, JSON5), a tool's result (JSON, a Python literal, an MCP CallToolResult unwrapped) and whether it says it
-failed, the records in a result, a token or a date in a text, and how a user's message answers a proposal
+failed (a status word that is the tool's own effect, "cancelled" for a cancel, is no failure), the records in a result, a token or a date in a text, and how a user's message answers a proposal
 (classify_reply: confirm, decline, change, question or unclear).
 
 Invariants: imports no project module but judge/formats.py (a message's text), the judge's catalogue judge/texts.py and
@@ -73,9 +73,10 @@ def _literal(body):
         return UNPARSEABLE
 
 
-def read_result(content):
+def read_result(content, done=()):
     """(result as a dict, whether it says it is an error). Text that is JSON or a Python literal is parsed;
-    an MCP CallToolResult is unwrapped to its structured content or text."""
+    an MCP CallToolResult is unwrapped to its structured content or text. `done`: the status words that say the
+    tool did what its declaration says it does (`effect_words`), never a failure of that tool."""
     if isinstance(content, dict):
         value = content
     else:
@@ -88,7 +89,7 @@ def read_result(content):
         mcp_error = value.get("isError") is True
         structured = value.get("structuredContent")
         value = structured if isinstance(structured, dict) else _parse_text(content_text(parts))
-    return value, mcp_error or _says_error(value)
+    return value, mcp_error or _says_error(value, done)
 
 
 def _parse_text(text):
@@ -108,7 +109,19 @@ def plain_result(result):
     return text if isinstance(text, str) else None
 
 
-def _says_error(value):
+def effect_words(name):
+    """The status words that say a tool named `name` did its work, read from the verbs of its name: a declared
+    `cancel_appointment` whose result says {"status": "cancelled"} (or "canceled") succeeded, as do
+    `reject_claim` with "rejected", `deny_access` with "denied", `block_card` with "blocked"."""
+    found = set()
+    for verb in (w for w in str(name).lower().split("_") if len(w) > 2):
+        found |= {verb + "ed", verb + "d", verb + verb[-1] + "ed"}
+        if verb.endswith("y"):
+            found.add(verb[:-1] + "ied")
+    return frozenset(found & set(ERROR_STATUS))
+
+
+def _says_error(value, done=()):
     if plain_result(value) is not None:
         return bool(ERROR_TEXT.search(plain_result(value)[:300]))
     if value.get("error") or value.get("errors") or value.get("blocked_by"):
@@ -118,7 +131,7 @@ def _says_error(value):
     if value.get("ok") is False or value.get("success") is False:
         return True
     status = value.get("status")
-    return isinstance(status, str) and status.strip().lower() in ERROR_STATUS
+    return isinstance(status, str) and status.strip().lower() in ERROR_STATUS and status.strip().lower() not in done
 
 
 def dicts_in(value, depth=0):

@@ -13,7 +13,9 @@ How the conversation is read (the rules the verdicts rest on; docs/judge.md says
   items of one response). A call is named by turn, tool and call id.
 - A call took effect when its result is not an error. In a run of this project that records its agent (strict),
   an error is exactly a result with an `error` key, as the run itself read it. Elsewhere an error is any of: an `error` (or
-  `errors`) value, `isError`/`is_error` true, `ok`/`success` false, a status that says it failed,
+  `errors`) value, `isError`/`is_error` true, `ok`/`success` false, a status that says it failed (but
+  not a status that is a declared tool's own effect, read from the verbs of its name: "cancelled" for
+  `cancel_appointment`, judge/readings.effect_words),
   a tool message marked `status: "error"`, an MCP result with `isError`, Anthropic `is_error`, a pydantic-ai
   `retry-prompt` or `outcome` failed/retried/denied, or a text result that says it failed, was blocked or does
   not exist. Our `blocked_by` marker is one such error. A call without a result (pydantic-ai `interrupted`
@@ -52,7 +54,7 @@ from ..texts import stated, words
 from .texts import Said
 from .declaration import Declaration, declaration_of, readable, tool_name
 from .formats import read_all
-from .readings import choices_in, dicts_in, has_token, parse_arguments, read_result
+from .readings import choices_in, dicts_in, effect_words, has_token, parse_arguments, read_result
 
 PLAN_TOOLS = ("set_plan", "mark_step")
 UNFINISHED = ("running", "suspended", "error")
@@ -102,12 +104,13 @@ class Call:
     def label(self):
         return Said("call.label", turn=self.turn, name=self.name or Said("call.unnamed"), id=self.id)
 
-    def answer(self, content, failed, decision=None, own=False):
+    def answer(self, content, failed, decision=None, own=False, done=()):
         """Read the call's result. A result that records a human's decision (the framework's own marker, or text
         saying the user did not approve) means the call did not take effect. `own`: a run of this project, whose
         tool messages say an error exactly by an `error` key (a result's own words, a status "cancelled", are
-        its data, as the run read them)."""
-        self.result, said_error = read_result(content)
+        its data, as the run read them). `done`: the status words that are this declared tool's own effect
+        (readings.effect_words: "cancelled" for a cancel), which say it succeeded."""
+        self.result, said_error = read_result(content, done)
         if own:
             said_error = "error" in self.result
         elif decision is None and DECLINED.search(_flat(self._said())):
@@ -193,7 +196,8 @@ class Transcript:
             elif message["decision"] == "unknown":
                 self.notes.append(Said("note.interrupted", call=call.label))
             else:
-                call.answer(message["content"], message["failed"], message["decision"], own=self._own)
+                call.answer(message["content"], message["failed"], message["decision"], own=self._own,
+                            done=effect_words(call.name) if call.name in self.agent.tools else ())
 
     def _unbacked(self):
         """Notes on answers that claim work of a kind (a lookup, a write) when no call of that kind had

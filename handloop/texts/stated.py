@@ -364,6 +364,13 @@ def offers(plain, decl, records, fallback=None, done=()):
     """Whether a text states a write of this declaration: exactly one value of each id effect (among those no
     write used yet, `done`) and of each choice effect whose values are known; at least one for a list effect
     (each element is one value)."""
+    return unoffered(plain, decl, records, fallback, done) is None
+
+
+def unoffered(plain, decl, records, fallback=None, done=()):
+    """Why a text states no write of this declaration (`offers`), as the first id or choice effect it fails on:
+    (argument, how, [values of it the text names], [values it may take]): none named, more than one named of an
+    argument that is no list, or no value at all (a read produced none for an id). None when the text offers."""
     many = lists(decl)
     for arg, how in effect(decl):
         if how not in ("id", "choice"):
@@ -371,19 +378,37 @@ def offers(plain, decl, records, fallback=None, done=()):
         values = values_of(decl, arg, how, records, fallback, done)
         if how == "choice" and not values:
             continue
-        count = len(named(plain, values))
-        if count < 1 or (count > 1 and arg not in many):
-            return False
-    return True
+        found = named(plain, values)
+        if not found or (len(found) > 1 and arg not in many):
+            return arg, how, sorted(map(str, found)), sorted(map(str, values))
+    return None
+
+
+def looks_named(plain, decl, records, fallback=None, done=(), kinds=("id", "choice")):
+    """How many values of this declaration's effects of these kinds (id, choice) a plain text names, an id a write
+    already used (`done`) aside: what makes words look like a proposal of it."""
+    return sum(len(named(plain, values_of(decl, arg, how, records, fallback, done)))
+               for arg, how in effect(decl) if how in kinds)
 
 
 def offered(plain, decls, records, fallback=None, done=()):
-    """The writes (of {name: declaration}) a text states, the most specific reading: a write whose effect is a part
-    of another's that the text states too is left out (words that name the new items of an exchange state the
-    exchange, not a return of the old ones)."""
+    """The writes (of {name: declaration}) a text states, the most specific reading: when the text names the action
+    of some of them (the first word of the tool's name: "cancel" of cancel_order), only those; then a write whose
+    effect is a part of another's that the text states too is left out (words that name the new items of an
+    exchange state the exchange, not a return of the old ones; "Shall I cancel order W-1001?" states the cancel,
+    though they name the order's items too)."""
     fits = {name: {tuple(e) for e in effect(decl)} for name, decl in decls.items()
             if offers(plain, decl, records, fallback, done)}
+    named = {name: mine for name, mine in fits.items() if _acts(plain, name)}
+    fits = named or fits
     return [name for name, mine in fits.items() if not any(mine < other for other in fits.values())]
+
+
+def _acts(plain, name):
+    """Whether a text names a tool's action: the first word of its name (cancel_order, cancelOrder: "cancel"), as a
+    word's beginning ("cancel", "cancelled"), when it has three letters or more."""
+    verb = re.split(r"[_\-]|(?<=[a-z])(?=[A-Z])", name)[0].lower()
+    return len(verb) >= 3 and re.search(r"(?<![a-z])" + re.escape(verb), plain) is not None
 
 
 def unstated(args, decl, offer, said, records, fallback=None, done=()):

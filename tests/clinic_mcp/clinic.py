@@ -19,7 +19,8 @@ from handloop import Agent, MCPServer, Source, Tool
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def book_appointment(patient_id, slot_id, idempotency_key):
+def book_appointment(patient_id: str, slot_id: str, idempotency_key: str) -> dict:
+    """Book a slot for a patient (a write: only after the user confirms)."""
     path = os.path.join(os.environ.get("AGENT_AUDIT_DIR") or "audit", "clinic.db")
     with sqlite3.connect(path, timeout=5) as db:
         db.execute("CREATE TABLE IF NOT EXISTS visits (key TEXT PRIMARY KEY, patient_id TEXT, slot_id TEXT)")
@@ -27,11 +28,10 @@ def book_appointment(patient_id, slot_id, idempotency_key):
     return {"appointment_id": "A-" + idempotency_key[:6], "patient_id": patient_id, "slot_id": slot_id}
 
 
-BOOK = Tool("book_appointment", "Book a slot for a patient (a write: only after the user confirms).",
-            {"type": "object", "required": ["patient_id", "slot_id"],
-             "properties": {"patient_id": {"type": "string"}, "slot_id": {"type": "string"}}},
-            book_appointment, kind="write", takes=("idempotency_key",), effect=(("slot_id", "id"), ("patient_id", "id")),
-            sources=(Source.of("list_slots", "slot_id", path="slots[]"), Source.of("find_patient", "patient_id", path="patient")))
+BOOK = Tool.from_function(book_appointment, kind="write", takes=("idempotency_key",),
+                          effect={"slot_id": "id", "patient_id": "id"},
+                          sources=[Source.of("list_slots", "slot_id", path="slots[]"),
+                                   Source.of("find_patient", "patient_id", path="patient")])
 URL = os.environ.get("CLINIC_URL")
 CLINIC = MCPServer("clinic", url=URL, command=None if URL else [sys.executable, os.path.join(HERE, "clinic_mcp.py")],
                    tools={"find_patient": ("patient.patient_id", "patient.name"),
