@@ -1,12 +1,14 @@
 """Requests a provider can cache: how much of each request is a byte-identical prefix of the
 previous one, and the input tokens billed when the cached prefix costs a fraction of the price.
 
-Two runs of our loop, each request captured as sent (the JSON of the tool schemas, then the
+Three runs of our loop, each request captured as sent (the JSON of the tool schemas, then the
 JSON of the messages, in order):
 
 - the Xi'an run with a model that proposes in words: turn 1 set_plan + get_weather +
   search_hotels in one reply; turn 2 the proposal as text; the user's 「确认」 (runs.add_user);
   turn 3 book_hotel; turn 4 the final answer;
+- the 50-read task (`reads_run`): set_plan, the weather and a hotel search, then one search a turn
+  for 49 more check-in dates (results of about 330 characters), then a question to the user;
 - the 200-turn run of history.py (about 2 KB search_hotels results), compaction budget as
   configured (config.COMPACT_BUDGET).
 
@@ -24,6 +26,7 @@ Tokens are estimated as characters / 3 (the loop's own estimate, config.CHARS_PE
 cached part is the exact common prefix (real providers cache in blocks, e.g. 128 tokens past a
 1,024-token minimum, which rounds it down a little). Billed = fresh + cached × CACHED_PRICE.
 """
+import datetime
 import json
 import os
 import shutil
@@ -221,6 +224,38 @@ def xian_run(eager=False):
     return _summary(recorder), r
 
 
+READS = 50
+
+
+def reads_replies(reads=READS):
+    """A long run of reads: set_plan, the weather and the first hotel search, then one search a turn for the next
+    check-in dates (distinct arguments: no spin), then a question to the user; `reads` searches in all."""
+    def search(n):
+        day = (datetime.date(2026, 10, 1) + datetime.timedelta(days=n)).isoformat()
+        return workload.call(f"s{n}", "search_hotels", {"city": "西安", "check_in": day, "nights": 2})
+    first = lambda: workload.calls_message(workload.call("p", "set_plan", {"steps": workload.PLAN}),  # noqa: E731
+                                           workload.call("w", "get_weather", workload.WEATHER), search(0))
+    later = [lambda n=n: workload.calls_message(search(n)) for n in range(1, reads)]
+    return (first, *later, lambda: {"role": "assistant", "content": f"{reads} 个入住日期都查过了，你想订哪一天？"})
+
+
+def reads_run(reads=READS):
+    """The 50-read task: the Xi'an agent searching hotels for `reads` check-in dates, one search a turn (a
+    result of about 330 characters, as the demo's), every request captured; it ends asking the user."""
+    folder = tempfile.mkdtemp(prefix="bench-reads-", dir=os.environ.get("BENCH_TMP"))
+    try:
+        ts = sys_ours.BenchToolSet("cache-reads", workload.AGENT)
+        r = runs.begin(folder, "cache-reads", workload.GOAL, ts, "scripted", max_turns=reads + 5, fsync=False)
+        recorder = Recorder(r, sys_ours.playback(reads_replies(reads)))
+        loop.run(r, recorder, ts)
+        found = len(r.memory.results.get("search_hotels", ()))
+        if (r.status, found) != ("suspended", reads):
+            raise RuntimeError(f"reads run: {r.status}/{r.reason} after {found} searches, not {reads}")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return _summary(recorder), r
+
+
 def long_run(turns=200, compact_budget=None):
     """history.py's long run (2 KB results), every request captured."""
     from bench import history
@@ -248,22 +283,24 @@ SWEEP = (5_000, 10_000, 40_000)   # other compaction budgets (estimated tokens),
 
 def measure(turns=200):
     xian, _ = xian_run()
+    reads, _ = reads_run()
     long, _ = long_run(turns)
     sweep = {}
     for budget in SWEEP:
         ours = long_run(turns, compact_budget=budget)[0]["ours"]
         sweep[budget] = {k: v for k, v in ours.items() if k != "per_turn"}
-    for result in (xian, long):
+    for result in (xian, reads, long):
         for layout in result.values():
             layout["per_turn"] = [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
                                   for row in layout["per_turn"]]
-    return {"cached_price": CACHED_PRICE, "chars_per_token": config.CHARS_PER_TOKEN, "xian": xian, "long": long,
+    return {"cached_price": CACHED_PRICE, "chars_per_token": config.CHARS_PER_TOKEN, "xian": xian, "reads": reads,
+            "long": long,
             "turns": turns, "compact_budget": config.COMPACT_BUDGET, "sweep": sweep}
 
 
 if __name__ == "__main__":
     result = measure()
-    for run in ("xian", "long"):
+    for run in ("xian", "reads", "long"):
         for name, layout in result[run].items():
             print(run, name, {k: v for k, v in layout.items() if k != "per_turn"})
     print("sweep", result["sweep"])

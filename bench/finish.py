@@ -17,8 +17,10 @@ approval given once.
 
 Every peer's scripted model sees its framework's own request, converts it to Chat Completions
 JSON (the tool schemas, then the messages: role/content/tool calls), records that text and
-decides from it like the other scripted models (by the tool results since the user's message:
-none → weather + search, two → book_hotel, three → the answer). Tokens = characters / 3;
+decides from it like the other scripted models, making our scripted model's decisions (by the tool
+results since the user's message: none → set_plan + weather + search, three → book_hotel, four → the
+answer; with `PLANNING["on"]` False, the reads without set_plan: none → weather + search, two →
+book_hotel, three → the answer). Tokens = characters / 3;
 billed = fresh + cached × cache.CACHED_PRICE, cached = the exact common prefix with the previous
 request (cache.analyse, the same rule as section 0).
 
@@ -48,7 +50,7 @@ HOW = {
     "ours": "as sent by the loop (cache.py): JSON of the tool schemas, then JSON of the chat messages",
     "ours_eager": "as for ours; the model calls book_hotel before asking (the peers' behaviour): the blocked call "
                   "is the proposal and the run suspends at once; confirmed, the loop makes that call itself and "
-                  "the model is asked only for its answer",
+                  "the model is asked only for its answer, sent its own call answered by the receipt",
     "agents": "the Responses input items the SDK passed to `Model.get_response`, converted by the SDK's own "
               "`chatcmpl_converter.Converter` (`items_to_messages`, `tool_to_openai`), the instructions as the "
               "system message first (tool results as the SDK makes them: `str()` of the returned dict)",
@@ -72,15 +74,26 @@ def request_text(tool_schemas, messages, system=None):
     return tools_json + json.dumps(messages, ensure_ascii=False)
 
 
+PLANNING = {"on": True}     # the peers' model plans as ours does (set_plan with the reads); False: it skips it
+
+
 def decide(messages):
-    """The scripted model of every peer: the reply for the chat-format request it saw."""
-    n = workload.results_since_user(messages)
+    """The scripted model of every peer: the reply for the chat-format request it saw. Planning on, it makes
+    our scripted model's decisions: set_plan (the same plan) beside the two reads, then book_hotel, then the
+    answer; planning off, the reads without set_plan."""
+    n, plan = workload.results_since_user(messages), PLANNING["on"]
     if n == 0:
-        return workload.calls_message(workload.call("t1", "get_weather", workload.WEATHER),
+        opening = [workload.call("t0", "set_plan", {"steps": workload.PLAN})] if plan else []
+        return workload.calls_message(*opening, workload.call("t1", "get_weather", workload.WEATHER),
                                       workload.call("t2", "search_hotels", workload.SEARCH))
-    if n == 2:
+    if n == (3 if plan else 2):
         return workload.calls_message(workload.call("t3", "book_hotel", workload.BOOK))
     return {"role": "assistant", "content": workload.ANSWER}
+
+
+def _expected():
+    """The tool calls a peer's run makes: the workload's, and set_plan once when its model plans."""
+    return dict(workload.EXPECTED, **({"set_plan": 1} if PLANNING["on"] else {}))
 
 
 def _summary(name, requests, pauses, output, booked):
@@ -146,7 +159,7 @@ def agents_run():
 
     before = workload.COUNTS.snapshot()
     output, pauses = asyncio.run(go())
-    workload.COUNTS.expect(before, what="agents (finish)")
+    workload.COUNTS.expect(before, expected=_expected(), what="agents (finish)")
     return _summary("agents", requests, pauses, output, True)
 
 
@@ -209,7 +222,7 @@ def pydantic_ai_run():
 
     before = workload.COUNTS.snapshot()
     output, pauses = asyncio.run(go())
-    workload.COUNTS.expect(before, what="pydantic-ai (finish)")
+    workload.COUNTS.expect(before, expected=_expected(), what="pydantic-ai (finish)")
     return _summary("pydantic_ai", requests, pauses, output, True)
 
 
@@ -267,7 +280,7 @@ def langgraph_run():
         if pauses > 1 or len(asked) != 1 or asked[0].value.get("tool") != "book_hotel":
             raise RuntimeError(f"LangGraph: unexpected interrupts {asked}")
         result = app.invoke(Command(resume={"approved": True}), run_config)
-    workload.COUNTS.expect(before, what="LangGraph (finish)")
+    workload.COUNTS.expect(before, expected=_expected(), what="LangGraph (finish)")
     return _summary("langgraph", requests, pauses, result["messages"][-1].content, True)
 
 

@@ -214,9 +214,10 @@ def _cache(c):
             "request, old tool results summarised to ~160 characters, recent ones cut to 4,000. \"append-only\" is "
             "the first system message then every message as recorded (the ideal prefix, never smaller)."]
     verdicts = []
-    for run, title in (("xian", "Xi'an run (proposal in words, 「确认」, booking, answer)"),
-                       ("long", f"{c['turns']}-turn run (2 KB search_hotels results, compaction budget "
-                                f"{c['compact_budget']:,} tokens)")):
+    runs = (("xian", "Xi'an run (proposal in words, 「确认」, booking, answer)"),
+            ("reads", "50-read task (one hotel search a turn, about 330-character results)"),
+            ("long", f"{c['turns']}-turn run (2 KB search_hotels results, compaction budget {c['compact_budget']:,} tokens)"))
+    for run, title in ((r, t) for r, t in runs if r in c):
         layouts = c[run]
         old = layouts["previous layout"]["billed_tokens"]
         rows = []
@@ -235,6 +236,11 @@ def _cache(c):
                         + ("met" if ours["share_95_between_epochs"] == ours["between_epochs"] else "NOT met")
                         + "; every request between epochs extends the previous one whole: "
                         + ("yes" if ours["kept_between_epochs"] == ours["between_epochs"] else "NO"))
+    if "reads" in c:
+        shares = [row["prefix_share"] for row in c["reads"]["ours"]["per_turn"][1:]]
+        first = next((i for i, x in enumerate(shares, 2) if all(y >= 0.9 for y in shares[i - 2:])), None)
+        verdicts.append(f"50-read task: cached share ≥ 90 % from request {first} of {len(shares) + 1} on (below it "
+                        "only while one turn's new part is more than a tenth of the request)")
     long = c["long"]
     billed = long["ours"]["billed_tokens"] / long["previous layout"]["billed_tokens"]
     verdicts.append(f"billed input tokens over the {c['turns']}-turn run ≤ 1/3 of the previous layout: "
@@ -283,13 +289,15 @@ def _finish(f):
             "`search_hotels`; turn 2 the proposal in words, the run suspends; the user's 「确认」 via `runs.add_user`; "
             "turn 3 `book_hotel`; turn 4 the answer). Ours, eager model: the peers' decisions (turn 2 `book_hotel` "
             "before asking: blocked as the proposal, the run suspends at once; after 「确认」 the loop itself makes that "
-            "exact call, recorded as the loop's, no model call; turn 3 the answer). Each peer: the same decisions in its own human-approval flow "
-            "(turn 1 `get_weather` + `search_hotels`; turn 2 `book_hotel`, which needs approval: the run pauses, the "
-            "harness approves, the run resumes, the booking runs; turn 3 the answer). The peers get the same system "
+            "exact call, recorded as the loop's, no model call, and the model is sent its own call answered by the "
+            "receipt; turn 3 the answer). Each peer: the same decisions in its own human-approval flow "
+            "(turn 1 `set_plan` + `get_weather` + `search_hotels`; turn 2 `book_hotel`, which needs approval: the run "
+            "pauses, the harness approves, the run resumes, the booking runs; turn 3 the answer). The peers get the same system "
             "prompt (`tools.INSTRUCTIONS`), the goal as the user's message and the five tools with the descriptions our "
             "loop sends; their parameter schemas are each framework's own, generated from the signatures; ours are what "
-            "our loop shows the model (`toolset.shown`: types, required, enums, ranges, descriptions; the patterns, length "
-            "limits and `additionalProperties` stay in the declarations every call is validated against). Each request "
+            "our loop shows the model (`toolset.shown`: types, required, enums, descriptions; set_plan's step as an object, "
+            "its fields in its description; the patterns, length limits, ranges and `additionalProperties` stay in the "
+            "declarations every call is validated against). Each request "
             "is serialised as Chat Completions JSON (tool schemas, then messages) and its text counted: tokens = "
             f"characters / {f['chars_per_token']} (estimate, no tokenizer); billed = fresh + cached × "
             f"{f['cached_price']:g}, cached = the exact common prefix with the previous request (the rule of section 0).",
@@ -316,8 +324,14 @@ def _finish(f):
                     + ("met" if billed_ok else "NOT met") + ".")
         if "ours_eager" in done:
             same = min(peers.values(), key=lambda d: d["calls"])["calls"]
-            text.append(f"Driven by the same (eager) model behaviour: ours {done['ours_eager']['calls']} model calls "
-                        f"against {same} for the peers with the fewest.")
+            eager = done["ours_eager"]
+            leanest = min(d["input_tokens"] for d in peers.values())
+            text.append(f"Driven by the same (eager) model behaviour: ours {eager['calls']} model calls against {same} "
+                        f"for the peers with the fewest; billed {eager['billed_tokens']:,.0f} against "
+                        f"{FINISH_LABELS[cheapest].split(' (')[0]}'s {peers[cheapest]['billed_tokens']:,.0f} ("
+                        + ("met" if eager["billed_tokens"] <= peers[cheapest]["billed_tokens"] else "NOT met")
+                        + f"); input tokens {eager['input_tokens']:,.0f} against the leanest peer's {leanest:,.0f} + 10 % ("
+                        + ("met" if eager["input_tokens"] <= 1.1 * leanest else "NOT met") + ").")
     elif "ours" not in done:
         text.append("Target: not checked (ours did not finish).")
     else:

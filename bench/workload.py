@@ -24,7 +24,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-from handloop import tools    # noqa: E402
+from handloop import plan, tools    # noqa: E402
 
 GOAL = tools.GOAL
 SYSTEM = tools.INSTRUCTIONS
@@ -143,7 +143,7 @@ def book_hotel(hotel_id, room_type, check_in, nights):
 
 def set_plan(steps):
     COUNTS.hit("set_plan")
-    return tools.set_plan(steps, set(tools.SCHEMAS))
+    return plan.set_plan(steps, set(tools.SCHEMAS))       # what our set_plan returns (handloop/plan.py)
 
 
 def mark_step(index, status, note=""):

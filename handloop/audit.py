@@ -522,7 +522,8 @@ MESSAGE: _Object = _Object({"role": _OneOf(*MESSAGES)},
 TRACED_CALL = _Object({"id?": TEXT, "name?": TEXT, "status?": TEXT, "guard?": _Maybe(TEXT), "seconds?": SECONDS,
                        "concurrent?": FLAG})
 RECORD = _Object({"turn?": COUNT, "model_seconds?": SECONDS, "tokens?": COUNT, "tokens_estimated?": FLAG,
-                  "tokens_in?": _Maybe(COUNT), "tokens_out?": _Maybe(COUNT), "used_tokens?": COUNT,
+                  "tokens_in?": _Maybe(COUNT), "tokens_out?": _Maybe(COUNT), "tokens_cached?": _Maybe(COUNT),
+                  "used_tokens?": COUNT,
                   "chars_sent?": COUNT, "chars_full?": COUNT, "notes?": _Items(TEXT), "tools?": _Items(TRACED_CALL),
                   "not_offer?": _Table(ANY)})
 PARAMETERS = _Object({"properties?": _Table(_Table(ANY)), "required?": _Items(TEXT)})   # JSON Schema: what is read

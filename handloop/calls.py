@@ -276,6 +276,9 @@ class Tool:
     facts: str = ""                           # namespace of memory facts absorb writes (default: the name)
     initial: dict = dataclasses.field(default_factory=dict)   # those facts before any result
     rules: tuple = ()                         # Rule: decided before a call of this tool runs (and by --check)
+    shown: dict | None = None                 # the schema the model is shown when the description says the
+                                              # rest in words (default: toolset.shown(parameters)); calls are
+                                              # validated against `parameters` all the same
 
     def __post_init__(self) -> None:
         if isinstance(self.effect, Mapping):
@@ -378,6 +381,10 @@ def _tool_problems(tool):
         return [f"parameters cannot be sent as JSON ({why}): a JSON Schema is plain JSON, without cycles, "
                 "NaN or objects of other types"]
     props = props if isinstance(props, dict) else {}
+    if tool.shown is not None and not (isinstance(tool.shown, dict) and tool.shown.get("type") == "object" and
+                                       set(tool.shown.get("properties") or {}) == set(props) and
+                                       not _unencodable(tool.shown)):
+        problems.append("shown must be a JSON Schema of type object with the same properties as parameters")
     if tool.kind not in KINDS:
         problems.append(f"kind={tool.kind!r} is not one of {', '.join(KINDS)}")
     effect = list(tool.effect)

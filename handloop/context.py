@@ -1,10 +1,18 @@
 """What is sent: the request of a turn, a projection of the record (compaction).
 
 Invariants: works on copies, never on `messages`; every message and every tool_call_id stays,
-in order. A request is laid out as messages[0] (system prompt and memory block, rewritten only
+in order, save the approval of a write the model never saw proposed (below). A request is laid out as messages[0] (system prompt and memory block, rewritten only
 when an epoch starts), then the messages before the epoch's start, compacted, then every
 message since as recorded (long tool results cut head-and-tail). So between epochs each
 request is the previous one plus the new messages, byte for byte: the prefix providers cache.
+messages[0] holds no memory block until something is settled (nothing to say costs nothing).
+One projection of messages no request carried yet (`projected`): a proposal's tool message (a
+write blocked for the user's confirmation) answered at once by the user's reply is sent in its
+short form (it did not run, it went to the user: the arguments are in the model's own call above
+it, the preview was the user's, the reply is right below); when that reply confirmed it and the
+loop made the write, the proposal is sent as the write's result and the reply, the loop's call
+and its tool messages are not sent (the model sees its call answered, as approval flows show it;
+the approval is the record's). Every later request sends the same bytes.
 An epoch starts only when a request would exceed the compaction budget. A compacted data
 result stays a JSON object with its short fields (ids, names, prices, dates, conditions) and a
 note of what was dropped; write receipts and the latest result of each state tool (the plan)
@@ -16,6 +24,7 @@ import json
 from . import config
 from .values import ZH, chars, cut  # noqa: F401  (chars: re-exported for the benchmarks)
 
+LOOP = "loop"       # the name of the messages the loop itself sends (memory.LOOP_NAME)
 SHORT = 80          # a string longer than this is prose: dropped from a compacted result
 LIST_MAX = 20       # items of a list a compacted result keeps
 STUB_SHORT = 40     # a stub keeps top-level strings up to this length
@@ -43,9 +52,82 @@ class Window:
     def request(self, messages, tool_of, say=ZH):
         """The messages to send now (a new list; the record is not touched). `tool_of(name)`: the
         declaration of a tool (calls.Tool) or None; `say`: the agent's catalogue (cut notes)."""
+        shown = projected(messages, self.start, say)
         if self._old is None:           # computed once per epoch: the same bytes every turn
-            self._old = compact(messages[1:self.start], tool_of, self.room, say)
-        return [messages[0], *self._old, *(recent(m, say) for m in messages[self.start:])]
+            old = [shown.get(i, m) for i, m in enumerate(messages[1:self.start], 1)]
+            self._old = compact([m for m in old if m is not None], tool_of, self.room, say)
+        recent_ = [shown.get(i, recent(m, say)) for i, m in enumerate(messages[self.start:], self.start)]
+        return [messages[0], *self._old, *(m for m in recent_ if m is not None)]
+
+
+def projected(messages, start=1, say=ZH):
+    """What is sent of the proposals the model never saw, by index into `messages` (None: not sent); every other
+    message is sent as recorded. A proposal is a tool message of a write blocked for the user's confirmation; the
+    model never saw it when its round is followed at once by the user's own reply (the run suspended on it).
+    - Confirmed, and the loop then made those writes itself (an assistant message named "loop" right after the
+      reply, one call per proposal of the round, in order): each proposal is sent as the result of the write
+      made for it, and the reply, the loop's call and its tool messages are not sent. The model sees its call
+      answered by what it did, as approval flows show it: the approval is the record's (a confirm reply is one
+      of the agent's fixed replies, it says nothing else). Only within one epoch: a group the epoch's start
+      cuts is sent as below.
+    - Otherwise each proposal is sent in its short form (`proposed`)."""
+    shown: dict[int, dict | None] = {}
+    for first, after in _answered_rounds(messages):
+        asks = [k for k in range(first, after) if _proposal(messages[k].get("content"))]
+        if not asks:
+            continue
+        merged = _made(messages, after, asks, start)
+        for k in asks:
+            shown[k] = recent(dict(messages[k], content=merged[k]), say) if merged else proposed(messages[k], say)
+        if merged:
+            shown.update((k, None) for k in merged["hidden"])
+    return shown
+
+
+def _answered_rounds(messages):
+    """(first, after) of each run of tool messages followed at once by a user's own reply (at `after`)."""
+    i = 1
+    while i < len(messages):
+        j = i
+        while j < len(messages) and messages[j].get("role") == "tool":
+            j += 1
+        after = messages[j] if j < len(messages) else None
+        if j > i and after is not None and after.get("role") == "user" and after.get("name") != LOOP:
+            yield i, j
+        i = j + 1 if j == i else j
+
+
+def _made(messages, reply, asks, start):
+    """{proposal index: the content of the tool message of the write the loop made for it, "hidden": the indices
+    not sent}, when the loop made exactly those writes right after the user's reply at `reply`; else None."""
+    at = reply + 1
+    made = messages[at] if at < len(messages) else {}
+    calls = made.get("tool_calls") if made.get("role") == "assistant" and made.get("name") == LOOP else None
+    if not isinstance(calls, list) or len(calls) != len(asks) or asks[0] < start <= at:
+        return None
+    results, end = {}, at + 1
+    while end < len(messages) and messages[end].get("role") == "tool":
+        results[messages[end].get("tool_call_id")] = messages[end].get("content")
+        end += 1
+    ids = [c.get("id") if isinstance(c, dict) else None for c in calls]
+    names = [(c.get("function") or {}).get("name") if isinstance(c, dict) else None for c in calls]
+    wanted = [_object(messages[k].get("content"))["proposal"].get("tool") for k in asks]
+    if any(i not in results for i in ids) or names != wanted or end - at - 1 != len(ids):
+        return None
+    return {**{k: results[i] for k, i in zip(asks, ids)}, "hidden": range(reply, end)}
+
+
+def proposed(message, say=ZH):
+    """A proposal's tool message as sent once the user has answered it: what the model needs of it (the write
+    did not run, it went to the user; the arguments are in the model's own call above it, the user's answer right
+    below), not the preview the user was shown."""
+    return dict(message, content=json.dumps({"error": say("guard.proposed"), "blocked_by": "unconfirmed_write"},
+                                            ensure_ascii=False, separators=(",", ":")))
+
+
+def _proposal(content):
+    value = _object(content) if isinstance(content, str) else None
+    return value is not None and value.get("blocked_by") == "unconfirmed_write" and isinstance(value.get("proposal"), dict)
 
 
 def boundary(messages, rounds=config.RECENT_ROUNDS):

@@ -18,7 +18,8 @@ final-answer
 instruction goes into the system message of that one request, never into the record. When the
 user confirms a write the guard blocked, the loop itself issues that exact call in the next turn
 instead of asking the model (`confirmed_call`: an assistant message named "loop", paired with its
-tool message like any other); the model is asked only for its answer after it. Everything
+tool message like any other); the model is asked only for its answer after it, and is sent its own call answered
+by that result (context.projected: the approval stays in the record). Everything
 the loop says is in the run's agent's language (texts/__init__.py); the system prompt is the agent's own.
 
 What a turn does to the world (ask the model, run the allowed calls) is not done here: `turns()`
@@ -186,8 +187,9 @@ def compact(r, toolset, tools_chars):
 
 
 def system_message(agent, memory, turn):
-    """The agent's instructions, then the memory block."""
-    return {"role": "system", "content": agent.instructions + "\n\n" + memory.render(turn)}
+    """The agent's instructions, then the memory block (none while nothing is settled)."""
+    block = memory.render(turn)
+    return {"role": "system", "content": agent.instructions + "\n\n" + block if block else agent.instructions}
 
 
 def answered(r, reply, sent, report):
@@ -319,7 +321,9 @@ def confirmed_call(r, toolset):
     if not calls:
         return None
     raw = [{"id": f"call_loop_{r.turn + 1}" + (f"_{i}" if i else ""), "type": "function",
-            "function": {"name": call.name, "arguments": json.dumps(call.args, ensure_ascii=False)}}
+            "function": {"name": call.name,
+                                                        "arguments": json.dumps(call.args, ensure_ascii=False,
+                                                                                separators=(",", ":"))}}
            for i, call in enumerate(calls)]
     message = {"role": "assistant", "name": LOOP_NAME, "content": None, "tool_calls": raw}
     return Reply(message, raw, 0, False, 0.0, ["issued by the loop: the calls the user confirmed, not asked of the model"])
@@ -546,6 +550,7 @@ def _record(r, reply, sent, pending, outcomes):
             tools[-1]["notice"] = notice
     return {"turn": r.turn, "model_seconds": round(reply.seconds, 4), "tokens": reply.tokens,
             "tokens_estimated": reply.estimated, "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
+            **({"tokens_cached": reply.tokens_cached} if reply.tokens_cached is not None else {}),
             "used_tokens": r.memory.used_tokens,
             "chars_sent": sent[0], "chars_full": sent[1], "notes": reply.notes, "tools": tools}
 

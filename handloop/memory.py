@@ -528,7 +528,7 @@ class Memory:
         """The memory block of the system message, as of `turn`: what the run has settled, which the
         messages may no longer show in full once compacted. Not the goal: the user's messages are
         never compacted away, and the goal is the first of them, right below. Nothing settled yet
-        (a new run): one short line."""
+        (a new run): "", no block at all (nothing to say costs nothing)."""
         say = self.say
         lines = [say("memory.step", index=s["index"], title=s["title"], status=self.step_status(s["index"]),
                      tool=say("memory.step_tool", tool=s["tool"]) if s.get("tool") else "",
@@ -545,7 +545,7 @@ class Memory:
         lines += [say("memory.written", tool=w["tool"], receipt=json.dumps(w["receipt"], ensure_ascii=False))
                   for w in self.writes]
         if not lines:
-            return say("memory.empty")
+            return ""
         unplanned = [say("memory.no_plan")] if self.agent.planning and not self.plan else []
         return "\n".join([say("memory.header", turn=turn), *unplanned, *lines])
 

@@ -184,6 +184,7 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
         names = {t.get("function", {}).get("name"): list((t.get("function", {}).get("parameters") or {})
                                                          .get("properties") or ()) for t in tools or ()}
         started, spent, earlier, split = time.perf_counter(), 0, list[Any](), (0, 0)
+        cached: int | None = 0          # the cached input tokens of the attempts so far (None: one did not say)
 
         def send():
             if streaming[0]:
@@ -197,10 +198,12 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
                 lambda: _with_retries(send, openai, retries, on_retry, sleep, where, model, failure), streaming,
                 earlier))
             spent, split = spent + reply.tokens, _added(split, reply)
+            cached = None if cached is None or reply.tokens_cached is None else cached + reply.tokens_cached
             problem = _unusable(reply)
             if problem is None:
                 reply.tokens, reply.notes = spent, earlier + reply.notes
                 reply.tokens_in, reply.tokens_out = split or (None, None)
+                reply.tokens_cached = cached if split else None
                 return reply
             if streaming[0] and on_event:
                 on_event("discard", why=ModelError(problem, Said("model." + problem)))

@@ -74,6 +74,8 @@ PLAN_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["st
                                   "tool": {"type": "string", "maxLength": 64},
                                   "after": {"type": "array", "maxItems": 12,
                                             "items": {"type": "integer", "minimum": 1, "maximum": 12}}}}}}}
+PLAN_SHOWN = {"type": "object", "required": ["steps"],      # a step's fields: set_plan's description says them
+              "properties": {"steps": {"type": "array", "items": {"type": "object"}}}}
 MARK_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["index", "status"],
                "properties": {"index": {"type": "integer", "minimum": 1, "maximum": 12},
                               "status": {"type": "string", "enum": ["done", "failed"]},
@@ -90,7 +92,7 @@ def tools(example="", say=ZH):
         return mark_step(index, status, plan, done_tools, note, say)
     return [
         Tool("set_plan", say("plan.set_plan", example=example or say("plan.example")), PLAN_SCHEMA, planned,
-             kind="state", inline=True, takes=("tool_names",), absorb=_planned, facts=NAMESPACE,
+             kind="state", inline=True, takes=("tool_names",), absorb=_planned, facts=NAMESPACE, shown=PLAN_SHOWN,
              gist=lambda r: str(r.get("plan")).partition(":" if say.language == "en" else "：")[0]),
         Tool("mark_step", say("plan.mark_step"), MARK_SCHEMA, marked, kind="state", inline=True, takes=("plan", "done_tools"),
              absorb=_marked, facts=NAMESPACE, gist=lambda r: say("plan.gist_mark", index=r.get("index"),

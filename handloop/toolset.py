@@ -149,7 +149,8 @@ class ToolSet:
         self.tools = _placed(declared, made, replaced)
         if visible is not None:
             self.tools = {n: t for n, t in self.tools.items() if n in visible or t.namespace == plan.NAMESPACE}
-        self.schemas = [t.spec(t.parameters if n in self.remote else shown(t.parameters)) for n, t in self.tools.items()]
+        self.schemas = [t.spec(t.parameters if n in self.remote else shown(t.shown or t.parameters))
+                        for n, t in self.tools.items()]
 
     def _client(self, server, command, url, token, env):
         """A session with one server (not connected yet): over HTTP when it has a URL, else a process. A
@@ -298,7 +299,7 @@ class ToolSet:
             lock.release()
 
 
-HIDDEN = ("pattern", "minLength", "maxLength", "minItems", "maxItems", "additionalProperties")
+HIDDEN = ("pattern", "minLength", "maxLength", "minItems", "maxItems", "minimum", "maximum", "additionalProperties")
 
 
 def shown(schema):
@@ -307,13 +308,14 @@ def shown(schema):
 
     Kept (all but HIDDEN): `type`, `properties`, `items`, `required` (the shape of a call), `enum`
     (the choices: room types, step status), `description` (hints such as the date format
-    YYYY-MM-DD, which stands in for the date `pattern`), `minimum`/`maximum` (ranges that mean
-    something to the task: nights 1-14, step numbers from 1).
-    Dropped (HIDDEN, at every level of `properties` and `items`):
+    YYYY-MM-DD, which stands in for the date `pattern`).
+    Dropped (HIDDEN, at every level of `properties` and `items`): what a sensible call never
+    reaches, and every request pays for (the tool list opens each request: billed in full on the
+    first, at the cached price on every later one):
     - `pattern`: a regex costs more than the format hint beside it, and a model writes a date
       from the hint;
-    - `minLength`/`maxLength`/`minItems`/`maxItems`: limits against garbage, never reached by a
-      sensible call;
+    - `minLength`/`maxLength`/`minItems`/`maxItems`/`minimum`/`maximum`: limits against garbage
+      (nights 1-14, steps 1-12); a call past one gets the error naming the field and the range;
     - `additionalProperties`: our requests are not strict. OpenAI and DeepSeek enforce it only
       under `strict: true`, which needs every property required (our optional nights, tool, after
       and note rule that out); vLLM and llama.cpp with tool_choice "auto" constrain nothing, they

@@ -68,6 +68,29 @@ def test_cache_long_run_starts_epochs_and_counts_billed_tokens():
         assert 0 < ours["bound_billed"] <= layout["billed_tokens"]
 
 
+def test_cache_reads_run_only_appends_and_the_cached_share_grows():
+    from bench import cache
+    result, r = cache.reads_run(8)
+    ours = result["ours"]
+    assert r.status == "suspended" and ours["turns"] == 9 and ours["epoch_starts"] == 0
+    assert ours["kept_between_epochs"] == ours["between_epochs"] == 8          # each request: the last one + new
+    shares = [row["prefix_share"] for row in ours["per_turn"][1:]]
+    assert shares[1:] == sorted(shares[1:]) and shares[-1] > 0.85            # one read a turn: a shrinking part
+
+
+def test_the_finish_bench_peers_make_our_decisions_and_we_bill_no_more():
+    """Planning on, every peer's scripted model plans as ours does (set_plan beside the reads); ours, eager, bills
+    no more than the leanest peer installed (skipped peers are left out)."""
+    from bench import finish
+    measured = finish.measure(("ours_eager", "langgraph", "pydantic_ai", "agents"))["systems"]
+    peers = [d for name, d in measured.items() if name != "ours_eager" and "skipped" not in d]
+    ours = measured["ours_eager"]
+    assert ours["booked"] and ours["answered"] and ours["calls"] == 3
+    if peers:
+        assert ours["billed_tokens"] <= min(d["billed_tokens"] for d in peers)
+        assert ours["input_tokens"] <= 1.1 * min(d["input_tokens"] for d in peers)
+
+
 def test_common_prefix():
     from bench import cache
     assert cache.common_prefix("abcdef", "abcxyz") == 3

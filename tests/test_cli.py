@@ -180,3 +180,24 @@ def test_a_run_refused_before_its_first_snapshot_leaves_no_lock_file(tmp_path):
     assert run_cli(cwd=tmp_path).returncode == 0              # a run that began keeps its lock file beside it
     names = sorted(os.listdir(tmp_path / "audit"))
     assert [n.rsplit(".", 1)[1] for n in names if n.startswith("run-")] == ["json", "lock"]
+
+
+def test_each_turn_line_says_what_the_servers_prompt_cache_served(cli, tmp_path):
+    """A server that reports usage.prompt_tokens_details.cached_tokens: each turn's line names the cached part of
+    its input tokens; the first, whose usage does not say, names none, and the trace records the same figures."""
+    import policies
+    sizes = iter(range(1, 100))
+
+    def usage(n):
+        return {"prompt_tokens": 1000 * n, "completion_tokens": 10, "total_tokens": 1000 * n + 10,
+                **({"prompt_tokens_details": {"cached_tokens": 900 * n - 900}} if n > 1 else {})}
+    server = policies.Usage(policies.words_question, lambda n: usage(next(sizes)))
+    done = cli(server)("--run-id", "k")
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stdout.splitlines() if "累计" in line]
+    assert len(lines) == len(server.sent) >= 2
+    assert "命中缓存" not in lines[0]
+    for n, line in enumerate(lines[1:], 2):
+        assert f"输入 {1000 * n} tokens 中 {900 * n - 900} 命中缓存" in line
+    records = read_audit(tmp_path / "audit", "k")["trace"]
+    assert [r.get("tokens_cached") for r in records] == [None] + [900 * n - 900 for n in range(2, len(records) + 1)]

@@ -45,7 +45,8 @@ def test_scripted_run_suspends_then_books_once_after_confirmation(fake_model, ne
 
 def test_the_confirmed_blocked_call_is_made_by_the_loop_as_shown(fake_model, new_run):
     """The user confirms a blocked write: the loop issues that exact call (recorded as the loop's,
-    paired), the model is asked only for its answer, and the request it gets is valid."""
+    paired), the model is asked only for its answer, and the request it gets is valid: its own call answered
+    by what the loop's call returned (the approval stays in the record, as approval flows keep it)."""
     r, ts, store = new_run()
     ask, endpoint = fake_model(OPENING + [text("已订好。")])
     loop.run(r, ask, ts)
@@ -59,8 +60,10 @@ def test_the_confirmed_blocked_call_is_made_by_the_loop_as_shown(fake_model, new
     answered = r.messages[r.messages.index(mine) + 1]
     assert answered["tool_call_id"] == call["id"] and json.loads(answered["content"])["booking_id"]
     assert store.count() == 1 and r.memory.writes[0]["args"] == BOOK and r.status == "done"
-    last = endpoint.requests[-1]["messages"]          # the model saw the loop's call and its receipt
-    assert any(m.get("name") == "loop" and m.get("tool_calls") for m in last) and last[-1]["role"] == "tool"
+    last = endpoint.requests[-1]["messages"]          # the model saw its own call answered by the receipt
+    assert not any(m.get("name") == "loop" for m in last) and last[-1]["role"] == "tool"
+    assert last[-1]["tool_call_id"] == blocked["id"] and last[-1]["content"] == answered["content"]
+    assert [m["content"] for m in last if m["role"] == "user"] == [r.messages[1]["content"]]   # the approval: the record's
     assert "loop" in r.trace[3]["notes"][0] and r.trace[3]["tokens"] == 0
     reopened, _, warnings = runs.reopen(os.path.dirname(r.path), r.run_id, lambda snap: ts, lambda snap: None)
     assert reopened.memory.writes == r.memory.writes and not warnings        # the fold reads it back the same

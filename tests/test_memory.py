@@ -68,10 +68,13 @@ def test_render_shows_plan_hotels_and_confirmation_state():
     assert "计划第 3 步" in text and "XA-001" in text and "用户已确认" in text
 
 
-def test_render_never_repeats_the_goal_and_a_new_run_gets_one_line():
+def test_render_never_repeats_the_goal_and_a_new_run_gets_no_block():
+    from handloop import loop, tools
     m = Memory()
     m.absorb_user(GOAL)
-    assert len(m.render().splitlines()) == 1 and GOAL not in m.render()
+    assert m.render() == ""                                  # nothing settled: nothing sent
+    agent = tools.xian_agent(None)
+    assert loop.system_message(agent, Memory(agent=agent), 0)["content"] == agent.instructions
     live, _ = _live_run()
     live.goal = GOAL
     block = live.render(4)

@@ -88,11 +88,13 @@ def test_the_model_is_shown_the_shape_without_the_guard_rails():
     ts = toolset.ToolSet("r", tools.xian_agent(None))
     for spec in ts.schemas:
         shown, declared = spec["function"]["parameters"], ts.tool(spec["function"]["name"]).parameters
-        assert not _keywords(shown) & {"pattern", "minLength", "maxLength", "minItems", "maxItems", "additionalProperties"}
+        assert not _keywords(shown) & {"pattern", "minLength", "maxLength", "minItems", "maxItems", "minimum", "maximum",
+                                       "additionalProperties"}
         assert shown["required"] == declared["required"] and set(shown["properties"]) == set(declared["properties"])
     book = next(s["function"]["parameters"] for s in ts.schemas if s["function"]["name"] == "book_hotel")
     assert book["properties"]["room_type"]["enum"] == ["Standard", "Deluxe", "Suite"]
-    assert (book["properties"]["nights"]["minimum"], book["properties"]["nights"]["maximum"]) == (1, 14)
+    assert "minimum" not in book["properties"]["nights"] and ts.tool("book_hotel").parameters["properties"][
+        "nights"]["maximum"] == 14                                          # hidden, still declared (and enforced)
     assert book["properties"]["check_in"]["description"] == "YYYY-MM-DD"
 
 
@@ -104,6 +106,8 @@ def test_the_model_is_shown_the_shape_without_the_guard_rails():
     ("set_plan", {"steps": []}, "arguments.steps"),                                                  # minItems
     ("set_plan", {"steps": [{"title": "查天气", "arguments": {}}]}, "arguments"),                    # nested additionalProperties
     ("mark_step", {"index": 1, "status": "done", "note": "x" * 501}, "arguments.note"),             # maxLength
+    ("book_hotel", dict(BOOK, nights=15), "arguments.nights"),                                      # maximum
+    ("mark_step", {"index": 0, "status": "done"}, "arguments.index"),                               # minimum
 ])
 def test_a_rule_the_model_is_not_shown_is_still_enforced(name, args, field):
     call = _prepare(name, json.dumps(args, ensure_ascii=False))
@@ -117,5 +121,21 @@ def test_shown_hides_only_the_guard_rails_at_every_level():
                                                          "properties": {"n": {"type": "integer", "minimum": 1}}}}}}
     assert toolset.shown(declared) == {"type": "object", "required": ["d"], "properties": {
         "d": {"type": "string", "format": "date", "default": "x"},
-        "l": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}}}}
+        "l": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}}}}}}
     assert "pattern" in declared["properties"]["d"]            # the declaration itself is untouched
+
+
+def test_a_tool_may_show_less_of_its_schema_than_it_validates():
+    """set_plan shows a step as an object (its description names the fields); a call is still validated against
+    every rule of the declaration, and a `shown` with other properties is a declaration error."""
+    from handloop.calls import Tool
+    from handloop.errors import DeclarationError
+    ts = toolset.ToolSet("r", tools.xian_agent(None))
+    shown = next(s["function"]["parameters"] for s in ts.schemas if s["function"]["name"] == "set_plan")
+    assert shown["properties"]["steps"]["items"] == {"type": "object"}
+    assert "title" in ts.tool("set_plan").description and "after" in ts.tool("set_plan").description
+    call = _prepare("set_plan", json.dumps({"steps": [{"title": "查天气", "tools": "get_weather"}]}))
+    assert call.args is None and "tools" in call.problem
+    with pytest.raises(DeclarationError, match="shown"):
+        Tool("t", "d", {"type": "object", "properties": {"a": {"type": "string"}}}, None,
+             shown={"type": "object", "properties": {"b": {"type": "string"}}})

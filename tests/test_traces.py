@@ -318,6 +318,34 @@ def test_the_servers_input_and_output_tokens_are_recorded_and_exported_streamed_
         assert a["handloop.usage_split"] == "server" and a["handloop.tokens_estimated"] is False
 
 
+def _cached_usage(n):
+    """A server with a prompt cache: its first reply says nothing of it, the later ones name the cached part."""
+    usage = _usage(n)
+    return usage if n == 1 else dict(usage, prompt_tokens_details={"cached_tokens": 3900 + 90 * n})
+
+
+@pytest.mark.parametrize("stream", ["final", None])
+def test_the_servers_cached_tokens_are_recorded_and_exported_on_the_chat_span(tmp_path, collector, monkeypatch,
+                                                                              stream):
+    """usage.prompt_tokens_details.cached_tokens, streamed or not: in the turn's trace record (tokens_cached) and
+    as gen_ai.usage.cache_read.input_tokens on its chat span; a reply whose usage does not say has neither."""
+    import policies
+    import trace_agent
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint)
+    server = policies.Usage(trace_agent.respond, _cached_usage)
+    respond = (lambda request: dict(server(request), _stream={"usage": stream})) if stream else server
+    _desk_run(tmp_path, monkeypatch, respond, bool(stream), run_id="c1")
+    snap = read_audit(tmp_path, "c1")
+    asked = [t for t in snap["trace"] if t["tokens_in"] is not None]
+    assert snap["status"] == "done" and len(asked) == len(server.sent) >= 4
+    chats = {s["attributes"]["handloop.turn"]: s["attributes"] for s in by_name(collector.spans(), "chat ")}
+    for record, usage in zip(asked, server.sent):
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+        assert record.get("tokens_cached") == cached
+        assert chats[record["turn"]].get("gen_ai.usage.cache_read.input_tokens") == cached
+    assert "tokens_cached" not in asked[0] and all(r["tokens_cached"] > 0 for r in asked[1:])
+
+
 @pytest.mark.parametrize("stream", [True, False])
 @pytest.mark.parametrize("usage", [False, {"total_tokens": 321}])
 def test_without_the_servers_split_the_tokens_are_estimated_and_say_so(new_run, collector, monkeypatch, stream, usage):

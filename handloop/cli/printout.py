@@ -41,6 +41,8 @@ def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=Fal
     else:
         print("   " + say("cli.stats", seconds=reply.seconds, tokens=reply.tokens,
                             estimated=say("cli.estimated") if reply.estimated else "", total=run.memory.used_tokens,
+                            cached=say("cli.cached", cached=reply.tokens_cached, given=reply.tokens_in)
+                            if reply.tokens_cached is not None and reply.tokens_in else "",
                             sent=trace["chars_sent"], full=trace["chars_full"]))
     if kind == "answer":
         if not run.answer:                                  # an echo of a tool result: no answer

@@ -6,7 +6,8 @@ with unique ids and string arguments exactly as sent (save that every text is va
 surrogate, which no request could carry, is replaced by U+FFFD), the names of tools the model wrote into its
 text instead of calling them, and a token count with its split into input and output (the server's usage:
 total_tokens, prompt_tokens, completion_tokens; when it sent none, estimates flagged as such; a total
-without its split leaves the split unknown, None). A body is read by attribute, with a default for
+without its split leaves the split unknown, None), and of the input the part the server's prompt cache served
+(prompt_tokens_details.cached_tokens; None when it did not say). A body is read by attribute, with a default for
 whatever a provider may leave out, so an SDK model and llm/streams.py's body of the same shape read
 alike. A provider's error object is classified by one rule wherever it came (a 200 body, an `error`
 event inside a stream), in the provider's words. How content parts and non-string arguments become
@@ -65,6 +66,8 @@ class Reply:
     cut: bool = False             # finish_reason "length": the reply was cut off
     tokens_in: int | None = None  # the request's tokens (the server's prompt_tokens); None: the split is unknown
     tokens_out: int | None = None  # the reply's tokens (completion_tokens); estimates when `estimated`
+    tokens_cached: int | None = None  # of tokens_in, those the server served from its prompt cache
+                                      # (usage.prompt_tokens_details.cached_tokens); None: it did not say
 
     @property
     def text(self) -> str:
@@ -148,7 +151,8 @@ def normalised(response, messages, seconds, names=()):
         tokens = estimate_tokens(chars(messages) + chars([message]))
         tokens_out = min(tokens, estimate_tokens(chars([message])))
         tokens_in = tokens - tokens_out
-    reply = Reply(message, calls, tokens, estimated, seconds, notes, tokens_in=tokens_in, tokens_out=tokens_out)
+    reply = Reply(message, calls, tokens, estimated, seconds, notes, tokens_in=tokens_in, tokens_out=tokens_out,
+                  tokens_cached=None if estimated else cached_tokens(getattr(response, "usage", None)))
     reply.cut = getattr(choice, "finish_reason", None) == "length"
     reply.written_calls = [] if calls else written_calls(content or "", names)
     reply.written_problems = written_problems(content or "", names) if reply.written_calls else []
@@ -162,6 +166,14 @@ def _usage(usage):
     if given is None or made is None:
         return total, None, None
     return (given + made if total is None else total), given, made
+
+
+def cached_tokens(usage):
+    """The prompt tokens the server says it served from its cache (`prompt_tokens_details.cached_tokens`, as
+    OpenAI, DeepSeek and vLLM send it), or None when it did not say."""
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else \
+        getattr(usage, "prompt_tokens_details", None)
+    return _count(details, "cached_tokens") if details is not None else None
 
 
 def _count(usage, key):

@@ -4,7 +4,8 @@ opentelemetry (the `otel` extra; trace/temporal.py, Temporal's own spans, is the
 Spans (GenAI semantic conventions): `invoke_agent {agent}` per stretch of work (gen_ai.agent.name,
 gen_ai.conversation.id = the run id), and under it `chat {model}` per model call (gen_ai.request.model,
 gen_ai.usage.input_tokens / output_tokens as the server reported them, estimated only when it did not or
-the record predates the split: handloop.usage_split says which; gen_ai.response.finish_reasons) and
+the record predates the split: handloop.usage_split says which; gen_ai.usage.cache_read.input_tokens, the part of
+the input the server's prompt cache served, when it said so; gen_ai.response.finish_reasons) and
 `execute_tool {tool}` per call (gen_ai.tool.name, gen_ai.tool.call.id; a blocked call names its guard, with
 error.type "blocked").
 Suspension, resume, nudges and proposals are events of the stretch's span. Contents only when `capture` says so
@@ -200,6 +201,8 @@ def _chat(tracer, parent, timeline, turn, messages, at, capture):
                   "handloop.usage_split": "server" if turn.split else "estimated",
                   "handloop.chars_sent": turn.chars_sent,
                   "handloop.chars_full": turn.chars_full}
+    if turn.split and turn.tokens_cached is not None:     # the server said what its prompt cache served
+        attributes["gen_ai.usage.cache_read.input_tokens"] = turn.tokens_cached
     if turn.notes:
         attributes["handloop.notes.count"] = len(turn.notes)
         if capture:                            # a note may quote a server's words

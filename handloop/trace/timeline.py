@@ -48,6 +48,7 @@ class Turn:
     estimated: bool = False
     tokens_in: int | None = None  # the request's share of `tokens`, as recorded (None: an older record, or unknown)
     tokens_out: int | None = None
+    tokens_cached: int | None = None  # of tokens_in, what the server's prompt cache served (None: it did not say)
     used_tokens: int = 0
     chars_sent: int = 0
     chars_full: int = 0
@@ -220,6 +221,7 @@ def _turn(message, record, results):
     turn = Turn(_int(record.get("turn")), model_seconds=_num(record.get("model_seconds")),
                 tokens=_int(record.get("tokens")), estimated=bool(record.get("tokens_estimated")),
                 tokens_in=_count(record.get("tokens_in")), tokens_out=_count(record.get("tokens_out")),
+                tokens_cached=_count(record.get("tokens_cached")),
                 used_tokens=_int(record.get("used_tokens")), chars_sent=_int(record.get("chars_sent")),
                 chars_full=_int(record.get("chars_full")), message=message,
                 text=_text(message) if message else "", notes=[str(n) for n in _items(record.get("notes"))])
