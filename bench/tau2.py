@@ -30,7 +30,6 @@ import time
 
 os.environ.setdefault("LOGURU_LEVEL", "ERROR")      # τ²'s logger: warnings only
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
 
 DOMAINS = ("retail", "airline")
 

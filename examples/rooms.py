@@ -12,7 +12,6 @@ The room store is ROOMS_DB (default: rooms.db in the audit folder, AGENT_AUDIT_D
 import json
 import os
 import sqlite3
-import sys
 
 from handloop import Agent, Source, Tool, ToolError
 

@@ -14,7 +14,7 @@ def checked(*command):
 
 def test_no_undefined_name_and_no_unused_import_in_the_package_the_tests_and_the_bench():
     done = checked("ruff", "check", "--select", "F", "--no-cache", "--output-format", "concise",
-                   "handloop", "tests", "bench")
+                   "handloop", "tests", "bench", "agent.py", "examples")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 

@@ -333,7 +333,7 @@ def confirm_all(proposal: Proposal) -> str | None:
     Returns:
         The confirm reply for a proposal, None for a question.
     """
-    return texts.of(proposal.language)("confirm.word") if proposal.reason == "awaiting_confirmation" else None
+    return _answered(proposal, "confirm.word")
 
 
 def refuse_all(proposal: Proposal) -> str | None:
@@ -345,7 +345,12 @@ def refuse_all(proposal: Proposal) -> str | None:
     Returns:
         A declining reply for a proposal, None for a question.
     """
-    return texts.of(proposal.language)("agentdojo.decline") if proposal.reason == "awaiting_confirmation" else None
+    return _answered(proposal, "agentdojo.decline")
+
+
+def _answered(proposal, key):
+    """The text `key` in the proposal's language when a proposal waits, else None (a question stays unanswered)."""
+    return texts.of(proposal.language)(key) if proposal.reason == "awaiting_confirmation" else None
 
 
 # ---- the pipeline element ----
