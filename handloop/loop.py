@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import audit
 from . import config
 from . import context
-from .calls import Agent, HookError
+from .agents import Agent
+from .calls import HookError
 from .values import chars
 from .executor import execute, tool_messages
 from .guards import screen

@@ -30,7 +30,8 @@ import json
 
 from . import texts
 from .texts import rules, stated, words
-from .calls import Agent, HookError, declared_tool, hooked
+from .agents import Agent
+from .calls import HookError, declared_tool, hooked
 from .values import cut
 
 LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)

@@ -34,7 +34,7 @@ from .loop import Run, save, system_message
 from .memory import Memory, rebuild
 
 if TYPE_CHECKING:
-    from .calls import Agent
+    from .agents import Agent
     from .toolset import ToolSet
 
 
@@ -224,7 +224,7 @@ class Changed(texts.Said):
 
 
 def changes(recorded, now):
-    """How the declaration `now` (calls.Agent.declared) differs from the `recorded` one: Changed,
+    """How the declaration `now` (agents.Agent.declared) differs from the `recorded` one: Changed,
     each naming what changed, in the order of the recorded tools. Confirm replies: the recorded ones
     stay (_recorded_agent). A recorded write tool weakens when it is no longer a write, or drops a
     requirement or a source, or changes its effect (which defines both what a confirmation

@@ -20,7 +20,9 @@ from typing import Any
 
 from . import audit
 from . import config
-from .calls import Agent, MCPServer, Rule, Source, Tool, ToolError  # noqa: F401  (ToolError: what these tools raise)
+from .agents import Agent
+from .calls import Rule, Source, Tool, ToolError  # noqa: F401  (ToolError: what these tools raise)
+from .servers import MCPServer
 from .judge import weather
 
 NAME = "xian-hotel"

@@ -6,9 +6,9 @@ fails parsing or validation carries the problem instead of arguments (never a si
 tools get what they need passed in explicitly (their declared `takes`: plan, run id,
 idempotency key), never memory itself; every result handed back is a JSON object (a state
 call's preview wraps any other value as {"value": ...}, as the executor does). The tool set
-knows no tool by name and imports no agent: it is given its agent (calls.Agent) and reads its
+knows no tool by name and imports no agent: it is given its agent (agents.Agent) and reads its
 declarations (calls.Tool). The planning tools are always there.
-MCP: the agent declares its servers (calls.MCPServer) and, for each, the tools it allows; only
+MCP: the agent declares its servers (servers.MCPServer) and, for each, the tools it allows; only
 those reach the model, standing where the local tools a server `replaces` stood (and taking over
 their memory and screen hooks); every MCP result is cut to that tool's declared fields, always, at
 any depth (paths such as `slots[].slot_id`; lists and strings bounded), and what the cut dropped goes
@@ -32,7 +32,9 @@ from . import config
 from . import mcp_tools
 from . import plan
 from . import texts
-from .calls import DESCRIPTION_LIMIT, Agent, Call, Tool, ToolError, by_user, field_path, field_tree, needed
+from .agents import Agent
+from .calls import Call, Tool, ToolError, by_user
+from .servers import DESCRIPTION_LIMIT, field_path, field_tree, needed
 from .texts.stated import identity
 from .values import normalise, settled, valid_text, validate, wrapped
 
@@ -348,11 +350,11 @@ def _placed(declared, remote, replaced=()):
 
 def allowed_specs(offered, server, where=None, say=texts.ZH_TEXTS, listed=True):
     """The tools `server` allows, as OpenAI function specs. A tool the server does not offer, or whose
-    input schema lacks an argument the declaration needs (calls.needed: those it names, a write's effects, its
+    input schema lacks an argument the declaration needs (servers.needed: those it names, a write's effects, its
     idempotency key's), is an MCPError naming the server and the tool: the run cannot use this server as declared.
     The argument that receives the idempotency key is the loop's: the model is not shown it (`listed` False: the
     schemas a run recorded, which never had it). A server's description is untrusted: kept to
-    calls.DESCRIPTION_LIMIT characters (the declaration's own description wins)."""
+    servers.DESCRIPTION_LIMIT characters (the declaration's own description wins)."""
     specs, wrong = {}, []
     for name, rule in server.tools.items():
         tool = offered.get(name) or {}
@@ -453,7 +455,7 @@ _UNDECLARED_ITEMS = 20      # and how many items of each of its lists
 
 def trim(name, payload, say=texts.ZH_TEXTS, rule=None):
     """An MCP result cut to the tool's declared fields (`rule`: its server's declaration of it, see
-    calls.field_path), always: at any depth only what a declared path names passes, whatever the server sent
+    servers.field_path), always: at any depth only what a declared path names passes, whatever the server sent
     beside it (so a result none of whose fields is declared becomes {}). A path's value is a JSON scalar (`tags[]`:
     a list of them; strings shortened to config.MCP_STRING_CHARS); a path stepping through an object keeps the
     object's declared fields, through `name[]` those of each record of the list (at most config.MCP_LIST_ITEMS
@@ -497,7 +499,7 @@ class _Notice:
 
 
 def _kept(record, tree, at, notice):
-    """The declared fields of one object (`tree`: calls.field_tree's), the others dropped (and said)."""
+    """The declared fields of one object (`tree`: servers.field_tree's), the others dropped (and said)."""
     out = {}
     for key, value in record.items():
         where = f"{at}.{key}" if at else str(key)

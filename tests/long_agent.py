@@ -2,7 +2,8 @@
 every result is about 20 KB (what a web page or a file gives a research or coding agent), no write, no plan.
 Its policy allows the command line's longest run and results of that size whole; its model is the test's.
 """
-from handloop.calls import Agent, Tool
+from handloop.agents import Agent
+from handloop.calls import Tool
 
 PAGE_CHARS = 20_000
 

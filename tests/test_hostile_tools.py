@@ -17,7 +17,8 @@ from conftest import ROOT, read_audit, run_agent
 
 HEAD = '''
 import asyncio, json, os, sqlite3, sys, time
-from handloop.calls import Agent, Tool, ToolError
+from handloop.agents import Agent
+from handloop.calls import Tool, ToolError
 
 OBJ = {"type": "object", "properties": {}}
 '''

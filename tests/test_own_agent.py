@@ -1,4 +1,4 @@
-"""Your own agent: one declaration (calls.Agent) with its prompt, confirm replies, language and
+"""Your own agent: one declaration (agents.Agent) with its prompt, confirm replies, language and
 planning; declaration mistakes refused when made; the English meeting-room example end to end
 through the command line, in new processes. Assertions read states, stores and audit files."""
 import json
@@ -11,7 +11,8 @@ from handloop import loop
 from handloop import runs
 from handloop import texts
 from handloop import toolset
-from handloop.calls import Agent, Source, Tool
+from handloop.agents import Agent
+from handloop.calls import Source, Tool
 from conftest import ROOT, read_audit, run_agent, text, tool_calls
 
 EXAMPLE = os.path.join(ROOT, "examples", "rooms.py")

@@ -9,7 +9,8 @@ from handloop import config
 from handloop import loop
 from handloop import runs
 from handloop.cli import session
-from handloop.calls import Agent, Tool
+from handloop.agents import Agent
+from handloop.calls import Tool
 from conftest import PLAN, read_audit, run_cli, text, tool_calls
 from handloop.executor import execute
 from handloop.memory import Memory

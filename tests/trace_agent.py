@@ -7,7 +7,8 @@ import os
 import sqlite3
 import time
 
-from handloop.calls import Agent, Source, Tool
+from handloop.agents import Agent
+from handloop.calls import Source, Tool
 
 DESKS = [{"desk_id": "D-7", "name": "Window desk", "floor": 3}, {"desk_id": "D-9", "name": "Quiet desk", "floor": 3}]
 PAUSE = 0.05                       # seconds each read takes

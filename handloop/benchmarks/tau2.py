@@ -35,7 +35,8 @@ from tau2.user.base import BaseUser
 from tau2.user.user_simulator import UserState
 
 from .. import texts
-from ..calls import Agent, Source, Tool, ToolError
+from ..agents import Agent
+from ..calls import Source, Tool, ToolError
 from ..config import Policy
 from ..judge.readings import classify_reply
 from ..loop import Run, run as run_loop

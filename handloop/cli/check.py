@@ -34,11 +34,11 @@ RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 def check_file(path, agent=None, language="zh", audit_dir=None, rules=None):
     """Verdicts for one file as a dict (also what --json prints); `error` set when unreadable. `agent`: the
-    declaration (calls.Agent.declared()) a file that records none is judged by (default: the Xi'an agent).
+    declaration (agents.Agent.declared()) a file that records none is judged by (default: the Xi'an agent).
     `language`: what its texts are said in, "zh" or "en"; None: the judged agent's (what --check prints). `audit_dir`:
     where the audit file of a trace's run is looked for (an OTLP trace naming its agent, see _named). A trace file
     holding several conversations: the first one's (check_conversations gives every one). `rules`: {name: check} of
-    the agent's rules whose code is given (calls.Agent.rule_checks()): a rule the file's declaration names is applied
+    the agent's rules whose code is given (agents.Agent.rule_checks()): a rule the file's declaration names is applied
     to the record only with its code (else its check is pending)."""
     return check_conversations(path, agent, language, audit_dir, rules)[0]
 

@@ -23,13 +23,13 @@ accept = runs.accept           # which states each way of resuming accepts: the 
 
 
 def load_file(path):
-    """The agent a Python file declares as AGENT (calls.Agent), its `file` set to the file's absolute
+    """The agent a Python file declares as AGENT (agents.Agent), its `file` set to the file's absolute
     path; Refused saying what is wrong (no file, an error while importing it, no AGENT, a
     declaration mistake). Modules and packages beside the file are importable by their names, as
     under `python FILE` (see _Beside)."""
     import importlib.util
     import traceback
-    from ..calls import Agent
+    from ..agents import Agent
     path = os.path.abspath(path)
     if not os.path.isfile(path):
         raise Refused(f"--agent {path}: no such file")

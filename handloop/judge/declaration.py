@@ -4,7 +4,7 @@ of it: its tools and their kinds, requires, sources (a tool's results, or the us
 reach outside, effect arguments, the names of the rules their calls keep, confirm replies, planning, language and own checks. Also what a tool's own name is (tool_name) and the words of the choice values the judge can read in a text
 (CHOICES: the Xi'an room types).
 
-- The agent judged is a declaration: the plain dict calls.Agent.declared() gives, which an audit file records as
+- The agent judged is a declaration: the plain dict agents.Agent.declared() gives, which an audit file records as
   "agent"; a file that records none (an older audit file, another system's transcript) is judged by the one
   given, else XIAN. Its writes are the tools of kind "write"; its business calls those of kind read or write.
 

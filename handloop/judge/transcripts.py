@@ -76,7 +76,7 @@ def load(path, agent=None):
 
 def load_all(path, agent=None, rules=None):
     """Every conversation in `path` (a trace file may hold several), each a Transcript judged as load() says. `rules`:
-    {name: check} of the agent's rules whose code the judge is given (calls.Agent.rule_checks of --agent FILE's
+    {name: check} of the agent's rules whose code the judge is given (agents.Agent.rule_checks of --agent FILE's
     agent)."""
     found = []
     for messages, meta, fmt, container, notes in read_all(path):
