@@ -126,7 +126,9 @@ def proposed(message, say=ZH):
 
 
 def _proposal(content):
-    value = _object(content) if isinstance(content, str) else None
+    """Whether a tool message's content is a proposal: a write blocked for the user's confirmation (parsed only when
+    it names that guard: every request scans the run's tool messages)."""
+    value = _object(content) if isinstance(content, str) and "unconfirmed_write" in content else None
     return value is not None and value.get("blocked_by") == "unconfirmed_write" and isinstance(value.get("proposal"), dict)
 
 
