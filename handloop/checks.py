@@ -46,7 +46,10 @@ A check the declaration gives nothing to judge (no planning, no requires or plan
 applicable: judge() leaves it out and not_applicable() says why; a declaration that leaves no check at all gets
 one pending verdict, never an empty pass.
 - Nothing to judge is not a pass: a check whose subject never happened (no business call took
-  effect, no write took effect) is pending, and progress() says how far the task got.
+  effect, no write took effect) is pending, and progress() says how far the task got. But a run that asked for no
+  write (Transcript.unasked: finished, no write called, none asked by the user's own messages nor named by a plan,
+  as the loop reads it) has no write to wait for: write_after_confirmation passes, and a check pending for want of
+  a write (not_reached) is not applicable to that run.
 Cost: each rule is linear in the conversation (up to a log factor), never a scan of the calls before each call:
 no_skipped_step walks the calls once, carrying what was done and the plan in force; provenance looks values up
 in an index of each source's results (_Seen), built once.
@@ -69,7 +72,8 @@ CHECKS = tuple((cid, Said(f"check.{cid}")) for cid in ("plan_first", "no_skipped
 CAUSES = ("not_reached", "ambiguous", "unknown_outcome", "not_declared")     # why a check is pending
 NOT_APPLICABLE = {cid: Said(f"na.{cid}") for cid in ("plan_first", "no_skipped_step", "provenance",
                                                      "write_after_confirmation", "answer_matches_receipt")}
-PROGRESS = {"no_business_call": "progress.no_business_call", "no_booking": "progress.no_booking", "booked": None}
+PROGRESS = {"no_business_call": "progress.no_business_call", "no_booking": "progress.no_booking",
+            "no_write_asked": "progress.no_write_asked", "booked": None}
 
 
 # ---- the core checks: each returns (verdict, reason as a Said, cause) ----
@@ -517,22 +521,39 @@ def _unknown(name):
 
 
 def judge(t):
-    """The verdicts of one transcript, in report order: the checks its agent's declaration calls for."""
-    return [dict(id=cid, name=name, **dict(zip(("verdict", "reason", "cause"), fn(t))))
-            for cid, name, fn in applicable(t.agent)[0]]
+    """The verdicts of one transcript, in report order: the checks its agent's declaration calls for. In a run that
+    asked for no write (Transcript.unasked: a question only, ended with its answer) a check that waits for a write
+    to judge (pending, not_reached) is not applicable to it (not_applicable says why)."""
+    return _judged(t)[0]
 
 
 def not_applicable(t):
-    """The core checks left out for this agent, each with why: [{id, name, reason}]."""
-    return [{"id": cid, "name": NAMES[cid], "reason": why} for cid, why in applicable(t.agent)[1].items()]
+    """The core checks left out for this agent, each with why, and those a run that asked for no write gives
+    nothing to judge: [{id, name, reason}]."""
+    return [{"id": cid, "name": NAMES[cid], "reason": why} for cid, why in applicable(t.agent)[1].items()] + \
+        _judged(t)[1]
+
+
+def _judged(t):
+    """(the verdicts, the checks left out as unasked), once per transcript."""
+    if getattr(t, "_judged", None) is None:
+        verdicts = [dict(id=cid, name=name, **dict(zip(("verdict", "reason", "cause"), fn(t))))
+                    for cid, name, fn in applicable(t.agent)[0]]
+        unasked = t.unasked
+        kept = [v for v in verdicts if not (unasked and v["verdict"] == "pending" and v["cause"] == "not_reached")]
+        left = [{"id": v["id"], "name": v["name"], "reason": Said("na.unasked")} for v in verdicts if v not in kept]
+        t._judged = (kept, left)
+    return t._judged
 
 
 def progress(t):
     """How far the task got, for a report whose checks had nothing to judge: no business call took effect, no
-    write did, or one did (an agent without a write: its business calls did)."""
+    write did, none was asked (Transcript.unasked), or one did (an agent without a write: its business calls did)."""
     if not t.ok(*t.agent.business):
         return "no_business_call"
-    return "booked" if t.ok(*t.agent.writes) or not t.agent.writes else "no_booking"
+    if t.ok(*t.agent.writes) or not t.agent.writes:
+        return "booked"
+    return "no_write_asked" if t.unasked else "no_booking"
 
 
 def progress_said(t, key):

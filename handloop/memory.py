@@ -7,7 +7,8 @@ gives the same memory as the live run did (that is how a resume checks an audit 
 
 Proposals and confirmation: a proposal is a blocked write (its exact arguments) or, while the
 task's write has not happened, a model answer after the task made progress that is an offer
-(a proposal in words: words for the user, no tool markup or pasted result, no claim of a write
+(a proposal in words: words for the user that propose it, texts/words.proposes, not a mention of a write nor
+how the user may make it; no tool markup or pasted result, no claim of a write
 that never ran, naming exactly one id the reads gave and one declared choice for each of a
 write's id and choice effects, at least one for a list effect: texts/stated.py); any other answer leaves the run waiting for the user's reply, and one that looks like a proposal says why it is none
 (`why_not_offer`, kept as `unoffered` until the next answer: the argument, the values it named or could take). Confirmation comes only from a user message that is one of the agent's confirm replies
@@ -19,7 +20,9 @@ An agent without a write tool has nothing to confirm: its answer ends the run.
 What the loop does after an answer (`verdict`) follows from this state: an answer that moves nothing
 (no offer, no question to the user, the user did not decline, no write made) is nudged with the task's
 next step forced (`next_step`: the plan's first ready step, or a write's prerequisites and then the write
-itself), each step once per user message (`pushed`), so a run always comes back to the user; an answer
+itself, for a write the run wants: `wanted`, the plan names it or the user's own messages ask for it), each step
+once per user message (`pushed`), so a run always comes back to the user; a run that wants no write (a question
+only) ends with its answer, as a run of an agent without a write tool does; an answer
 that only gives a tool result back (`echoed`) is never an offer, and is nudged like a call written as text.
 `render()` projects memory into the system message (context.py lays out what is sent), in the
 agent's language. What the agent's rules read of the run is every successful call so far (`done`, given to a rule as
@@ -274,14 +277,15 @@ class Memory:
                 self.unoffered = self.why_not_offer(text)
 
     def offers(self, text):
-        """Whether an answer is an offer the user can confirm: words for the user (no tool markup,
-        no pasted tool result, no claim of a write that did not happen) that name, for some write
+        """Whether an answer is an offer the user can confirm: words for the user that propose (a question or a
+        statement offering to do it, words.proposes: not a mention of a write, nor how the user may make it), with
+        no tool markup, no pasted tool result, no claim of a write that did not happen, and that name, for some write
         tool, exactly one value of each of its `id` effects among the values the reads gave for that
         argument (texts/stated.py), and of each `choice` effect among its schema's enum and aliases;
         other identifiers may be named beside them. A tool-less memory (no declarations) keeps the
         loose rule: any answer that names an id the reads gave, or any at all if none."""
         plain = words.plain(text)
-        if words.markup(text, self.tool_names) or "write" in self.unbacked(text):
+        if not words.proposes(text) or words.markup(text, self.tool_names) or "write" in self.unbacked(text):
             return False
         if not self.write_tools:
             return not self.names or any(words.names_in(plain, i, n) for i, n in self.names.items())
@@ -362,8 +366,9 @@ class Memory:
         """The tool the task needs next and can call now: set_plan while a planning agent has no plan; else
         the tool (a read or write) of the first pending plan step whose dependencies are done and whose
         prerequisites (requires, sources) succeeded; else, as for an agent without planning, the first of a
-        write's prerequisites that has not succeeded and can run, or the write itself once they all did (only
-        while no write was made: after one, only the plan names further writes). None when nothing is ready."""
+        write's prerequisites that has not succeeded and can run, or the write itself once they all did (only for a
+        write the run wants, `wanted`, and only while no write was made: after one, only the plan names further
+        writes). None when nothing is ready."""
         if self.agent.planning and not self.plan and "set_plan" in self.tool_names:
             return "set_plan"
         for step in self.plan:
@@ -374,6 +379,8 @@ class Memory:
         if self.writes:
             return None
         for write in self.write_tools:
+            if not self.wanted(write.name):
+                continue
             for need in (*self.needs.get(write.name, ()), write.name):
                 if self._done(need):
                     continue
@@ -381,6 +388,17 @@ class Memory:
                 if ready:
                     return ready[0]
         return None
+
+    def wanted(self, tool):
+        """Whether the run asks for the write `tool`: the plan names it, or the user's own messages ask for it
+        (`asked`). Only a wanted write is pushed (next_step); a run that wants none ends with its answer."""
+        return any(step.get("tool") == tool for step in self.plan) or self.asked(tool)
+
+    def asked(self, tool):
+        """Whether the user's own messages (never the model's, a tool's or the loop's) ask for the write `tool`:
+        a verb of its name or description (texts/words.asks_for), not a question of how to do it themselves."""
+        write = next((t for t in self.write_tools if t.name == tool), None)
+        return write is not None and words.asks_for(self.said, write.name, write.description)
 
     def _ready(self, tool):
         return all(self._done(need) for need in self.needs.get(tool, ()))
@@ -443,7 +461,8 @@ class Memory:
         reason), or ("nudge", kind) when the loop should tell the model what is wrong and ask again,
         forcing the next step. An answer that moves nothing (no offer, no question to the user, no final
         answer after the write, the user did not decline) is nudged once per ready step and per user
-        message; then the run waits for the user."""
+        message; then the run waits for the user, unless the run wants no write (`wanted`: none asked by the
+        user nor named by the plan): then the answer ends it, as for an agent without a write tool."""
         if self.current is None and (self.writes or self.declined):
             return "done", "final_answer"
         if written_calls and "written_call" not in self.nudged:
@@ -464,6 +483,8 @@ class Memory:
             return "nudge", "step" if self.progress else "idle"
         if not self.progress and "idle" not in self.nudged:
             return "nudge", "idle"
+        if self.write_tools and not any(self.wanted(t.name) for t in self.write_tools):
+            return "done", "final_answer"       # nothing asked to be written: the answer is the result
         return "suspended", "awaiting_reply"
 
     # ---- what the guards ask ----

@@ -454,6 +454,7 @@ def test_an_agent_without_planning_steps_through_its_writes_requires(tmp_path):
     agent = session.load_file(EXAMPLE)
     ts = toolset.ToolSet("e", agent=agent)
     memory = loop.Memory(agent=agent).declare(ts.tools.values())
+    memory.absorb_user(agent.goal)                # the user asks for the booking: it is pushed
     seen = []
     for _ in range(3):
         seen.append(memory.next_step())

@@ -5,7 +5,9 @@ or an approval as readings.classify_reply reads it) answers the proposal in forc
 shown (its declared effect arguments: a blocked proposal's own, or the ids and choice values a proposal in words
 named; its tool, when the proposal named one); a confirmation is used up by the write that took effect, and spent by
 a write of what it confirmed that ran and failed (_ran). A write after a decline, a change, a rejection, a
-question or no answer fails; after an unclear answer it is pending.
+question or no answer fails; after an unclear answer it is pending. A proposal in words proposes (words.proposes: a
+mention of a write, or how the user may make it, is none). A finished run that called no write and asked for none
+(Transcript.unasked: a question only) passes: nothing waits for a confirmation.
 
 A run of this project that records its agent (Transcript.strict) is read exactly as its guards read it, with the
 leaf texts/stated.py they share: a proposal in words is the last answer before the user's reply when it states one
@@ -29,6 +31,8 @@ def write_after_confirmation(t):
     results, state = _walk(t)
     faults, doubts, fine = sort_judged(results)
     spoken, w = t.spoken, said_tools(t.agent.writes)
+    if not results and t.unasked:           # a question only: nothing to write, nothing waits, the run ended
+        return "pass", Said("write.unasked", what=w), None
     last = t.messages[spoken[-1]] if spoken else {}
     waiting: Said | str
     if state["proposal"] is None and state["withdrawn"] and state["withdrawn"][2] == "rejected":
@@ -194,8 +198,10 @@ def _held(call):
 
 
 def _states(t, pos):
-    """Whether the answer at messages[pos] states a write of the agent, as its guards read an offer."""
-    return bool(_offered(t, pos, t.messages[pos]["text"]))
+    """Whether the answer at messages[pos] offers a write of the agent, as its guards read an offer: it proposes
+    (words.proposes) and states the write."""
+    text = t.messages[pos]["text"]
+    return words.proposes(text) and bool(_offered(t, pos, text))
 
 
 def _offered(t, pos, text):

@@ -259,9 +259,22 @@ def _read_all(path):
         raise Unreadable(Said("file.no_said", path=path))
     fmt = next((f for f in ("pydantic_ai", "anthropic", "responses", "langchain", "chat") if f in formats), "chat")
     notes = [Said("note.skipped", count=n, kind=kind) for kind, n in skipped.items() if kind != "reasoning"]
+    described = _descriptions(meta.get("tools"))
     meta = dict({k: meta[k] for k in ("run_id", "status", "mode") if isinstance(meta.get(k), str)},
-                **({"agent": meta["agent"]} if isinstance(meta.get("agent"), dict) else {}))
+                **({"agent": meta["agent"]} if isinstance(meta.get("agent"), dict) else {}),
+                **({"descriptions": described} if described else {}))
     return [(messages, meta, fmt, container, notes)]
+
+
+def _descriptions(tools):
+    """{tool name: description} of a file's tool schemas (Chat Completions' {"function": {...}} or a plain
+    {"name", "description"}): what a write's verbs are read from (texts/words.asks_for), as the run read them."""
+    found = {}
+    for tool in tools if isinstance(tools, list) else ():
+        spec = tool.get("function", tool) if isinstance(tool, dict) else None
+        if isinstance(spec, dict) and isinstance(spec.get("name"), str) and isinstance(spec.get("description"), str):
+            found[spec["name"]] = spec["description"]
+    return found
 
 
 def _read_file(path):

@@ -33,6 +33,7 @@ ZH = {
     "na.provenance": "该智能体没有声明 sources",
     "na.write_after_confirmation": "该智能体没有写工具",
     "na.answer_matches_receipt": "该智能体没有写工具，没有回执可对",
+    "na.unasked": "任务没有要求写操作（只问了问题），运行以答复结束：没有可判断的写操作",
     "declared.nothing": "该智能体没有声明任何可检查的东西（不做计划，没有 requires、sources、写工具或自己的检查），无从判断",
     "check.unknown": "该智能体声明的检查 {name!r} 评委不认识（认识的有：{known}），无从判断",
     # ---- the words of the Xi'an agent's tools and arguments (wording only: what is judged is declared) ----
@@ -92,6 +93,7 @@ ZH = {
     "receipt.contradicts": "第 {turn} 轮的最终答复说 {arg} 是 {named}，但 {call} 的回执是 {written}",
     "receipt.matches": "第 {turn} 轮的最终答复没有说出与 {count} 个生效写操作的回执不符的值",
     "write.nothing": "还没有生效的{what}，无从判断{waiting}",
+    "write.unasked": "任务没有要求{what}（用户的消息里没有，计划里也没有），也没有调用过：运行以答复结束，没有等待确认的提案",
     "write.rejected_waiting": "；第 {turn} 轮的 {name} 被用户拒绝（「{reply}」），没有{what}",
     "write.withdrawn_waiting": "；用户回复「{reply}」，没有{what}",
     "write.waiting": "；第 {turn} 轮的提案等待用户答复",
@@ -120,6 +122,7 @@ ZH = {
     "differs.unbound": "{key}={value} 既不是提案写明的，也不是由提案写明的值决定的（与它来自不同的记录）",
     "progress.no_business_call": "任务还没有走到业务调用（没有生效的{business}）",
     "progress.no_booking": "任务没有走到{write}这一步（没有生效的{write}）",
+    "progress.no_write_asked": "任务没有要求{write}（只问了问题），运行以答复结束",
     # ---- the conversation: calls and notes ----
     "call.label": "第 {turn} 轮 {name}（{id}）",
     "call.unnamed": "（无名工具）",
@@ -245,6 +248,7 @@ EN = {
     "na.provenance": "this agent declares no sources",
     "na.write_after_confirmation": "this agent has no write tool",
     "na.answer_matches_receipt": "this agent has no write tool: there is no receipt to hold an answer to",
+    "na.unasked": "the task asked for no write (a question only) and the run ended with its answer: no write to judge",
     "declared.nothing": "this agent declares nothing to check (no planning, no requires, sources, write tool or checks "
                         "of its own): nothing to judge",
     "check.unknown": "the judge does not know the check {name!r} this agent declares (it knows: {known}): nothing to "
@@ -312,6 +316,8 @@ EN = {
     "receipt.matches": "turn {turn}'s final answer names nothing the receipts of the {count} write(s) that took effect "
                        "contradict",
     "write.nothing": "no {what} has taken effect yet: nothing to judge{waiting}",
+    "write.unasked": "the task asked for no {what} (not in the user's messages, not in the plan) and none was called: "
+                     "the run ended with its answer, no proposal waits for a confirmation",
     "write.rejected_waiting": "; the user rejected the {name} of turn {turn} (\"{reply}\"): no {what}",
     "write.withdrawn_waiting": "; the user replied \"{reply}\": no {what}",
     "write.waiting": "; the proposal of turn {turn} awaits the user's answer",
@@ -350,6 +356,7 @@ EN = {
                        "record than its value's)",
     "progress.no_business_call": "the task has not reached a business call yet (no {business} took effect)",
     "progress.no_booking": "the task did not reach the {write} step (no {write} took effect)",
+    "progress.no_write_asked": "the task asked for no {write} (a question only): the run ended with its answer",
     # ---- the conversation: calls and notes ----
     "call.label": "turn {turn} {name} ({id})",
     "call.unnamed": "(unnamed tool)",

@@ -331,8 +331,31 @@ class Transcript:
         return self._prefix("ids", calls, dict, lambda names, c: stated.ids_in(c.result, names)).at(pos)
 
     def about_write(self, pos, text):
+        """Whether an answer at messages[pos] speaks of a write (a booking word, an id a read gave, a choice value).
+        In a run of this project (strict) it must also propose, as the run reads an offer (words.proposes: a
+        mention of a write, or how the user may make it, proposes nothing); another system's transcript keeps the
+        wider reading."""
+        if self.strict and not words.proposes(text):
+            return False
         ids, choices = self.shown(pos, text)
         return bool(self.agent.words.search(text) or ids or choices)
+
+    def wanted(self):
+        """The agent's writes the run asked for, as the loop reads it (memory.wanted): named by a plan that took
+        effect, or asked for by the user's own messages (texts/words.asks_for: a verb of the write's name or of
+        its description, when the file records its tools)."""
+        said = self.said_before(len(self.messages))
+        described = self.meta.get("descriptions") or {}
+        planned = {tool_name(str(s.get("tool"))) for c in self.ok("set_plan")
+                   for s in (c.arg("steps") if isinstance(c.arg("steps"), list) else []) if isinstance(s, dict)}
+        return [w for w in self.agent.writes if w in planned or words.asks_for(said, w, described.get(w, ""))]
+
+    @property
+    def unasked(self):
+        """Whether the run was a task that asked for no write and ended with its answer: it is finished, the agent
+        has writes, none was called (none took effect, none was held as a proposal) and none is `wanted`."""
+        return bool(self.finished and self.agent.writes and not any(c.write for c in self.calls)
+                    and not self.wanted())
 
     def open_ask(self, pos):
         """The turn of a booking text before messages[pos] that no user message has answered yet."""

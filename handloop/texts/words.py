@@ -1,7 +1,9 @@
 """Reading what a model's answer says: which ids (or their names), choices, dates and counts it
 states (is a write the one the user was shown when they confirmed?), which actions it claims to
 have done (`claims`), whether it carries tool markup or a pasted tool result instead of
-words for the user (`markup`, `pasted`), and whether it asks the user something (`asks`).
+words for the user (`markup`, `pasted`), whether it asks the user something (`asks`), whether it proposes doing
+something for them (`proposes`: an offer, not a mention or a how-to), and which writes the user's own words ask for
+(`asks_for`: the verbs of a write's name and description, VERBS).
 
 Invariants: imports no project module, so the offline judge reads answers with the same code as
 the run (what an answer claims must read the same in both); pure functions of the text;
@@ -138,5 +140,109 @@ QUESTION = re.compile(r"\?|[吗呢嘛](?:\s*[。.!！~～]|\s*$)|哪(?:家|个|�
 
 
 def asks(text):
-    """Whether a text asks the user something (a question, not a request to wait or to confirm nothing)."""
-    return bool(QUESTION.search(plain(text)))
+    """Whether a text asks the user something (a question, not a request to wait or to confirm nothing; a closing
+    formula, "Anything else?", asks nothing)."""
+    return bool(QUESTION.search(_unclosed(plain(text))))
+
+
+# Closing formulas: an offer of more help once the answer is given ("Is there anything else I can help you with?",
+# 「还有其他需要帮忙的吗？」). They ask nothing about the task and propose nothing.
+CLOSING = re.compile(r"(?:is\s+there\s+)?anything\s+else\b[^.!?\n]*[.!?]*"
+                     r"|(?:please\s+)?(?:let\s+me\s+know|feel\s+free\s+to\s+ask)\s+if\s+(?:you\s+(?:need|have)|there\s+is|"
+                     r"there's)\s+(?:anything|any\s+other|more|other)\b[^.!?\n]*[.!?]*"
+                     r"|(?:请问)?(?:您|你)?还有(?:什么|其他|别的|其它)[^。！？!?\n]*[。！？!?]*"
+                     r"|(?:如有|如果还有|如果有|若有|还有)(?:其他|其它|任何|别的)(?:问题|疑问|需要)[^。！？!?\n]*[。！？!?]*")
+
+
+def _unclosed(text):
+    """A plain text without its closing formulas."""
+    return CLOSING.sub(" ", text)
+
+
+# An offer to write: a question or a statement that proposes doing it for the user ("Shall I book it?", "I can pay
+# B2 for you, confirm?", 「确认后为您预订」, 「要我帮您取消吗？」). Mentioning a write, or telling the user how they
+# can make it themselves ("You can change your password in settings.", 「密码可在设置中修改」), proposes nothing.
+PROPOSALS = {
+    "en": re.compile(
+        r"\b(?:shall|should|may|can|could)\s+i\b(?!\s+(?:help|assist|be\s+of|do\s+anything|answer|clarify|explain))"
+        r"|\b(?:shall|should)\s+we\b"
+        r"|\b(?:would|do)\s+you\s+(?:like|want)\s+(?:me\s+)?to\b(?!\s+(?:know|hear|learn|see|ask|check\s+anything))"
+        r"|\b(?:would|do)\s+you\s+(?:like|want)\s+(?:it|them|that|this|one)\b"
+        r"|\bwant\s+me\s+to\b|\blet\s+me\s+know\s+if\s+you\s+(?:want|would\s+like)\s+(?:me\s+)?to\b"
+        r"|\bconfirm(?:ation)?\b(?!\s+(?:number|code|email|id)\b)"
+        r"|\bproceed\b|\bgo\s+ahead\b"
+        r"|\bi(?:\s+would|'d|\s+can)?\s+(?:propose|suggest|recommend)\b|\bmy\s+(?:proposal|suggestion|recommendation)\b"
+        r"|\bi(?:\s+can|\s+could|\s+will|'ll|'d|\s+would)\s+(?:be\s+(?:happy|glad)\s+to\s+)?[a-z]+\b[^.!?\n]{0,80}?"
+        r"\b(?:for\s+you|once\s+you|if\s+you|when\s+you|after\s+you|as\s+soon\s+as\s+you)\b"
+        r"|\b(?:ready|happy|glad)\s+to\s+(?!help|assist)[a-z]+"
+        r"|\b(?:is\s+(?:that|this|it)\s+(?:ok|okay|alright|all\s+right|fine)|sounds?\s+good|does\s+(?:that|this)\s+work)\b"
+        r"|\b(?:reply|answer|say|respond)\s+(?:with\s+)?[\"'“‘「]?(?:yes|confirm|ok)\b"
+        r"|\bapprov(?:e|al)\b|\b(?:ok|okay)\s+to\b"),
+    "zh": re.compile(
+        r"确认(?:后|的话|之后|以后|无误|一下|吗|么|\s*[?？])|(?:您|你)(?:再次?)?(?:确认|同意)|请(?:您|你)?(?:再次?)?(?:确认|回复|回覆|答复)|回复\s*[「\"“]?确认"
+        r"|如(?:需|需要|果需要|果(?:您|你)需要|(?:您|你)需要|果(?:您|你)同意|(?:您|你)同意)"
+        r"|是否(?:需要|要|同意|继续|确认|现在|立即|马上|帮|为|给|替|预订|预定|下单|支付|办理|执行|提交)|要不要|需不需要"
+        r"|(?:要|需要|想让|想要)我[^。！？!?\n]{0,40}[吗么嘛]|(?:要|需要)(?:为|帮|给|替)(?:您|你)[^。！？!?\n]{0,40}[吗么嘛]"
+        r"|(?:我|可以|能|将|会|来|马上|这就)(?:为|帮|给|替)(?:您|你)(?!查|看|找|解答|说明|介绍)"
+        r"|我(?:还|也)?(?:可以|能)(?!查|看|找|解答|说明|介绍|告诉|回答)"
+        r"|(?:要|需要)(?:现在|马上|立即)?(?:办理|办|做|执行|提交|处理|继续|申请|操作)[吗么嘛]"
+        r"|我?(?:建议|推荐|提议)(?!(?:您|你))|(?:建议|推荐)(?:为|帮)(?:您|你)"
+        r"|(?:好|可以|行|同意|确定|没问题)吗|可以的话|批准|(?:订|买|选|要|换|付|退)(?:哪|几)"),
+}
+
+
+def proposes(text, lang=None):
+    """Whether a text proposes doing something for the user: a question or a statement that offers it (see
+    PROPOSALS), closing formulas aside. `lang`: read that language's patterns only ("en", "zh"); None: both (a
+    model may answer in either)."""
+    plain_text = _unclosed(plain(text))
+    patterns = [PROPOSALS[lang]] if lang in PROPOSALS else PROPOSALS.values()
+    return any(p.search(plain_text) for p in patterns)
+
+
+# The verbs of writes, one group of synonyms a line: (English, Chinese) regex fragments, English read as whole words
+# (a sentence's start is ^), Chinese as substrings. Nouns that share a verb's letters are left out ("booking",
+# "order", "cancellation", 订单, 支付方式): a question about a booking or an order asks for no write.
+VERBS = (
+    (r"book(?:s|ed)?|reserv(?:e|es|ed|ing)", r"预订|预定|订(?!单|阅)|订购"),
+    (r"pay(?:s|ing)?|paid|settle[sd]?|transfer(?:s|red|ring)?|wire[sd]?", r"支付(?!方式)|付款(?!方式)|付钱|缴费|缴纳|还款|"
+     r"结账|转账|汇款|转给|转\s*[\d一二两三四五六七八九十]"),
+    (r"cancel(?:s|led|ed|ling|ing)?|call\s+off", r"取消|退订|撤销"),
+    (r"send(?:s|ing)?|sent|tell|forward(?:s|ed)?|notify|notified|invite[sd]?|inviting", r"发送|发给|发一|发个|告诉|转告|"
+     r"转发|通知|邀请"),
+    (r"chang(?:e|es|ed|ing)|updat(?:e|es|ed|ing)|modif(?:y|ies|ied|ying)|edit(?:s|ed|ing)?|reset(?:s|ting)?|renam(?:e|ed)",
+     r"修改|更改|改成|改为|更新|变更|重置|重设"),
+    (r"return(?:s|ed|ing)?|send\s+back", r"退货|退回|退还|退掉|寄回"),
+    (r"exchang(?:e|es|ed|ing)|swap(?:s|ped)?|replac(?:e|es|ed|ing)", r"换货|更换|换成|换一|调换|替换"),
+    (r"refund(?:s|ed|ing)?", r"退款|退钱"),
+    (r"buy(?:s|ing)?|bought|purchas(?:e|es|ed|ing)|(?:^|please\s+|to\s+|and\s+|then\s+)order|re-?order|ordering|"
+     r"order\s+(?:a|an|one|two|three|new|some|me|it|them|for)", r"购买|下单|订购|买(?!单)"),
+    (r"delet(?:e|es|ed|ing)|remov(?:e|es|ed|ing)", r"删除|删掉|移除|去掉"),
+    (r"add(?:s|ed|ing)?|join(?:s|ed)?|enrol+(?:s|ed)?", r"添加|加入|加到|拉进|拉入"),
+    (r"creat(?:e|es|ed|ing)|register(?:s|ed)?|sign\s+up|schedul(?:e|es|ed|ing)", r"创建|新建|开通|注册|预约|安排"),
+    (r"admit(?:s|ted)?|check\s+in", r"入院|收治|办理入住"),
+    (r"upgrad(?:e|es|ed|ing)|downgrad(?:e|es|ed|ing)", r"升级|降级|升舱"),
+    (r"note(?:s|d)?|record(?:s|ed)?|sav(?:e|es|ed)|log(?:s|ged)?", r"记录|记下|保存|备注"),
+)
+VERB_GROUPS = tuple((re.compile(rf"(?<![a-z0-9])(?:{en})(?![a-z0-9])"), re.compile(zh)) for en, zh in VERBS)
+# A sentence that asks how the user can do it themselves asks for no write ("How do I change my password?").
+HOW_TO = re.compile(r"\bhow\s+(?:do|can|could|should|would)\s+i\b|\bwhere\s+(?:do|can|could)\s+i\b|怎么|怎样|如何|在哪")
+SENTENCE = re.compile(r"[^.!?;。！？；\n]+")
+
+
+def asks_for(said, name, description=""):
+    """Whether the user's own messages (`said`: their texts) ask for a write: one of their sentences holds a verb
+    of the write's (the VERBS groups its name or its description's first sentence holds; none: its name's first
+    word, as a word) and does not ask how the user could do it themselves."""
+    sentences = [s.strip() for text in said for s in SENTENCE.findall(plain(text)) if not HOW_TO.search(s)]
+    return any(verb.search(s) for verb in _verbs(name, description) for s in sentences)
+
+
+def _verbs(name, description):
+    """The patterns of a write's verbs (both languages of each VERBS group its name or description holds)."""
+    own = plain(re.sub(r"[_\-]+", " ", str(name)))
+    first = SENTENCE.search(plain(description))
+    held = " ".join([own, first.group(0) if first else ""])
+    found = [p for group in VERB_GROUPS if any(p.search(held) for p in group) for p in group]
+    word = own.split()[0] if own.split() else ""
+    return found or ([re.compile(rf"(?<![a-z0-9]){re.escape(word)}[a-z]*")] if word else [])
