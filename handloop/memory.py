@@ -15,7 +15,9 @@ write's id and choice effects, at least one for a list effect: texts/stated.py);
 (「确认」 for the Xi'an agent) after a proposal, never from model, tool or loop text; it authorises the proposed write (for words: the ids and
 choices the text named, the dates and counts it or the user stated; the tool it showed) and is used up by it, or
 by the write's failure (`_spend`: it ran and did not succeed; any later write is a new proposal). Any
-other user reply withdraws the proposal; a reply that declines ends the task's need to write.
+other user reply withdraws the proposal; a reply that declines ends the task's need to write. The records
+themselves (one per proposal, its state and each write's fate) are proposals.py's: this module decides when one
+opens, is confirmed or closes.
 An agent without a write tool has nothing to confirm: its answer ends the run.
 What the loop does after an answer (`verdict`) follows from this state: an answer that moves nothing
 (no offer, no question to the user, the user did not decline, no write made) is nudged with the task's
@@ -35,6 +37,7 @@ from . import texts
 from .texts import rules, stated, words
 from .agents import Agent
 from .calls import HookError, declared_tool, hooked
+from .proposals import Proposals
 from .values import cut
 
 LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)
@@ -60,9 +63,7 @@ class Memory:
         self.done_tools = set()   # tools that succeeded in this run
         self.progress = 0         # successful read and write calls: the task moved
         self.names = {}           # any id a read result gave -> the name beside it (None: no name)
-        self.proposals = []       # one record per proposal, in order, each with its fate (`_record`); the one
-                                  # in force (`current`) is the last still proposed or confirmed
-        self.batch = None         # the record this turn's blocked writes join (one proposal for them all)
+        self.ledger = Proposals()  # one record per proposal, in order, each with its fate (proposals.py)
         self.unwritten = False    # after that confirmation the model answered instead of writing
         self.declined = False     # the user's last reply declined the write
         self.differs = None       # the last write blocked as not what the user confirmed (a Call; the
@@ -103,8 +104,7 @@ class Memory:
         other.facts = {ns: dict(f) for ns, f in self.facts.items()}
         other.results, other.hooks, other.names = dict(self.results), dict(self.hooks), dict(self.names)
         other.said, other.writes, other.recent = list(self.said), list(self.writes), list(self.recent)
-        other.proposals = [dict(p, calls=list(p["calls"]), fates=list(p["fates"])) for p in self.proposals]
-        other.batch = None
+        other.ledger = self.ledger.copy()
         other.runs, other.blocked, other.done_tools = dict(self.runs), dict(self.blocked), set(self.done_tools)
         other.nudged, other.pushed = set(self.nudged), set(self.pushed)
         other.ahead = True
@@ -114,12 +114,16 @@ class Memory:
         """A fact some tool's absorb keeps under `key` (the first namespace that has it)."""
         return next((f[key] for f in self.facts.values() if key in f), default)
 
-    # ---- the proposals: one record each, and the one in force ----
+    # ---- the proposals: one record each (proposals.py), and the one in force ----
+    @property
+    def proposals(self):
+        """Every proposal of the run in order, each a record with its fate (proposals.py)."""
+        return self.ledger.records
+
     @property
     def current(self):
-        """The proposal in force: the last record still proposed or confirmed (a dict, see `_record`), or None."""
-        last = self.proposals[-1] if self.proposals else None
-        return last if last is not None and last["state"] in ("proposed", "confirmed") else None
+        """The proposal in force: the last record still proposed or confirmed (a dict, see proposals.py), or None."""
+        return self.ledger.current
 
     @property
     def proposal(self):
@@ -130,8 +134,7 @@ class Memory:
 
     def pending(self):
         """The blocked writes of the proposal in force that have not run yet, as shown to the user."""
-        current = self.current
-        return [c for c, fate in zip(current["calls"], current["fates"]) if fate is None] if current else []
+        return self.ledger.pending()
 
     @property
     def offer(self):
@@ -142,40 +145,27 @@ class Memory:
     @property
     def confirmed(self):
         """The user confirmed the proposal in force, and what it authorised has not all run yet."""
-        return self.current is not None and self.current["state"] == "confirmed"
+        return self.ledger.confirmed
 
     def _propose(self, shown=None, offer=None):
         """A new proposal (a blocked write's `shown` arguments, or an `offer` in words); the one in force before
         it gives way (withdrawn). A blocked write of the same turn joins the turn's proposal (a batch)."""
-        if shown is not None and self.batch is not None and self.batch is self.current:
-            self.batch["calls"].append(shown)
-            self.batch["fates"].append(None)
+        if shown is not None and self.ledger.join(shown):
             return
         self._close("withdrawn")
-        record = _record(len(self.proposals) + 1, [shown] if shown is not None else [], offer)
-        self.proposals.append(record)
-        self.batch = record if shown is not None else None
+        self.ledger.open(shown, offer)
 
     def _close(self, state):
         """The proposal in force ends: declined, withdrawn (another took its place), executed or failed."""
-        if self.current is not None:
-            self.current["state"] = state
+        self.ledger.close(state)
         self.unwritten, self.differs = False, None
 
     def _fate(self, call, fate):
         """A write ran on the authority of the proposal in force: `fate` is "executed" or "failed". The record
-        ends once every write it authorised ran (a proposal in words authorises one): executed when all of
-        them succeeded, else failed. A failure spends its confirmation all the same."""
-        current = self.current
-        if current is None:
-            return
-        if current["calls"]:
-            at = _matching(current, call)
-            current["fates"][at if at is not None else current["fates"].index(None)] = fate
-        else:
-            current["fates"].append(fate)
-        if None not in current["fates"]:
-            self._close("executed" if all(f == "executed" for f in current["fates"]) else "failed")
+        ends once every write it authorised ran; a failure spends its confirmation all the same."""
+        ended = self.ledger.fate(call, fate)
+        if ended is not None:
+            self._close(ended)
 
     @property
     def plan(self):
@@ -190,7 +180,7 @@ class Memory:
     def absorb_turn(self, calls, results):
         """Take one tool round into memory: the blocked calls first, then those that ran, so a call
         blocked beside a call that brought news is not "blocked with nothing new since"."""
-        self.batch = None                      # this turn's blocked writes form one proposal
+        self.ledger.new_turn()                 # this turn's blocked writes form one proposal
         pairs = list(zip(calls, results))
         blocked = [(c, r) for c, r in pairs if "blocked_by" in r]
         for call, result in blocked + [p for p in pairs if p not in blocked]:
@@ -440,9 +430,8 @@ class Memory:
             self.goal = text
             return
         self.unwritten = False
-        current = self.current
-        if self.agent.confirms(text) and current is not None:     # proposed, or confirmed again
-            current["state"], self.declined = "confirmed", False
+        if self.agent.confirms(text) and self.ledger.confirm():   # proposed, or confirmed again
+            self.declined = False
         else:
             self.declined = bool(texts.DECLINE.search(text))
             self._close("declined" if self.declined else "withdrawn")
@@ -597,23 +586,6 @@ def _from(decl, arg):
     """The tools whose results the values of a write's argument come from (its sources' alternatives), in order."""
     return list(dict.fromkeys(o["tool"] for s in stated.sources(decl) for o in stated.options(s)
                               if arg in o["args"] or arg + "[]" in o["args"]))
-
-
-def _record(number, calls, offer):
-    """One proposal: `calls` the blocked writes as shown to the user (each with its tool), or `offer` the words
-    of a proposal in words; `state` proposed → confirmed → executed | failed, or declined | withdrawn; `fates`
-    what became of each write it authorised ("executed" | "failed"; None: not run yet)."""
-    return {"number": number, "calls": calls, "offer": offer, "state": "proposed", "fates": [None] * len(calls)}
-
-
-def _matching(record, call):
-    """The index of the first write of `record` not run yet that is `call` as shown (its tool and the shown
-    values of its arguments), or None."""
-    for at, (shown, fate) in enumerate(zip(record["calls"], record["fates"])):
-        if fate is None and shown.get("tool") == call.name and \
-                all((call.args or {}).get(k) == v for k, v in shown.items() if k in (call.args or {})):
-            return at
-    return None
 
 
 def _needs(tool):
