@@ -135,6 +135,7 @@ def pasted(text):
 
 
 # A question to the user: a question mark, a sentence-final 吗/呢, an interrogative word.
+URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+|www\.\S+")      # a link's "?" asks nothing
 QUESTION = re.compile(r"\?|[吗呢嘛](?:\s*[。.!！~～]|\s*$)|哪(?:家|个|间|天|一|种|些|位|里)|是否|要不要|能否|可否|几(?:晚|天|位|个|间|点)"
                       r"|\b(?:would\s+you\s+like|do\s+you\s+want|shall\s+i|should\s+i)\b")
 
@@ -142,7 +143,7 @@ QUESTION = re.compile(r"\?|[吗呢嘛](?:\s*[。.!！~～]|\s*$)|哪(?:家|个|�
 def asks(text):
     """Whether a text asks the user something (a question, not a request to wait or to confirm nothing; a closing
     formula, "Anything else?", asks nothing)."""
-    return bool(QUESTION.search(_unclosed(plain(text))))
+    return bool(QUESTION.search(_unclosed(URL.sub(" ", plain(text)))))
 
 
 # Closing formulas: an offer of more help once the answer is given ("Is there anything else I can help you with?",
@@ -208,7 +209,8 @@ VERBS = (
     (r"pay(?:s|ing)?|paid|settle[sd]?|transfer(?:s|red|ring)?|wire[sd]?", r"支付(?!方式)|付款(?!方式)|付钱|缴费|缴纳|还款|"
      r"结账|转账|汇款|转给|转\s*[\d一二两三四五六七八九十]"),
     (r"cancel(?:s|led|ed|ling|ing)?|call\s+off", r"取消|退订|撤销"),
-    (r"send(?:s|ing)?|sent|tell|forward(?:s|ed)?|notify|notified|invite[sd]?|inviting", r"发送|发给|发一|发个|告诉|转告|"
+    (r"send(?:s|ing)?|sent|tell(?!\s+(?:me|us)\b)|(?<!looking )(?<!look )forward(?:s|ed)?|notify|notified|invite[sd]?|inviting",
+     r"发送|发给|发一|发个|告诉(?!我)|转告|"
      r"转发|通知|邀请"),
     (r"chang(?:e|es|ed|ing)|updat(?:e|es|ed|ing)|modif(?:y|ies|ied|ying)|edit(?:s|ed|ing)?|reset(?:s|ting)?|renam(?:e|ed)",
      r"修改|更改|改成|改为|更新|变更|重置|重设"),
@@ -227,15 +229,29 @@ VERBS = (
 VERB_GROUPS = tuple((re.compile(rf"(?<![a-z0-9])(?:{en})(?![a-z0-9])"), re.compile(zh)) for en, zh in VERBS)
 # A sentence that asks how the user can do it themselves asks for no write ("How do I change my password?").
 HOW_TO = re.compile(r"\bhow\s+(?:do|can|could|should|would)\s+i\b|\bwhere\s+(?:do|can|could)\s+i\b|怎么|怎样|如何|在哪")
-SENTENCE = re.compile(r"[^.!?;。！？；\n]+")
+# A question for a fact asks for no write either ("Who else is invited?", "When is my next class?", 「谁被邀请了？」);
+# a yes-no question can ("Can you book it?"), and so it is read as any other sentence.
+FACT_QUESTION = re.compile(r"^(?:and\s+|so\s+|but\s+|also\s+)?(?:who|whom|whose|what|when|where|which|why|"
+                           r"how\s+(?:many|much|long|often|far|old))\b.*\?$"
+                           r"|^(?!.*(?:帮|(?<![邀申])请|给我)).*(?:谁|多少|什么时候|几点|哪里|哪儿|什么).*[？?]$")
+# A verb after a form of "to be" is a state, not a request ("the files that are shared with Alex").
+PASSIVE = re.compile(r"(?<![a-z0-9])(?:am|is|are|was|were|be|been|being|get|got)\s+(?:[a-z]+ly\s+)?$")
+SENTENCE = re.compile(r"[^.!?;。！？；\n]+[.!?;。！？；]?")
 
 
 def asks_for(said, name, description=""):
     """Whether the user's own messages (`said`: their texts) ask for a write: one of their sentences holds a verb
     of the write's (the VERBS groups its name or its description's first sentence holds; none: its name's first
-    word, as a word) and does not ask how the user could do it themselves."""
-    sentences = [s.strip() for text in said for s in SENTENCE.findall(plain(text)) if not HOW_TO.search(s)]
-    return any(verb.search(s) for verb in _verbs(name, description) for s in sentences)
+    word, as a word), not as a state ("is invited"), in a sentence that asks neither how the user could do it
+    themselves nor a question for a fact ("Who else is invited?"); "tell me" asks for an answer, not a message."""
+    sentences = [s.strip() for text in said for s in SENTENCE.findall(URL.sub(" ", plain(text)))]
+    sentences = [s for s in sentences if not HOW_TO.search(s) and not FACT_QUESTION.search(s)]
+    return any(_active(verb, s) for verb in _verbs(name, description) for s in sentences)
+
+
+def _active(verb, sentence):
+    """Whether `verb` occurs in `sentence` as something to do, not as a state after "is", "are", "been"."""
+    return any(not PASSIVE.search(sentence[:m.start()]) for m in verb.finditer(sentence))
 
 
 def _verbs(name, description):
