@@ -2,7 +2,8 @@
 
 Turn 1 sets the plan and searches; every later turn searches hotels for another check-in
 date (distinct arguments, so no spin), each result padded to about 2 KB; the last turn
-answers. The loop's steps are timed where the loop calls them (loop.compact, loop.save,
+proposes the booking in words, so the run waits for the user's confirmation (an answer claiming a booking that never
+ran is no proposal: the loop would push the plan's next step). The loop's steps are timed where the loop calls them (loop.compact, loop.save,
 Memory.render are wrapped, nothing else changes), and the trace's chars_sent/chars_full give
 what was sent against the full history. At the last turn the compacted request is checked:
 every tool call answered in order (the fake endpoint's rules) and no message dropped.
@@ -43,7 +44,7 @@ def _ask(turns, sink):
     def ask(messages, tools, final=False):
         n = sum(1 for m in messages if m["role"] == "assistant")
         if n == turns - 1 or final:
-            message = {"role": "assistant", "content": workload.ANSWER}
+            message = {"role": "assistant", "content": workload.PROPOSAL_TEXT}
         else:
             day = (datetime.date(2026, 1, 1) + datetime.timedelta(days=n)).isoformat()
             calls = [workload.call(f"h{n}", "search_hotels", {"city": "西安", "check_in": day, "nights": 2})]
