@@ -101,6 +101,8 @@ class Recorder:
         self.layouts = {"ours": [], "append-only": [], "previous layout": []}
         self.epochs = []
         self.lengths = []        # per request: how many messages the record had, the tools' JSON
+        self.parts = []          # per request: the characters of its new messages by whose they are (parts())
+        self._sent = 0           # how many messages the previous request sent
 
     def __call__(self, messages, tools, final=False):
         r = self.run
@@ -114,7 +116,46 @@ class Recorder:
             tools_json + json.dumps(old_layout(r.messages, old_render(r.memory)), ensure_ascii=False))
         self.epochs.append(r.window.start)
         self.lengths.append((len(r.messages), tools_json))
+        new = parts(messages[self._sent:] if self._sent else messages)
+        new["tools"] = len(tools_json) if not self.lengths[:-1] or self.lengths[-2][1] != tools_json else 0
+        self.parts.append(new)
+        self._sent = len(messages)
         return self.inner(messages, tools, final)
+
+
+PARTS = ("tools", "model", "result", "user", "loop", "envelope")
+
+
+def _text(value):
+    """Characters a string takes inside the request's JSON (escaped, without its quotes)."""
+    return len(json.dumps(value, ensure_ascii=False)) - 2 if isinstance(value, str) else 0
+
+
+def parts(messages):
+    """The characters of messages as sent (json.dumps, ', ' between them), by whose they are ("tools", the
+    tool schemas' JSON when a request sends other schemas than the one before, is the Recorder's): "model" (the
+    model's own reply: its text, tool names and arguments), "result" (a tool message's content: what the
+    tool returned as the loop sends it), "user" (the user's words), "loop" (what the loop itself says: the
+    system prompt, its nudges, the calls it issues), "envelope" (the chat format's own keys, roles and ids)."""
+    out = dict.fromkeys(PARTS, 0)
+    for m in messages:
+        whole = len(json.dumps(m, ensure_ascii=False)) + 2
+        role, own = m.get("role"), 0
+        if m.get("name") == loop.LOOP_NAME or role == "system":
+            out["loop"] += whole
+            continue
+        if role == "tool":
+            own = _text(m.get("content"))
+            out["result"] += own
+        elif role == "user":
+            own = _text(m.get("content"))
+            out["user"] += own
+        elif role == "assistant":
+            calls = [c.get("function") or {} for c in m.get("tool_calls") or []]
+            own = _text(m.get("content")) + sum(_text(f.get("name")) + _text(f.get("arguments")) for f in calls)
+            out["model"] += own
+        out["envelope"] += whole - own
+    return out
 
 
 def common_prefix(a, b):
@@ -186,6 +227,8 @@ def _summary(recorder):
     for name, requests in recorder.layouts.items():
         out[name] = analyse(requests, recorder.epochs if name == "ours" else None)
     out["ours"]["bound_billed"] = lower_bound(recorder)
+    for row, new in zip(out["ours"]["per_turn"], recorder.parts):
+        row["parts"] = new            # whose the request's new characters are (parts())
     return out
 
 

@@ -78,6 +78,36 @@ def test_cache_reads_run_only_appends_and_the_cached_share_grows():
     assert shares[1:] == sorted(shares[1:]) and shares[-1] > 0.85            # one read a turn: a shrinking part
 
 
+def test_what_a_read_turn_adds_is_the_models_call_and_the_tools_result():
+    """Each request of the reads run adds only the model's call and the search's result (as the tool returned it,
+    compact JSON) in the chat format: nothing the loop says, no plan or memory render."""
+    import datetime
+    import json
+    from bench import cache
+    from handloop import tools
+    result, r = cache.reads_run(6)
+    rows = result["ours"]["per_turn"]
+    assert rows[0]["parts"]["tools"] > 0 and rows[0]["parts"]["loop"] > 0          # the schemas, the system prompt
+    for n, row in enumerate(rows[2:-1], start=1):
+        day = (datetime.date(2026, 10, 1) + datetime.timedelta(days=n)).isoformat()
+        own = json.dumps(tools.search_hotels("西安", day, 2), ensure_ascii=False, separators=(",", ":"))
+        p = row["parts"]
+        assert row["kept"] and p["tools"] == p["loop"] == p["user"] == 0
+        assert p["result"] == len(json.dumps(own, ensure_ascii=False)) - 2
+        assert p["model"] > 0 and sum(p.values()) == row["chars"] - rows[n]["chars"]
+
+
+def test_the_words_flow_adds_nothing_of_the_loops_after_the_first_request():
+    """Proposal in words, 「确认」, the booking, the answer: each later request is the previous one plus the model's
+    words or calls, the user's reply and the tools' results; the loop adds no text of its own."""
+    from bench import cache
+    result, r = cache.xian_run()
+    rows = result["ours"]["per_turn"]
+    assert r.status == "done" and len(rows) == 4
+    assert all(row["parts"]["loop"] == row["parts"]["tools"] == 0 for row in rows[1:])
+    assert rows[2]["parts"]["user"] > 0 and rows[3]["parts"]["result"] > 0
+
+
 def test_the_finish_bench_peers_make_our_decisions_and_we_bill_no_more():
     """Planning on, every peer's scripted model plans as ours does (set_plan beside the reads); ours, eager, bills
     no more than the leanest peer installed (skipped peers are left out)."""
