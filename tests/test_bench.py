@@ -121,6 +121,21 @@ def test_the_finish_bench_peers_make_our_decisions_and_we_bill_no_more():
         assert ours["input_tokens"] <= 1.1 * min(d["input_tokens"] for d in peers)
 
 
+def test_in_the_words_flow_we_bill_no_more_than_a_peer_making_the_same_decisions():
+    """The model proposes in words, the user confirms, then it books: every peer installed runs the same four
+    calls (no approval flow: the user approved in words) and ours bills no more than the leanest of them."""
+    from bench import finish
+    measured = finish.measure(("ours", "langgraph_words", "pydantic_ai_words"))["systems"]
+    ours = measured["ours"]
+    assert ours["booked"] and ours["answered"] and ours["calls"] == 4 and ours["kept"] == 3
+    peers = [d for name, d in measured.items() if name != "ours" and "skipped" not in d]
+    for peer in peers:
+        assert peer["calls"] == 4 and peer["booked"] and peer["answered"] and peer["kept"] == 3
+    if peers:
+        assert ours["billed_tokens"] <= min(d["billed_tokens"] for d in peers)
+        assert ours["input_tokens"] <= 1.1 * min(d["input_tokens"] for d in peers)
+
+
 def test_common_prefix():
     from bench import cache
     assert cache.common_prefix("abcdef", "abcxyz") == 3
