@@ -26,6 +26,7 @@ Tokens are estimated as characters / 3 (the loop's own estimate, config.CHARS_PE
 cached part is the exact common prefix (real providers cache in blocks, e.g. 128 tokens past a
 1,024-token minimum, which rounds it down a little). Billed = fresh + cached × CACHED_PRICE.
 """
+import dataclasses
 import datetime
 import json
 import os
@@ -233,12 +234,13 @@ def _summary(recorder):
 
 
 # ---- the two runs ----
-def xian_replies(eager=False):
+def xian_replies(eager=False, planning=True):
     """The scripted model of the Xi'an run: it proposes in words (then books after the user's
     confirmation), or (eager) calls book_hotel before asking, as the peers' approval flows do (the
-    blocked call is the proposal the user sees; confirmed, the loop makes it, the model answers)."""
-    opening = lambda: workload.calls_message(workload.call("c1", "set_plan", {"steps": workload.PLAN}),  # noqa: E731
-                                             workload.call("c2", "get_weather", workload.WEATHER),
+    blocked call is the proposal the user sees; confirmed, the loop makes it, the model answers);
+    set_plan beside the two reads unless the agent plans not (`planning` False)."""
+    plan = [workload.call("c1", "set_plan", {"steps": workload.PLAN})] if planning else []
+    opening = lambda: workload.calls_message(*plan, workload.call("c2", "get_weather", workload.WEATHER),  # noqa: E731
                                              workload.call("c3", "search_hotels", workload.SEARCH))
     answer = lambda: {"role": "assistant", "content": workload.ANSWER}     # noqa: E731
     if eager:
@@ -247,14 +249,15 @@ def xian_replies(eager=False):
             lambda: workload.calls_message(workload.call("c4", "book_hotel", workload.BOOK)), answer)
 
 
-def xian_run(eager=False):
+def xian_run(eager=False, planning=True):
     """The Xi'an run, proposal in words (or an eager booking blocked as the proposal), with every
-    request captured."""
+    request captured; `planning` False: the Xi'an agent without planning (no planning tools sent, no set_plan)."""
     folder = tempfile.mkdtemp(prefix="bench-cache-", dir=os.environ.get("BENCH_TMP"))
     try:
-        ts = sys_ours.BenchToolSet("cache-xian", workload.AGENT)
+        agent = workload.AGENT if planning else dataclasses.replace(workload.AGENT, planning=False)
+        ts = sys_ours.BenchToolSet("cache-xian", agent)
         r = runs.begin(folder, "cache-xian", workload.GOAL, ts, "scripted", fsync=False)
-        recorder = Recorder(r, sys_ours.playback(xian_replies(eager)))
+        recorder = Recorder(r, sys_ours.playback(xian_replies(eager, planning)))
         loop.run(r, recorder, ts)
         if (r.status, r.reason) != ("suspended", "awaiting_confirmation"):
             raise RuntimeError(f"Xi'an run: the proposal ended {r.status}/{r.reason}, not awaiting confirmation")

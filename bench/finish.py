@@ -20,7 +20,10 @@ JSON (the tool schemas, then the messages: role/content/tool calls), records tha
 decides from it like the other scripted models, making our scripted model's decisions (by the tool
 results since the user's message: none → set_plan + weather + search, three → book_hotel, four → the
 answer; with `PLANNING["on"]` False, the reads without set_plan: none → weather + search, two →
-book_hotel, three → the answer). Tokens = characters / 3;
+book_hotel, three → the answer, and no planning tool is sent: the peers are given the three business tools,
+ours is the Xi'an agent with `planning=False`). The words flow (`*_words`): the peer's model proposes in
+words as ours does (the run ends, the user's 「确认」 is the next message, the model books, no approval
+flow: the user approved in words). Tokens = characters / 3;
 billed = fresh + cached × cache.CACHED_PRICE, cached = the exact common prefix with the previous
 request (cache.analyse, the same rule as section 0).
 
@@ -80,7 +83,13 @@ def request_text(tool_schemas, messages, system=None):
     return tools_json + json.dumps(messages, ensure_ascii=False)
 
 
-PLANNING = {"on": True}     # the peers' model plans as ours does (set_plan with the reads); False: it skips it
+PLANNING = {"on": True}     # every agent plans (set_plan with the reads); False: no planning tools, no set_plan
+
+
+def _functions(functions):
+    """The tool functions a peer is given: all five when planning is on, else those but set_plan and mark_step
+    (as our agent without planning sends no planning tools)."""
+    return [f for f in functions if PLANNING["on"] or f not in (signatures.set_plan, signatures.mark_step)]
 
 
 def decide(messages):
@@ -127,13 +136,12 @@ def _summary(name, requests, pauses, output, booked):
 
 # ---- ours ----
 def ours(eager=False):
-    summary, r = cache.xian_run(eager)
+    summary, r = cache.xian_run(eager, PLANNING["on"])
     d = summary["ours"]
     return {"calls": d["turns"], "input_tokens": d["input_tokens"], "billed_tokens": d["billed_tokens"],
             "per_call": [round(x["input_tokens"]) for x in d["per_turn"]], "kept": d["kept_between_epochs"],
             "pauses": 1, "booked": r.memory.fact("booking") is not None, "answered": r.status == "done",
-            "tools_tokens": len(json.dumps(sys_ours.BenchToolSet("finish", workload.AGENT).schemas,
-                                           ensure_ascii=False)) / config.CHARS_PER_TOKEN,
+            "tools_tokens": d["per_turn"][0]["parts"]["tools"] / config.CHARS_PER_TOKEN,
             "how": HOW["ours_eager" if eager else "ours"]}
 
 
@@ -159,7 +167,7 @@ def agents_run():
             raise NotImplementedError("the benchmark does not stream")
 
     tools = [function_tool(f, strict_mode=f is not signatures.set_plan, description_override=DESCRIPTION[f.__name__],
-                           needs_approval=f is signatures.book_hotel) for f in signatures.TOOLS]
+                           needs_approval=f is signatures.book_hotel) for f in _functions(signatures.TOOLS)]
     agent = Agent(name="booker", instructions=workload.SYSTEM, model=ScriptedModel(),
                   model_settings=ModelSettings(parallel_tool_calls=True),
                   tools=tools)
@@ -226,7 +234,7 @@ def pydantic_ai_run(words=False):
         return sys_pydantic_ai.model_response((decide_words if words else decide)(chat))
 
     tool_list = [Tool(f, takes_ctx=False, description=DESCRIPTION[f.__name__],
-                      requires_approval=f is signatures.book_hotel and not words) for f in signatures.TOOLS]
+                      requires_approval=f is signatures.book_hotel and not words) for f in _functions(signatures.TOOLS)]
     agent = Agent(FunctionModel(scripted), system_prompt=workload.SYSTEM, tools=tool_list,
                   output_type=[str, DeferredToolRequests])
 
@@ -295,7 +303,7 @@ def langgraph_run(words=False):
             return {"error": "用户未批准预订"}
         return workload.book_hotel(**args)
 
-    reads = [tool(description=DESCRIPTION[f.__name__])(f) for f in signatures.READS]
+    reads = [tool(description=DESCRIPTION[f.__name__])(f) for f in _functions(signatures.READS)]
     app = sys_langgraph.agent_graph(ScriptedChatModel(), [*reads, book_hotel], InMemorySaver())
 
     before = workload.COUNTS.snapshot()

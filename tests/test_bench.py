@@ -136,6 +136,29 @@ def test_in_the_words_flow_we_bill_no_more_than_a_peer_making_the_same_decisions
         assert ours["input_tokens"] <= 1.1 * min(d["input_tokens"] for d in peers)
 
 
+def test_planning_off_no_system_is_sent_the_planning_tools():
+    """finish.PLANNING off: our agent without planning and every peer installed run the reads and the booking
+    with no set_plan and no planning tool in any request (what planning costs is not billed when it is off)."""
+    from bench import finish
+    texts, original = [], finish.request_text
+
+    def recorded(tool_schemas, messages, system=None):
+        texts.append(original(tool_schemas, messages, system))
+        return texts[-1]
+    finish.PLANNING["on"], finish.request_text = False, recorded
+    try:
+        off = finish.measure(("ours", "ours_eager", "langgraph", "pydantic_ai_words"))["systems"]
+    finally:
+        finish.PLANNING["on"], finish.request_text = True, original
+    on = finish.measure(("ours",))["systems"]["ours"]
+    for d in off.values():
+        assert "skipped" in d or (d["booked"] and d["answered"] and d["pauses"] == 1)
+    assert off["ours"]["calls"] == 4 and off["ours"]["tools_tokens"] < on["tools_tokens"]
+    assert off["ours"]["billed_tokens"] < on["billed_tokens"]
+    assert texts or all("skipped" in off[n] for n in ("langgraph", "pydantic_ai_words"))
+    assert not any('"name": "set_plan"' in t or '"name": "mark_step"' in t for t in texts)     # the peers' requests
+
+
 def test_common_prefix():
     from bench import cache
     assert cache.common_prefix("abcdef", "abcxyz") == 3
