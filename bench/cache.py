@@ -117,7 +117,8 @@ class Recorder:
             tools_json + json.dumps(old_layout(r.messages, old_render(r.memory)), ensure_ascii=False))
         self.epochs.append(r.window.start)
         self.lengths.append((len(r.messages), tools_json))
-        new = parts(messages[self._sent:] if self._sent else messages)
+        same_epoch = len(self.epochs) > 1 and self.epochs[-2] == self.epochs[-1]
+        new = parts(messages[self._sent:] if same_epoch else messages)     # an epoch's first request: all of it
         new["tools"] = len(tools_json) if not self.lengths[:-1] or self.lengths[-2][1] != tools_json else 0
         self.parts.append(new)
         self._sent = len(messages)
