@@ -26,6 +26,7 @@ Tokens are estimated as characters / 3 (the loop's own estimate, config.CHARS_PE
 cached part is the exact common prefix (real providers cache in blocks, e.g. 128 tokens past a
 1,024-token minimum, which rounds it down a little). Billed = fresh + cached × CACHED_PRICE.
 """
+import dataclasses
 import datetime
 import json
 import os
@@ -101,6 +102,8 @@ class Recorder:
         self.layouts = {"ours": [], "append-only": [], "previous layout": []}
         self.epochs = []
         self.lengths = []        # per request: how many messages the record had, the tools' JSON
+        self.parts = []          # per request: the characters of its new messages by whose they are (parts())
+        self._sent = 0           # how many messages the previous request sent
 
     def __call__(self, messages, tools, final=False):
         r = self.run
@@ -114,7 +117,47 @@ class Recorder:
             tools_json + json.dumps(old_layout(r.messages, old_render(r.memory)), ensure_ascii=False))
         self.epochs.append(r.window.start)
         self.lengths.append((len(r.messages), tools_json))
+        same_epoch = len(self.epochs) > 1 and self.epochs[-2] == self.epochs[-1]
+        new = parts(messages[self._sent:] if same_epoch else messages)     # an epoch's first request: all of it
+        new["tools"] = len(tools_json) if not self.lengths[:-1] or self.lengths[-2][1] != tools_json else 0
+        self.parts.append(new)
+        self._sent = len(messages)
         return self.inner(messages, tools, final)
+
+
+PARTS = ("tools", "model", "result", "user", "loop", "envelope")
+
+
+def _text(value):
+    """Characters a string takes inside the request's JSON (escaped, without its quotes)."""
+    return len(json.dumps(value, ensure_ascii=False)) - 2 if isinstance(value, str) else 0
+
+
+def parts(messages):
+    """The characters of messages as sent (json.dumps, ', ' between them), by whose they are ("tools", the
+    tool schemas' JSON when a request sends other schemas than the one before, is the Recorder's): "model" (the
+    model's own reply: its text, tool names and arguments), "result" (a tool message's content: what the
+    tool returned as the loop sends it), "user" (the user's words), "loop" (what the loop itself says: the
+    system prompt, its nudges, the calls it issues), "envelope" (the chat format's own keys, roles and ids)."""
+    out = dict.fromkeys(PARTS, 0)
+    for m in messages:
+        whole = len(json.dumps(m, ensure_ascii=False)) + 2
+        role, own = m.get("role"), 0
+        if m.get("name") == loop.LOOP_NAME or role == "system":
+            out["loop"] += whole
+            continue
+        if role == "tool":
+            own = _text(m.get("content"))
+            out["result"] += own
+        elif role == "user":
+            own = _text(m.get("content"))
+            out["user"] += own
+        elif role == "assistant":
+            calls = [c.get("function") or {} for c in m.get("tool_calls") or []]
+            own = _text(m.get("content")) + sum(_text(f.get("name")) + _text(f.get("arguments")) for f in calls)
+            out["model"] += own
+        out["envelope"] += whole - own
+    return out
 
 
 def common_prefix(a, b):
@@ -186,16 +229,19 @@ def _summary(recorder):
     for name, requests in recorder.layouts.items():
         out[name] = analyse(requests, recorder.epochs if name == "ours" else None)
     out["ours"]["bound_billed"] = lower_bound(recorder)
+    for row, new in zip(out["ours"]["per_turn"], recorder.parts):
+        row["parts"] = new            # whose the request's new characters are (parts())
     return out
 
 
 # ---- the two runs ----
-def xian_replies(eager=False):
+def xian_replies(eager=False, planning=True):
     """The scripted model of the Xi'an run: it proposes in words (then books after the user's
     confirmation), or (eager) calls book_hotel before asking, as the peers' approval flows do (the
-    blocked call is the proposal the user sees; confirmed, the loop makes it, the model answers)."""
-    opening = lambda: workload.calls_message(workload.call("c1", "set_plan", {"steps": workload.PLAN}),  # noqa: E731
-                                             workload.call("c2", "get_weather", workload.WEATHER),
+    blocked call is the proposal the user sees; confirmed, the loop makes it, the model answers);
+    set_plan beside the two reads unless the agent plans not (`planning` False)."""
+    plan = [workload.call("c1", "set_plan", {"steps": workload.PLAN})] if planning else []
+    opening = lambda: workload.calls_message(*plan, workload.call("c2", "get_weather", workload.WEATHER),  # noqa: E731
                                              workload.call("c3", "search_hotels", workload.SEARCH))
     answer = lambda: {"role": "assistant", "content": workload.ANSWER}     # noqa: E731
     if eager:
@@ -204,14 +250,15 @@ def xian_replies(eager=False):
             lambda: workload.calls_message(workload.call("c4", "book_hotel", workload.BOOK)), answer)
 
 
-def xian_run(eager=False):
+def xian_run(eager=False, planning=True):
     """The Xi'an run, proposal in words (or an eager booking blocked as the proposal), with every
-    request captured."""
+    request captured; `planning` False: the Xi'an agent without planning (no planning tools sent, no set_plan)."""
     folder = tempfile.mkdtemp(prefix="bench-cache-", dir=os.environ.get("BENCH_TMP"))
     try:
-        ts = sys_ours.BenchToolSet("cache-xian", workload.AGENT)
+        agent = workload.AGENT if planning else dataclasses.replace(workload.AGENT, planning=False)
+        ts = sys_ours.BenchToolSet("cache-xian", agent)
         r = runs.begin(folder, "cache-xian", workload.GOAL, ts, "scripted", fsync=False)
-        recorder = Recorder(r, sys_ours.playback(xian_replies(eager)))
+        recorder = Recorder(r, sys_ours.playback(xian_replies(eager, planning)))
         loop.run(r, recorder, ts)
         if (r.status, r.reason) != ("suspended", "awaiting_confirmation"):
             raise RuntimeError(f"Xi'an run: the proposal ended {r.status}/{r.reason}, not awaiting confirmation")

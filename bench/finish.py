@@ -20,7 +20,10 @@ JSON (the tool schemas, then the messages: role/content/tool calls), records tha
 decides from it like the other scripted models, making our scripted model's decisions (by the tool
 results since the user's message: none → set_plan + weather + search, three → book_hotel, four → the
 answer; with `PLANNING["on"]` False, the reads without set_plan: none → weather + search, two →
-book_hotel, three → the answer). Tokens = characters / 3;
+book_hotel, three → the answer, and no planning tool is sent: the peers are given the three business tools,
+ours is the Xi'an agent with `planning=False`). The words flow (`*_words`): the peer's model proposes in
+words as ours does (the run ends, the user's 「确认」 is the next message, the model books, no approval
+flow: the user approved in words). Tokens = characters / 3;
 billed = fresh + cached × cache.CACHED_PRICE, cached = the exact common prefix with the previous
 request (cache.analyse, the same rule as section 0).
 
@@ -33,6 +36,7 @@ import json
 
 from bench import cache
 from handloop import config
+from handloop import tools
 from bench import signatures
 from bench import sys_agents
 from bench import sys_langgraph
@@ -40,9 +44,10 @@ from bench import sys_ours
 from bench import sys_pydantic_ai
 from bench import workload
 
-SYSTEMS = ("ours", "ours_eager", "agents", "pydantic_ai", "langgraph")
+SYSTEMS = ("ours", "ours_eager", "agents", "pydantic_ai", "langgraph", "pydantic_ai_words", "langgraph_words")
 LABELS = {"ours": "ours", "ours_eager": "ours, eager model", "agents": "OpenAI Agents SDK", "pydantic_ai": "pydantic-ai",
-          "langgraph": "LangGraph"}
+          "langgraph": "LangGraph", "pydantic_ai_words": "pydantic-ai, proposal in words",
+          "langgraph_words": "LangGraph, proposal in words"}
 # the descriptions our loop sends for its five tools (the real ToolSet's schemas)
 DESCRIPTION = {s["function"]["name"]: s["function"]["description"]
                for s in sys_ours.BenchToolSet("finish", workload.AGENT).schemas}
@@ -60,6 +65,10 @@ HOW = {
                    "(function + output tools) as OpenAI function schemas (tool results as pydantic-ai makes them: compact JSON)",
     "langgraph": "the LangChain messages the chat model received, converted by langchain-core's "
                  "`convert_to_openai_messages`, tools as bound (`convert_to_openai_tool`)",
+    "pydantic_ai_words": "as for pydantic-ai; the model proposes in words (the run ends), the user's 「确认」 is the "
+                         "next run's prompt over `result.all_messages()`, then book_hotel (no approval flow) and the answer",
+    "langgraph_words": "as for LangGraph; the model proposes in words (the graph ends), the user's 「确认」 is the next "
+                       "invoke's message on the same thread, then book_hotel (no interrupt) and the answer",
 }
 
 
@@ -74,7 +83,13 @@ def request_text(tool_schemas, messages, system=None):
     return tools_json + json.dumps(messages, ensure_ascii=False)
 
 
-PLANNING = {"on": True}     # the peers' model plans as ours does (set_plan with the reads); False: it skips it
+PLANNING = {"on": True}     # every agent plans (set_plan with the reads); False: no planning tools, no set_plan
+
+
+def _functions(functions):
+    """The tool functions a peer is given: all five when planning is on, else those but set_plan and mark_step
+    (as our agent without planning sends no planning tools)."""
+    return [f for f in functions if PLANNING["on"] or f not in (signatures.set_plan, signatures.mark_step)]
 
 
 def decide(messages):
@@ -91,6 +106,20 @@ def decide(messages):
     return {"role": "assistant", "content": workload.ANSWER}
 
 
+def decide_words(messages):
+    """The scripted model of a peer in the words flow, our words model's decisions (cache.xian_replies): set_plan
+    and the reads, then the proposal in words (the run ends: no tool waits for approval), after the user's
+    「确认」 book_hotel, then the answer."""
+    proposed = any(m.get("role") == "assistant" and m.get("content") == cache.XIAN_PROPOSAL for m in messages)
+    if not proposed:
+        if workload.results_since_user(messages) == 0:
+            return decide(messages)
+        return {"role": "assistant", "content": cache.XIAN_PROPOSAL}
+    if messages[-1].get("role") == "user":
+        return workload.calls_message(workload.call("t3", "book_hotel", workload.BOOK))
+    return {"role": "assistant", "content": workload.ANSWER}
+
+
 def _expected():
     """The tool calls a peer's run makes: the workload's, and set_plan once when its model plans."""
     return dict(workload.EXPECTED, **({"set_plan": 1} if PLANNING["on"] else {}))
@@ -101,19 +130,18 @@ def _summary(name, requests, pauses, output, booked):
     return {"calls": d["turns"], "input_tokens": d["input_tokens"], "billed_tokens": d["billed_tokens"],
             "per_call": [round(r["input_tokens"]) for r in d["per_turn"]],
             "kept": d["kept_between_epochs"], "pauses": pauses, "booked": booked,
-            "tools_tokens": TOOLS_CHARS.get(name, 0) / config.CHARS_PER_TOKEN,
+            "tools_tokens": TOOLS_CHARS.get(name.removesuffix("_words"), 0) / config.CHARS_PER_TOKEN,
             "answered": output == workload.ANSWER if name != "ours" else True, "how": HOW[name]}
 
 
 # ---- ours ----
 def ours(eager=False):
-    summary, r = cache.xian_run(eager)
+    summary, r = cache.xian_run(eager, PLANNING["on"])
     d = summary["ours"]
     return {"calls": d["turns"], "input_tokens": d["input_tokens"], "billed_tokens": d["billed_tokens"],
             "per_call": [round(x["input_tokens"]) for x in d["per_turn"]], "kept": d["kept_between_epochs"],
             "pauses": 1, "booked": r.memory.fact("booking") is not None, "answered": r.status == "done",
-            "tools_tokens": len(json.dumps(sys_ours.BenchToolSet("finish", workload.AGENT).schemas,
-                                           ensure_ascii=False)) / config.CHARS_PER_TOKEN,
+            "tools_tokens": d["per_turn"][0]["parts"]["tools"] / config.CHARS_PER_TOKEN,
             "how": HOW["ours_eager" if eager else "ours"]}
 
 
@@ -139,7 +167,7 @@ def agents_run():
             raise NotImplementedError("the benchmark does not stream")
 
     tools = [function_tool(f, strict_mode=f is not signatures.set_plan, description_override=DESCRIPTION[f.__name__],
-                           needs_approval=f is signatures.book_hotel) for f in signatures.TOOLS]
+                           needs_approval=f is signatures.book_hotel) for f in _functions(signatures.TOOLS)]
     agent = Agent(name="booker", instructions=workload.SYSTEM, model=ScriptedModel(),
                   model_settings=ModelSettings(parallel_tool_calls=True),
                   tools=tools)
@@ -189,7 +217,9 @@ def _pydantic_messages(messages):
     return out
 
 
-def pydantic_ai_run():
+def pydantic_ai_run(words=False):
+    """pydantic-ai's run; `words`: the words flow (the proposal in words ends the first run, the user's 「确认」
+    starts the next one over its history; book_hotel needs no approval then: the user approved in words)."""
     from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, Tool
     from pydantic_ai.models.function import FunctionModel
 
@@ -201,16 +231,19 @@ def pydantic_ai_run():
                                                      "parameters": t.parameters_json_schema}}
                    for t in [*info.function_tools, *info.output_tools]]
         requests.append(request_text(schemas, chat, "pydantic_ai"))
-        return sys_pydantic_ai.model_response(decide(chat))
+        return sys_pydantic_ai.model_response((decide_words if words else decide)(chat))
 
     tool_list = [Tool(f, takes_ctx=False, description=DESCRIPTION[f.__name__],
-                      requires_approval=f is signatures.book_hotel) for f in signatures.TOOLS]
+                      requires_approval=f is signatures.book_hotel and not words) for f in _functions(signatures.TOOLS)]
     agent = Agent(FunctionModel(scripted), system_prompt=workload.SYSTEM, tools=tool_list,
                   output_type=[str, DeferredToolRequests])
 
     async def go():
         result = await agent.run(workload.GOAL)
         pauses = 0
+        if words and result.output == cache.XIAN_PROPOSAL:
+            pauses = 1                                    # the user's 「确认」, a new run over the history
+            result = await agent.run(tools.CONFIRM[0], message_history=result.all_messages())
         while isinstance(result.output, DeferredToolRequests):
             pauses += 1
             asked = result.output
@@ -223,11 +256,13 @@ def pydantic_ai_run():
     before = workload.COUNTS.snapshot()
     output, pauses = asyncio.run(go())
     workload.COUNTS.expect(before, expected=_expected(), what="pydantic-ai (finish)")
-    return _summary("pydantic_ai", requests, pauses, output, True)
+    return _summary("pydantic_ai_words" if words else "pydantic_ai", requests, pauses, output, True)
 
 
 # ---- LangGraph: interrupt() in the tool, a checkpointer, Command(resume=...) ----
-def langgraph_run():
+def langgraph_run(words=False):
+    """LangGraph's run; `words`: the words flow (the proposal in words ends the first invoke, the user's 「确认」
+    is the next one's message on the same thread; book_hotel does not interrupt then: the user approved in words)."""
     from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, convert_to_openai_messages
     from langchain_core.outputs import ChatGeneration, ChatResult
@@ -246,7 +281,7 @@ def langgraph_run():
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):
             chat = convert_to_openai_messages(messages)
             requests.append(request_text(kwargs.get("tools", []), chat, "langgraph"))
-            reply = decide(chat)
+            reply = (decide_words if words else decide)(chat)
             if reply.get("tool_calls"):
                 message = AIMessage(content="", tool_calls=[
                     {"name": c["function"]["name"], "args": json.loads(c["function"]["arguments"]), "id": c["id"],
@@ -261,12 +296,14 @@ def langgraph_run():
     @tool(description=DESCRIPTION["book_hotel"])
     def book_hotel(hotel_id: str, room_type: str, check_in: str, nights: int) -> dict:
         args = {"hotel_id": hotel_id, "room_type": room_type, "check_in": check_in, "nights": nights}
+        if words:
+            return workload.book_hotel(**args)
         decision = interrupt({"tool": "book_hotel", "args": args})     # the run pauses here until resumed
         if not (isinstance(decision, dict) and decision.get("approved")):
             return {"error": "用户未批准预订"}
         return workload.book_hotel(**args)
 
-    reads = [tool(description=DESCRIPTION[f.__name__])(f) for f in signatures.READS]
+    reads = [tool(description=DESCRIPTION[f.__name__])(f) for f in _functions(signatures.READS)]
     app = sys_langgraph.agent_graph(ScriptedChatModel(), [*reads, book_hotel], InMemorySaver())
 
     before = workload.COUNTS.snapshot()
@@ -274,6 +311,9 @@ def langgraph_run():
     result = app.invoke({"messages": [SystemMessage(content=workload.SYSTEM), HumanMessage(content=workload.GOAL)]},
                         run_config)
     pauses = 0
+    if words and result["messages"][-1].content == cache.XIAN_PROPOSAL:
+        pauses = 1                                        # the user's 「确认」 on the same thread
+        result = app.invoke({"messages": [HumanMessage(content=tools.CONFIRM[0])]}, run_config)
     while result.get("__interrupt__"):
         pauses += 1
         asked = result["__interrupt__"]
@@ -281,11 +321,15 @@ def langgraph_run():
             raise RuntimeError(f"LangGraph: unexpected interrupts {asked}")
         result = app.invoke(Command(resume={"approved": True}), run_config)
     workload.COUNTS.expect(before, expected=_expected(), what="LangGraph (finish)")
-    return _summary("langgraph", requests, pauses, result["messages"][-1].content, True)
+    return _summary("langgraph_words" if words else "langgraph", requests, pauses, result["messages"][-1].content,
+                    True)
 
 
-RUNNERS = {"ours": ours, "ours_eager": lambda: ours(eager=True), "agents": agents_run, "pydantic_ai": pydantic_ai_run, "langgraph": langgraph_run}
-NEEDS = {"agents": ("agents",), "pydantic_ai": ("pydantic_ai",), "langgraph": ("langgraph", "langchain_core")}
+RUNNERS = {"ours": ours, "ours_eager": lambda: ours(eager=True), "agents": agents_run, "pydantic_ai": pydantic_ai_run,
+           "langgraph": langgraph_run, "pydantic_ai_words": lambda: pydantic_ai_run(words=True),
+           "langgraph_words": lambda: langgraph_run(words=True)}
+NEEDS = {"agents": ("agents",), "pydantic_ai": ("pydantic_ai",), "langgraph": ("langgraph", "langchain_core"),
+         "pydantic_ai_words": ("pydantic_ai",), "langgraph_words": ("langgraph", "langchain_core")}
 
 
 def measure(names=SYSTEMS):

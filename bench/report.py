@@ -271,7 +271,9 @@ def _cache(c):
 FINISH_LABELS = {"ours": "ours", "ours_eager": "ours, eager model (books before asking, like the peers' model)",
                  "agents": "OpenAI Agents SDK (`needs_approval`, `RunState` resume)",
                  "pydantic_ai": "pydantic-ai (`requires_approval`, deferred tool results)",
-                 "langgraph": "LangGraph (`interrupt()`, `InMemorySaver`, `Command(resume=...)`)"}
+                 "langgraph": "LangGraph (`interrupt()`, `InMemorySaver`, `Command(resume=...)`)",
+                 "pydantic_ai_words": "pydantic-ai, proposal in words (the confirmation a new run over the history)",
+                 "langgraph_words": "LangGraph, proposal in words (the confirmation a new message on the thread)"}
 
 
 def _finish(f):
@@ -309,9 +311,15 @@ def _finish(f):
     skipped = [f"- {FINISH_LABELS.get(n, n)} skipped: {d['skipped']}" for n, d in systems.items() if "skipped" in d]
     if skipped:
         text.append("\n".join(skipped))
-    peers = {n: d for n, d in done.items() if not n.startswith("ours")}
+    peers = {n: d for n, d in done.items() if not n.startswith("ours") and not n.endswith("_words")}
+    in_words = {n: d for n, d in done.items() if n.endswith("_words")}
     if "ours" in done and peers:
         ours = done["ours"]
+        if in_words:                          # ours proposes in words: the peers proposing in words are its match
+            same = min(in_words, key=lambda n: in_words[n]["billed_tokens"])
+            text.append(f"Proposal in words, the same four calls: ours billed {ours['billed_tokens']:,.0f} against "
+                        f"{FINISH_LABELS[same].split(',')[0]}'s {in_words[same]['billed_tokens']:,.0f} ("
+                        + ("met" if ours["billed_tokens"] <= in_words[same]["billed_tokens"] else "NOT met") + ").")
         fewest = min(d["calls"] for d in done.values())
         cheapest = min(peers, key=lambda n: peers[n]["billed_tokens"])
         calls_ok = ours["calls"] <= fewest + 1

@@ -78,6 +78,36 @@ def test_cache_reads_run_only_appends_and_the_cached_share_grows():
     assert shares[1:] == sorted(shares[1:]) and shares[-1] > 0.85            # one read a turn: a shrinking part
 
 
+def test_what_a_read_turn_adds_is_the_models_call_and_the_tools_result():
+    """Each request of the reads run adds only the model's call and the search's result (as the tool returned it,
+    compact JSON) in the chat format: nothing the loop says, no plan or memory render."""
+    import datetime
+    import json
+    from bench import cache
+    from handloop import tools
+    result, r = cache.reads_run(6)
+    rows = result["ours"]["per_turn"]
+    assert rows[0]["parts"]["tools"] > 0 and rows[0]["parts"]["loop"] > 0          # the schemas, the system prompt
+    for n, row in enumerate(rows[2:-1], start=1):
+        day = (datetime.date(2026, 10, 1) + datetime.timedelta(days=n)).isoformat()
+        own = json.dumps(tools.search_hotels("西安", day, 2), ensure_ascii=False, separators=(",", ":"))
+        p = row["parts"]
+        assert row["kept"] and p["tools"] == p["loop"] == p["user"] == 0
+        assert p["result"] == len(json.dumps(own, ensure_ascii=False)) - 2
+        assert p["model"] > 0 and sum(p.values()) == row["chars"] - rows[n]["chars"]
+
+
+def test_the_words_flow_adds_nothing_of_the_loops_after_the_first_request():
+    """Proposal in words, 「确认」, the booking, the answer: each later request is the previous one plus the model's
+    words or calls, the user's reply and the tools' results; the loop adds no text of its own."""
+    from bench import cache
+    result, r = cache.xian_run()
+    rows = result["ours"]["per_turn"]
+    assert r.status == "done" and len(rows) == 4
+    assert all(row["parts"]["loop"] == row["parts"]["tools"] == 0 for row in rows[1:])
+    assert rows[2]["parts"]["user"] > 0 and rows[3]["parts"]["result"] > 0
+
+
 def test_the_finish_bench_peers_make_our_decisions_and_we_bill_no_more():
     """Planning on, every peer's scripted model plans as ours does (set_plan beside the reads); ours, eager, bills
     no more than the leanest peer installed (skipped peers are left out)."""
@@ -89,6 +119,44 @@ def test_the_finish_bench_peers_make_our_decisions_and_we_bill_no_more():
     if peers:
         assert ours["billed_tokens"] <= min(d["billed_tokens"] for d in peers)
         assert ours["input_tokens"] <= 1.1 * min(d["input_tokens"] for d in peers)
+
+
+def test_in_the_words_flow_we_bill_no_more_than_a_peer_making_the_same_decisions():
+    """The model proposes in words, the user confirms, then it books: every peer installed runs the same four
+    calls (no approval flow: the user approved in words) and ours bills no more than the leanest of them."""
+    from bench import finish
+    measured = finish.measure(("ours", "langgraph_words", "pydantic_ai_words"))["systems"]
+    ours = measured["ours"]
+    assert ours["booked"] and ours["answered"] and ours["calls"] == 4 and ours["kept"] == 3
+    peers = [d for name, d in measured.items() if name != "ours" and "skipped" not in d]
+    for peer in peers:
+        assert peer["calls"] == 4 and peer["booked"] and peer["answered"] and peer["kept"] == 3
+    if peers:
+        assert ours["billed_tokens"] <= min(d["billed_tokens"] for d in peers)
+        assert ours["input_tokens"] <= 1.1 * min(d["input_tokens"] for d in peers)
+
+
+def test_planning_off_no_system_is_sent_the_planning_tools():
+    """finish.PLANNING off: our agent without planning and every peer installed run the reads and the booking
+    with no set_plan and no planning tool in any request (what planning costs is not billed when it is off)."""
+    from bench import finish
+    texts, original = [], finish.request_text
+
+    def recorded(tool_schemas, messages, system=None):
+        texts.append(original(tool_schemas, messages, system))
+        return texts[-1]
+    finish.PLANNING["on"], finish.request_text = False, recorded
+    try:
+        off = finish.measure(("ours", "ours_eager", "langgraph", "pydantic_ai_words"))["systems"]
+    finally:
+        finish.PLANNING["on"], finish.request_text = True, original
+    on = finish.measure(("ours",))["systems"]["ours"]
+    for d in off.values():
+        assert "skipped" in d or (d["booked"] and d["answered"] and d["pauses"] == 1)
+    assert off["ours"]["calls"] == 4 and off["ours"]["tools_tokens"] < on["tools_tokens"]
+    assert off["ours"]["billed_tokens"] < on["billed_tokens"]
+    assert texts or all("skipped" in off[n] for n in ("langgraph", "pydantic_ai_words"))
+    assert not any('"name": "set_plan"' in t or '"name": "mark_step"' in t for t in texts)     # the peers' requests
 
 
 def test_common_prefix():
