@@ -150,6 +150,37 @@ def cli(tmp_path):
         endpoint.close()
 
 
+@pytest.fixture
+def agent_files(tmp_path):
+    """Agent files run through the CLI against loopback endpoints: `make(model, name, text)` serves `model` (a
+    policy of the fake endpoint) on a new endpoint, writes `text` as the agent file `name` in tmp_path and
+    returns (path, run): run(*args) is run_agent in tmp_path with that endpoint's environment, the audit folder
+    tmp_path/audit. The endpoints close when the test ends."""
+    made = []
+
+    def make(model, name, text):
+        endpoint = Endpoint(model)
+        made.append(endpoint)
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": endpoint.url, "AGENT_MODEL_RETRIES": "0",
+               "AGENT_AUDIT_DIR": str(tmp_path / "audit"), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+        return path, lambda *more: run_agent(*more, cwd=tmp_path, env=env)
+    yield make
+    for endpoint in made:
+        endpoint.close()
+
+
+def store_rows(tmp_path, db, sql):
+    """The rows `sql` reads from an agent's SQLite store tmp_path/audit/`db` ([] while it does not exist)."""
+    import sqlite3
+    path = tmp_path / "audit" / db
+    if not os.path.exists(path):
+        return []
+    with sqlite3.connect(path) as connection:
+        return connection.execute(sql).fetchall()
+
+
 def read_audit(audit_dir, run_id):
     with open(os.path.join(audit_dir, f"run-{run_id}.json"), encoding="utf-8") as f:
         return json.load(f)

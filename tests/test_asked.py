@@ -10,13 +10,10 @@ English and Chinese, with and without planning. Assertions read states, the stor
 judges every run.
 """
 import json
-import os
-import sqlite3
 
 import pytest
 
-from conftest import read_audit, run_agent
-from handloop.llm.endpoint import Endpoint
+from conftest import read_audit, store_rows
 from handloop.texts import words
 
 AGENT_FILE = '''
@@ -99,32 +96,18 @@ def model(language, answer):
 
 
 @pytest.fixture
-def orders(tmp_path):
-    made = []
-
+def orders(agent_files):
     def make(language, goal, answer, planning=False):
-        endpoint = Endpoint(model(language, answer))
-        made.append(endpoint)
-        path = tmp_path / "orders_agent.py"
-        path.write_text(AGENT_FILE.format(language=language, planning=planning, confirm=CONFIRM[language],
-                                          goal=GOALS[goal][language]), encoding="utf-8")
-        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": endpoint.url, "AGENT_MODEL_RETRIES": "0",
-               "AGENT_AUDIT_DIR": str(tmp_path / "audit"), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
-        run = lambda *more: run_agent(*more, cwd=tmp_path, env=env)      # noqa: E731
+        path, run = agent_files(model(language, answer), "orders_agent.py", AGENT_FILE.format(
+            language=language, planning=planning, confirm=CONFIRM[language], goal=GOALS[goal][language]))
         first = run("--agent", str(path), "--run-id", "r")
         assert first.returncode == 0, first.stdout + first.stderr
         return run
-    yield make
-    for endpoint in made:
-        endpoint.close()
+    return make
 
 
 def cancelled(tmp_path):
-    path = tmp_path / "audit" / "orders.db"
-    if not os.path.exists(path):
-        return []
-    with sqlite3.connect(path) as db:
-        return [row[0] for row in db.execute("SELECT order_id FROM cancelled")]
+    return [row[0] for row in store_rows(tmp_path, "orders.db", "SELECT order_id FROM cancelled")]
 
 
 def audit(tmp_path):

@@ -9,12 +9,10 @@ same conversation as a plain Chat Completions transcript) on the record and on a
 unconfirmed write took effect.
 """
 import json
-import os
-import sqlite3
 
 import pytest
 
-from conftest import read_audit, run_agent
+from conftest import read_audit, run_agent, store_rows
 from handloop.llm.endpoint import Endpoint
 
 AGENT_FILE = '''
@@ -99,29 +97,17 @@ LANGUAGES = {"en": ("confirm",), "zh": ("确认",)}
 
 
 @pytest.fixture
-def agent_cli(tmp_path):
-    made = []
-
+def agent_cli(agent_files):
     def make(language, second):
         name, args = second
-        endpoint = Endpoint(model((name, {**args})))
-        made.append(endpoint)
-        path = tmp_path / "orders_agent.py"
-        path.write_text(AGENT_FILE.format(language=language, confirm=LANGUAGES[language]), encoding="utf-8")
-        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": endpoint.url, "AGENT_MODEL_RETRIES": "0",
-               "AGENT_AUDIT_DIR": str(tmp_path / "audit"), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
-        return lambda *more: run_agent(*more, cwd=tmp_path, env=env), str(path)
-    yield make
-    for endpoint in made:
-        endpoint.close()
+        path, run = agent_files(model((name, {**args})), "orders_agent.py",
+                                AGENT_FILE.format(language=language, confirm=LANGUAGES[language]))
+        return run, str(path)
+    return make
 
 
 def done_rows(tmp_path):
-    path = tmp_path / "audit" / "orders.db"
-    if not os.path.exists(path):
-        return []
-    with sqlite3.connect(path) as db:
-        return db.execute("SELECT what, order_id, card FROM done").fetchall()
+    return store_rows(tmp_path, "orders.db", "SELECT what, order_id, card FROM done")
 
 
 def tool_results(data):

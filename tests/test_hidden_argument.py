@@ -8,13 +8,10 @@ Through the CLI, the real `openai` client and a loopback endpoint answered by a 
 agent file as a user writes one, English and Chinese; --check --strict judges each run, and a forged run where
 the hidden body took effect on the first confirmation fails in both readings."""
 import json
-import os
-import sqlite3
 
 import pytest
 
-from conftest import read_audit, run_agent
-from handloop.llm.endpoint import Endpoint
+from conftest import read_audit, store_rows
 
 AGENT_FILE = '''
 import os
@@ -72,31 +69,18 @@ def chat_model(language, offer, body):
 
 
 @pytest.fixture
-def chat(tmp_path):
-    made = []
-
+def chat(agent_files, tmp_path):
     def make(language, offer, body):
-        endpoint = Endpoint(chat_model(language, offer, body))
-        made.append(endpoint)
-        path = tmp_path / "chat_agent.py"
-        path.write_text(AGENT_FILE.format(language=language, confirm=LANGUAGES[language]), encoding="utf-8")
-        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": endpoint.url, "AGENT_MODEL_RETRIES": "0",
-               "AGENT_AUDIT_DIR": str(tmp_path / "audit"), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
-        run = lambda *more: run_agent(*more, cwd=tmp_path, env=env)    # noqa: E731
+        path, run = agent_files(chat_model(language, offer, body), "chat_agent.py",
+                                AGENT_FILE.format(language=language, confirm=LANGUAGES[language]))
         assert run("--agent", str(path), "--run-id", "r").returncode == 0
         assert read_audit(tmp_path / "audit", "r")["reason"] == "awaiting_confirmation"
         return run
-    yield make
-    for endpoint in made:
-        endpoint.close()
+    return make
 
 
 def sent(tmp_path):
-    path = tmp_path / "audit" / "chat.db"
-    if not os.path.exists(path):
-        return []
-    with sqlite3.connect(path) as db:
-        return db.execute("SELECT recipient, body FROM sent").fetchall()
+    return store_rows(tmp_path, "chat.db", "SELECT recipient, body FROM sent")
 
 
 @pytest.mark.parametrize("language", sorted(LANGUAGES))

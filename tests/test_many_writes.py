@@ -8,12 +8,10 @@ scripted model (it reads only the conversation), an agent file as a user writes 
 Assertions read states, the store and the audit file, and --check --strict judges every run.
 """
 import json
-import os
-import sqlite3
 
 import pytest
 
-from conftest import read_audit, run_agent
+from conftest import read_audit, run_agent, store_rows
 from handloop.llm.endpoint import Endpoint
 
 AGENT_FILE = '''
@@ -87,31 +85,18 @@ def bank_model(together):
 
 
 @pytest.fixture
-def bank(tmp_path):
-    made = []
-
+def bank(agent_files):
     def make(language, together):
-        endpoint = Endpoint(bank_model(together))
-        made.append(endpoint)
-        path = tmp_path / "bank_agent.py"
-        path.write_text(AGENT_FILE.format(language=language, confirm=LANGUAGES[language]), encoding="utf-8")
-        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": endpoint.url, "AGENT_MODEL_RETRIES": "0",
-               "AGENT_AUDIT_DIR": str(tmp_path / "audit"), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
-        run = lambda *more: run_agent(*more, cwd=tmp_path, env=env)      # noqa: E731
+        path, run = agent_files(bank_model(together), "bank_agent.py",
+                                AGENT_FILE.format(language=language, confirm=LANGUAGES[language]))
         first = run("--agent", str(path), "--run-id", "r")
         assert first.returncode == 0, first.stdout + first.stderr
         return run
-    yield make
-    for endpoint in made:
-        endpoint.close()
+    return make
 
 
 def paid(tmp_path):
-    path = tmp_path / "audit" / "bank.db"
-    if not os.path.exists(path):
-        return []
-    with sqlite3.connect(path) as db:
-        return sorted(db.execute("SELECT bill_id, amount FROM paid").fetchall())
+    return sorted(store_rows(tmp_path, "bank.db", "SELECT bill_id, amount FROM paid"))
 
 
 def state(tmp_path):

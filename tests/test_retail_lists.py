@@ -10,13 +10,10 @@ model (it reads only the conversation), an agent file as a user writes one, Engl
 store, the audit file and `--check --strict` (and a forged audit file whose item id was never sourced fails it).
 """
 import json
-import os
-import sqlite3
 
 import pytest
 
-from conftest import read_audit, run_agent
-from handloop.llm.endpoint import Endpoint
+from conftest import read_audit, store_rows
 
 AGENT_FILE = '''
 import json
@@ -168,34 +165,21 @@ def shop_model(language, words, pay="card_1", refund="paypal_3", written=None):
 
 
 @pytest.fixture
-def shop(tmp_path):
-    made = []
-
+def shop(agent_files):
     def make(language, words=True, **more):
-        endpoint = Endpoint(shop_model(language, words, **more))
-        made.append(endpoint)
-        path = tmp_path / "shop_agent.py"
-        path.write_text(AGENT_FILE.format(language=language, confirm=LANGUAGES[language], goal=GOALS[language]),
-                        encoding="utf-8")
-        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": endpoint.url, "AGENT_MODEL_RETRIES": "0",
-               "AGENT_AUDIT_DIR": str(tmp_path / "audit"), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
-        run = lambda *args: run_agent(*args, cwd=tmp_path, env=env)      # noqa: E731
+        path, run = agent_files(shop_model(language, words, **more), "shop_agent.py", AGENT_FILE.format(
+            language=language, confirm=LANGUAGES[language], goal=GOALS[language]))
         first = run("--agent", str(path), "--run-id", "r")
         assert first.returncode == 0, first.stdout + first.stderr
         assert "Traceback" not in first.stderr
         run.first = first                  # what the first run printed
         return run
-    yield make
-    for endpoint in made:
-        endpoint.close()
+    return make
 
 
 def stored(tmp_path):
-    path = tmp_path / "audit" / "shop.db"
-    if not os.path.exists(path):
-        return []
-    with sqlite3.connect(path) as db:
-        return [(kind, json.loads(value)) for kind, value in db.execute("SELECT kind, value FROM done ORDER BY rowid")]
+    return [(kind, json.loads(value))
+            for kind, value in store_rows(tmp_path, "shop.db", "SELECT kind, value FROM done ORDER BY rowid")]
 
 
 def state(tmp_path):

@@ -9,16 +9,13 @@ models (tests/policies.py's Xi'an policies, and an English agent file written he
 audit files and the judge's verdicts, never the model's wording.
 """
 import json
-import os
-import sqlite3
 
 import pytest
 
 import policies
-from conftest import run_agent
+from conftest import run_agent, store_rows
 from handloop import Agent, DeclarationError, Rule, Tool
 from handloop.judge import texts as check_texts
-from handloop.llm.endpoint import Endpoint
 from handloop import texts
 from test_real_models import bookings, state
 
@@ -174,28 +171,12 @@ def rooms_model(final=None):
 
 
 @pytest.fixture
-def rooms(tmp_path):
-    made = []
-
-    def make(model):
-        endpoint = Endpoint(model)
-        made.append(endpoint)
-        path = tmp_path / "rooms_rules.py"
-        path.write_text(AGENT_FILE, encoding="utf-8")
-        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": endpoint.url, "AGENT_MODEL_RETRIES": "0",
-               "AGENT_AUDIT_DIR": str(tmp_path / "audit"), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
-        return path, lambda *more: run_agent(*more, cwd=tmp_path, env=env)
-    yield make
-    for endpoint in made:
-        endpoint.close()
+def rooms(agent_files):
+    return lambda model: agent_files(model, "rooms_rules.py", AGENT_FILE)
 
 
 def booked(tmp_path):
-    path = tmp_path / "audit" / "rooms.db"
-    if not os.path.exists(path):
-        return []
-    with sqlite3.connect(path) as db:
-        return db.execute("SELECT room_id, day, hour FROM booked").fetchall()
+    return store_rows(tmp_path, "rooms.db", "SELECT room_id, day, hour FROM booked")
 
 
 def test_an_english_agents_rule_over_the_runs_facts_decides_before_the_user_is_asked(rooms, tmp_path):
