@@ -292,7 +292,8 @@ def test_the_judge_imports_no_project_module():
                           ("judge/transcripts", {"judge.formats", "judge.declaration", "judge.readings", "judge.texts",
                                                  "texts.words", "texts.stated"}),
                           ("judge/readings", {"judge.formats", "judge.declaration", "judge.texts"}),
-                          ("judge/declaration", {"judge.texts", "texts.stated"}), ("judge/formats", {"judge.texts"}),
+                          ("judge/declaration", {"judge.texts", "texts.stated"}),
+                          ("judge/formats", {"judge.shapes", "judge.texts"}), ("judge/shapes", {"judge.texts"}),
                           ("judge/texts", {"texts.catalogue"}), ("texts/words", set()), ("texts/catalogue", set()),
                           ("texts/stated", {"texts.words"}), ("texts/rules", {"texts.stated", "texts.words"})):
         assert _ours_imported(name) == allowed, (name, _ours_imported(name))

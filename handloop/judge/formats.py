@@ -1,6 +1,6 @@
 """Transcript files of any system, recognised by their shape and read into one list of normalised messages.
 
-Invariants: imports no project module (config included) but the judge's catalogue judge/texts.py (its errors and
+Invariants: imports no project module (config included) but judge/shapes.py (the shape check) and the judge's catalogue judge/texts.py (its errors and
 notes are Said, said in the judged agent's language); reads, never writes; knows the shapes, never what the
 messages mean (that is judge/transcripts.py). Each item's shape is detected on its own; a file that is missing,
 unreadable or not a transcript, an item of no known shape, a content block type or part kind no format has, and a
@@ -30,9 +30,9 @@ The normalised messages, in the file's order (what judge/transcripts.py reads):
   tool's place ('reject', 'respond') or the run was cut off ('unknown').
 """
 import json
-import math
 
-from .texts import Joined, Said
+from .shapes import SPECIAL, Damaged, check, field, wrong
+from .texts import Said
 
 FORMATS = ("chat", "responses", "langchain", "anthropic", "pydantic_ai", "otlp")   # their names: check_texts "format.*"
 CHAT_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "tool": "tool",
@@ -64,78 +64,20 @@ class Unreadable(Exception):
     """A file that is missing, unreadable or not a transcript; its message is a Said (catalogue.told says it)."""
 
 
-# ---- shapes: the fields the readers below use, checked where the file is read ----
-# A shape is a kind ("text", "flag", "count", "number", "double", "id", "any", "otlp_value"), ("null", shape): null
-# or that shape, [shape]: a list of it, ("table", shape): an object whose every value has it, {field: shape}: an
-# object whose fields have theirs (a field whose name ends in "?" may be absent; any other field is not read), or
-# ("by", field, {value: shape}): an object whose shape is the one its field's value names (any object otherwise).
-KINDS = {"text": lambda v: isinstance(v, str), "flag": lambda v: isinstance(v, bool),
-         "count": lambda v: isinstance(v, int) and not isinstance(v, bool),
-         "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
-         "double": lambda v: isinstance(v, (int, float, str)) and not isinstance(v, bool),    # "NaN" in proto JSON
-         "id": lambda v: isinstance(v, str) or isinstance(v, int) and not isinstance(v, bool),
-         "any": lambda v: True}
-
-
-class _Damaged(Exception):
-    """A field that does not have its shape: (where, what it must be: a Said, or None when it is missing). read_all
-    says it as Unreadable naming the file and the field."""
-
-
-def _check(value, shape, where):
-    """_Damaged naming the field when `value` (at `where`) does not have `shape`."""
-    found = _wrong(value, shape, where)
-    if found:
-        raise _Damaged(*found)
-
-
+# ---- the shapes the readers below use (judge/shapes.py checks them where the file is read) ----
 def _damaged(exc, path):
     where, expected = exc.args
-    return Unreadable(Said("file.missing_field", path=path, field=_field(where)) if expected is None else
-                      Said("file.bad_field", path=path, field=_field(where), expected=expected))
-
-
-def _wrong(value, shape, where):
-    """(where, what it must be: a Said, None when it is missing) of the first part of `value` that does not have
-    `shape`; None when all of it does."""
-    if isinstance(shape, str):
-        if shape in SPECIAL:
-            return SPECIAL[shape](value, where)
-        return None if KINDS[shape](value) else (where, Said(f"shape.{shape}"))
-    if isinstance(shape, tuple) and shape[0] == "by":       # ("by", field, {its value: shape}[, otherwise])
-        field, table, otherwise = shape[1], shape[2], shape[3] if len(shape) > 3 else {}
-        chosen = table.get(value[field]) if isinstance(value, dict) and isinstance(value.get(field), str) else None
-        return _wrong(value, chosen if chosen is not None else otherwise, where)
-    if isinstance(shape, tuple) and shape[0] == "null":
-        found = None if value is None else _wrong(value, shape[1], where)
-        return (where, Said("shape.or_null", expected=found[1])) if found and found[0] == where and found[1] else found
-    if isinstance(shape, list):
-        if not isinstance(value, list):
-            return where, Said("shape.list")
-        return next(filter(None, (_wrong(item, shape[0], (*where, i)) for i, item in enumerate(value))), None)
-    if not isinstance(value, dict):
-        return where, Said("shape.object")
-    if isinstance(shape, tuple):                    # ("table", shape)
-        return next(filter(None, (_wrong(item, shape[1], (*where, key)) for key, item in value.items())), None)
-    for name, inner in shape.items():
-        key = name.rstrip("?")
-        if key not in value:
-            if not name.endswith("?"):
-                return (*where, key), None
-            continue
-        found = _wrong(value[key], inner, (*where, key))
-        if found:
-            return found
-    return None
+    return Unreadable(Said("file.missing_field", path=path, field=field(where)) if expected is None else
+                      Said("file.bad_field", path=path, field=field(where), expected=expected))
 
 
 def _wrong_value(value, where):
     """An OTLP AnyValue: an object holding one of its kinds (an array's and a key/value list's values, in turn)."""
     if isinstance(value, dict) and "arrayValue" in value:
-        return _wrong(value["arrayValue"], ("null", {"values?": ("null", ["otlp_value"])}), (*where, "arrayValue"))
+        return wrong(value["arrayValue"], ("null", {"values?": ("null", ["otlp_value"])}), (*where, "arrayValue"))
     if isinstance(value, dict) and "kvlistValue" in value:
-        return _wrong(value["kvlistValue"], ("null", {"values?": ("null", [OTLP_KEY_VALUE])}), (*where, "kvlistValue"))
-    return _wrong(value, OTLP_SCALAR, where)
+        return wrong(value["kvlistValue"], ("null", {"values?": ("null", [OTLP_KEY_VALUE])}), (*where, "kvlistValue"))
+    return wrong(value, OTLP_SCALAR, where)
 
 
 def _wrong_content(value, where):
@@ -146,7 +88,7 @@ def _wrong_content(value, where):
     if not isinstance(value, list):
         return where, Said("shape.content")
     for index, part in enumerate(value):
-        found = None if isinstance(part, str) else _wrong(part, CONTENT_PART, (*where, index)) \
+        found = None if isinstance(part, str) else wrong(part, CONTENT_PART, (*where, index)) \
             if isinstance(part, dict) else ((*where, index), Said("shape.part"))
         if found:
             return found
@@ -157,25 +99,11 @@ def _wrong_call(value, where):
     """A tool call in a message: OpenAI's {id, function: {name, arguments}}, or {name, args, id} (LangChain),
     or an Anthropic tool_use block; its name is text."""
     if isinstance(value, dict) and "function" in value:
-        return _wrong(value, {"id?": ("null", "id"), "function": {"name": "text"}}, where)
-    return _wrong(value, {"id?": ("null", "id"), "call_id?": ("null", "id"), "name": "text"}, where)
+        return wrong(value, {"id?": ("null", "id"), "function": {"name": "text"}}, where)
+    return wrong(value, {"id?": ("null", "id"), "call_id?": ("null", "id"), "name": "text"}, where)
 
 
-def _field(where):
-    """A field's place as an error names it: resourceSpans[0].scopeSpans[0].spans[3].attributes[2].value, with the
-    item of a JSONL file or the message of a span said in words before what follows."""
-    pieces: list[Said | str] = [] if where and isinstance(where[0], Said) else [Said("field.plain")]
-    text = ""
-    for key in where:
-        if isinstance(key, Said):
-            pieces += [text, key] if text else [key]
-            text = ""
-        else:
-            text += f"[{key}]" if isinstance(key, int) else (f".{key}" if text else str(key))
-    return Joined([*pieces, text] if text else pieces, sep=None)
-
-
-SPECIAL = {"otlp_value": _wrong_value, "content": _wrong_content, "call": _wrong_call}
+SPECIAL.update({"otlp_value": _wrong_value, "content": _wrong_content, "call": _wrong_call})
 CALLS = ("null", ["call"])
 ID = ("null", "id")
 TOOL_BLOCK = {"id?": ID, "name": "text"}
@@ -231,7 +159,7 @@ def read_all(path):
     of the wrong type: naming the file and the field)."""
     try:
         return _read_all(path)
-    except _Damaged as exc:
+    except Damaged as exc:
         raise _damaged(exc, path) from None
 
 
@@ -249,7 +177,7 @@ def _read_all(path):
     else:
         raise Unreadable(Said("file.not_transcript", path=path, shapes=Said("file.shapes")))
     if container == "snapshot" and isinstance(meta.get("agent"), dict) and isinstance(meta["agent"].get("tools"), dict):
-        _check(meta["agent"], DECLARATION, ("agent",))
+        check(meta["agent"], DECLARATION, ("agent",))
     try:
         messages, formats, skipped = normalise(items)
     except Unreadable as exc:
@@ -340,23 +268,23 @@ def _item(item, index):
         _known_blocks(data.get("content"), index)
         at = (Said("field.item", index=index + 1),)
         if item.get("kind") in ("request", "response") and isinstance(item.get("parts"), list):
-            _check(item["parts"], [PYDANTIC_PART], (*at, "parts"))
+            check(item["parts"], [PYDANTIC_PART], (*at, "parts"))
             found = _from_pydantic_ai(item, index)
         elif isinstance(kind, str) and kind:
             role = _lc_type(kind)
             if role != "":
-                _check(data, LANGCHAIN_TOOL if role == "tool" else LANGCHAIN_DATA, (*at, "data") if data is not item
+                check(data, LANGCHAIN_TOOL if role == "tool" else LANGCHAIN_DATA, (*at, "data") if data is not item
                        else at)
                 found = _from_langchain(item, role)
             elif kind == "message" and _anthropic_blocks(item.get("content")) or \
                     kind == "message" and "stop_reason" in item:            # a dumped Anthropic response
-                _check(item, ANTHROPIC_ITEM, at)
+                check(item, ANTHROPIC_ITEM, at)
                 found = _from_anthropic(item, CHAT_ROLES.get(str(item.get("role")), "assistant"))
             else:
-                _check(item, RESPONSES_ITEM, at)
+                check(item, RESPONSES_ITEM, at)
                 found = _from_responses(item, kind)
         elif "role" in item:
-            _check(item, ROLE_DICT, at)
+            check(item, ROLE_DICT, at)
             found = _from_role_dict(item)
     if found is None:
         what = Said("item.what_type", kind=item.get("type")) if isinstance(item, dict) and \
@@ -565,7 +493,7 @@ def _from_otlp(requests, path, container):
     meta's `agent_name` is the one gen_ai.agent.name its spans give, if they give one."""
     at = (lambda i: (Said("field.item", index=i + 1),)) if container == "jsonl" else (lambda i: ())
     for index, request in enumerate(requests):
-        _check(request, OTLP_REQUEST, at(index))
+        check(request, OTLP_REQUEST, at(index))
     spans = [(where, span, _otlp_attributes(span.get("attributes"))) for where, span in _otlp_spans(requests, at)]
     named: dict[str, set[str]] = {}             # trace id -> the conversation ids its spans carry
     for _, span, attributes in spans:
@@ -589,7 +517,7 @@ def _from_otlp(requests, path, container):
     conversations = []
     for key, (said, conversation_id, where) in best.items():
         for index, item in enumerate(said):
-            _check(item, SEMCONV_MESSAGE, (*where, Said("field.message", index=index + 1)))
+            check(item, SEMCONV_MESSAGE, (*where, Said("field.message", index=index + 1)))
         messages = [m for index, item in enumerate(said) for m in _from_semconv(item, index)]
         if any(m["role"] in ("user", "assistant") for m in messages):
             agent_names = agents.get(key, set())
