@@ -548,6 +548,3 @@ class Outcome:
     concurrent: bool = False
     content: str = ""              # the tool message's text; set when the outcome is settled
     notice: dict | None = None     # an MCP result's: what its cut dropped (toolset.trim), for the trace and printout
-
-
-# ---- JSON Schema ----
