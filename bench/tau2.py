@@ -15,6 +15,7 @@ Two runs:
     python -m bench.tau2                           # the ground-truth replay over both domains
     python -m bench.tau2 --domain retail --tasks 0,5,12
     python -m bench.tau2 --as-given                # τ²'s ground truth without the reads a careful agent adds
+    python -m bench.tau2 --words-first             # each write stated in words first; the loop asks for the call
     OPENAI_BASE_URL=... AGENT_MODEL=... python -m bench.tau2 --real [--yes-user] [--limit N]
 
 Progress: one line per task on stderr. Results: bench/results-tau2-<mode>-<time>.json (each task's reward, termination,
@@ -47,10 +48,13 @@ def _outcome(content):
     return value if isinstance(value, dict) else {}
 
 
-def replay(actions, words):
+def replay(actions, words, writes=(), words_first=False):
     """The ground-truth model, stateless: it reads the conversation it is sent, finds how many of `actions` (τ²'s
     ground truth, [{"name", "arguments"}]) have run (a call blocked by a guard has not; one that ran and failed has),
-    and calls the next one, or, all run, answers `words`. A respond(request) -> reply for the loopback endpoint."""
+    and calls the next one, or, all run, answers `words`. `words_first`: before a write (one of `writes`) it states the
+    write's details in words and asks "Shall I proceed?", as τ²'s policy asks an agent to, and makes the call only
+    when the request forces it (the loop asks for the call after an offer in words). A respond(request) -> reply for
+    the loopback endpoint."""
     def respond(request):
         names, done = {}, 0
         for m in request.get("messages") or []:
@@ -59,10 +63,19 @@ def replay(actions, words):
             if m.get("role") == "tool" and "blocked_by" not in _outcome(m.get("content")):
                 if done < len(actions) and names.get(m.get("tool_call_id")) == actions[done]["name"]:
                     done += 1
+        if done < len(actions) and words_first and actions[done]["name"] in writes and \
+                not isinstance(request.get("tool_choice"), dict):
+            return {"content": stated_action(actions[done])}
         if done < len(actions):
             return {"content": None, "tool_calls": [_call(actions[done], f"{done}_{len(request['messages'])}")]}
         return {"content": words}
     return respond
+
+
+def stated_action(action):
+    """A write's details in words, as τ²'s policy asks an agent to list them before it acts."""
+    details = "; ".join(f"{k}: {json.dumps(v)}" for k, v in action["arguments"].items())
+    return f"Here are the details of the action: {action['name'].replace('_', ' ')} ({details}). Shall I proceed?"
 
 
 def final_words(task):
@@ -172,6 +185,8 @@ def main(argv=None):
     ap.add_argument("--yes-user", action="store_true", help="with --real: the scripted user, not τ²'s simulator")
     ap.add_argument("--as-given", action="store_true",
                     help="replay τ²'s ground truth as it is, without the reads a careful agent adds before a write")
+    ap.add_argument("--words-first", action="store_true",
+                    help="the replay states each write's details in words first; the loop then asks for the call")
     ap.add_argument("--out", default=HERE, help="the folder of the results file")
     a = ap.parse_args(argv)
     import handloop
@@ -199,7 +214,7 @@ def main(argv=None):
         endpoint = model = None
         if real is None:
             actions = ground_truth(task) if a.as_given else careful(domain, ground_truth(task))
-            endpoint = Endpoint(replay(actions, final_words(task)))
+            endpoint = Endpoint(replay(actions, final_words(task), tau2.DECLARATIONS[domain], a.words_first))
             model = handloop.connect(endpoint.url, "replay", "ground-truth", timeout=10, loopback=True)
         try:
             row = one(domain, task, real or model, audit_dir, user)
@@ -218,7 +233,8 @@ def main(argv=None):
               f"writes {row['writes']} yes {row['confirmations']} check "
               f"{'fail ' + ','.join(row['check_failed']) if row['check_failed'] else 'ok'} "
               f"— {passed}/{i} pass, {time.time() - started:.0f}s", file=sys.stderr, flush=True)
-    summary = {"mode": "real" if a.real else "ground-truth replay" + (" as given" if a.as_given else ""), "model": os.environ.get("AGENT_MODEL") if a.real
+    summary = {"mode": "real" if a.real else "ground-truth replay" + (" as given" if a.as_given else "") +
+               (", words first" if a.words_first else ""), "model": os.environ.get("AGENT_MODEL") if a.real
                else "replay", "tasks": len(rows), "seconds": round(time.time() - started, 1), "audit_dir": audit_dir,
                "by_domain": {}}
     for domain in sorted({r["domain"] for r in rows}):

@@ -29,7 +29,7 @@ def parse(argv, agent=None, prog="handloop"):
     h = {k: helps("help." + k) for k in ("confirm", "reply", "resume", "check", "selftest", "json", "strict", "run_id",
                                          "audit_dir", "offline", "model", "goal", "policy", "mcp", "mcp_server",
                                          "agent", "mcp_url", "no_stream", "temporal", "worker", "trace",
-                                         "help")}
+                                         "help", "approve", "decline")}
     p = argparse.ArgumentParser(prog=prog, allow_abbrev=False, add_help=False,
                                 description=helps("help.description", agent=agent.name if agent else "xian-hotel"))
     p.add_argument("-h", "--help", action="help", help=h["help"])
@@ -41,6 +41,8 @@ def parse(argv, agent=None, prog="handloop"):
     modes.add_argument("--selftest", action="store_true", help=h["selftest"])
     modes.add_argument("--worker", action="store_true", help=h["worker"])
     modes.add_argument("--trace", nargs="?", const="", metavar="RUN_ID", help=h["trace"])
+    p.add_argument("--approve", metavar="N,N", help=h["approve"])
+    p.add_argument("--decline", metavar="N,N", help=h["decline"])
     p.add_argument("--json", action="store_true", help=h["json"])
     p.add_argument("--strict", action="store_true", help=h["strict"])
     p.add_argument("--run-id", help=h["run_id"])
@@ -82,6 +84,22 @@ def _placed(args, say):
     return None
 
 
+def numbers(text):
+    """Call numbers as --approve and --decline take them ("1,3"): a tuple of positive ints, or None when the text
+    is not that."""
+    parts = [p.strip() for p in str(text).split(",")]
+    if not parts or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+def decision(args):
+    """What --confirm decides (runs.Decision): the calls --approve and --decline name, or every waiting call."""
+    from .runs import Decision
+    return Decision(None, numbers(args.approve) if args.approve else None,
+                    numbers(args.decline) if args.decline else None)
+
+
 def invoked(argv0):
     """The command the user ran, as the hints repeat it: `python -m handloop`, `python PATH` for a script
     (the checkout's agent.py; PATH as typed), else `handloop` (the installed command)."""
@@ -111,11 +129,17 @@ def _usage(args, say):
         (broken, lambda: say("usage.utf8", flag="--" + broken[0].replace("_", "-"))),
         (args.goal is not None and not args.goal.strip(), lambda: say("usage.goal")),
         (args.json and args.check is None, lambda: say("usage.check_only", flag="--json")),
+        *((getattr(args, f) is not None and args.confirm is None, lambda f=f: say("usage.confirm_only", flag="--" + f))
+          for f in ("approve", "decline")),
+        *((getattr(args, f) is not None and numbers(getattr(args, f)) is None,
+           lambda f=f: say("usage.numbers", flag="--" + f)) for f in ("approve", "decline")),
         (args.strict and args.check is None, lambda: say("usage.check_only", flag="--strict")),
         ((args.check is not None or args.selftest or args.trace is not None) and run_only,
          lambda: say("usage.no_run", flags=" ".join(run_only))),
         (args.mcp_server is not None and not _split(args.mcp_server), lambda: say("usage.mcp_server")),
         (args.worker and run_only, lambda: say("usage.no_run", flags=" ".join(run_only))),
+        (args.temporal and (args.approve or args.decline),
+         lambda: say("temporal.usage", flag="--temporal", other="--approve / --decline")),
         (args.temporal and (args.check is not None or args.selftest or args.worker or args.trace is not None),
          lambda: say("temporal.usage", flag="--temporal", other="--check / --selftest / --worker / --trace")),
         (args.temporal and (args.mcp_url or args.mcp_server),
@@ -372,7 +396,7 @@ def _reopen(session, args, audit_dir, run_id, how, command, policy, token=None, 
         r.max_turns = args.max_turns
     print(say("cli.resumed", run_id=r.run_id, turn=r.turn, tokens=r.memory.used_tokens))
     try:
-        session.answer(r, how, args.reply[0] if args.reply else None)
+        session.answer(r, how, args.reply[0] if args.reply else None, decision(args) if how == "confirm" else None)
     except BaseException:
         toolset.close()
         raise

@@ -57,7 +57,13 @@ class Window:
             old = [shown.get(i, m) for i, m in enumerate(messages[1:self.start], 1)]
             self._old = compact([m for m in old if m is not None], tool_of, self.room, say)
         recent_ = [shown.get(i, recent(m, say)) for i, m in enumerate(messages[self.start:], self.start)]
-        return [messages[0], *self._old, *(m for m in recent_ if m is not None)]
+        return [messages[0], *map(bare, self._old), *(bare(m) for m in recent_ if m is not None)]
+
+
+def bare(message):
+    """A message as the API takes it: without the decision a confirmation records on the user's message (runs.py),
+    which is the record's, not the model's."""
+    return message if "decision" not in message else {k: v for k, v in message.items() if k != "decision"}
 
 
 def projected(messages, start=1, say=ZH):

@@ -21,15 +21,10 @@ calls in batches, and the caller executes each batch before the next is decided.
 repetition across turns: a call that already ran SPIN_REPEATS times since the last user
 message, an A-B-A-B alternation, or a call blocked before and sent again unchanged with nothing
 new in between; the same call twice in one turn is a duplicate, answered by pointing to the
-first. A write runs only when the user confirmed it: the blocked write they were shown (its tool and
-arguments), or the proposal in words they confirmed, if the write is of the one tool it stated and is
-what it stated (memory.unshown); words that fit several write tools put the write to the user exactly. A write that
-differs from it is blocked without withdrawing the confirmation (the model is told what the user
-confirmed); sent again unchanged, it becomes the new proposal, put to the user. What the user confirmed
-fixes the whole write (texts/stated.py): a blocked write's proposal states its effect and its sourced
-arguments; after a proposal in words, an argument sourced from the tool an effect's value came from must
-come from that same record, one sourced elsewhere must be stated; a write carrying a value the user never
-saw is not run: it becomes the new proposal, stating it. Arguments neither effects nor sourced are free.
+first. A write runs only as a call the user approved: a held call of the proposal they were shown, the same call
+by its digest (confirmation/held.py: the tool and every argument), each approved call once; any other write is held
+for the user as a proposal, exactly as the model made it (`proposal_for`: the tool and every argument, and what a
+describe hook adds beside them). This very write made already is refused with its receipt. No words are read here.
 Provenance reads each declared Source before any call runs, whatever its kind: a tool's results, or the user's own
 messages (`Source.user`: the value appears in what the user wrote, texts/stated.py `typed`; the model is told which
 tool's result it came from instead). A write refused so never becomes a proposal; a tool declared `outside` has a
@@ -38,8 +33,8 @@ Source on every argument that can carry text (calls.py refuses it otherwise), so
 import dataclasses
 
 from . import config
-from .calls import HookError, Outcome, declared_tool, hooked
-from .values import cut
+from .calls import HookError, Outcome, hooked
+from .confirmation.held import call_digest
 from .texts import rules, stated
 
 @dataclasses.dataclass(frozen=True)
@@ -47,8 +42,7 @@ class Decision:
     guard: str
     allowed: bool
     reason: str = ""
-    propose: bool = False       # the blocked write becomes the proposal put to the user
-    differs: bool = False       # the write is not what the user confirmed; the confirmation stands
+    propose: bool = False       # the blocked write is held: the proposal put to the user
     rule: str = ""              # the name of the agent's rule the call breaks (guard "rule")
 
 
@@ -70,10 +64,6 @@ def screen(pending, memory, budget=None, preview=None, outcomes=None):
         turn.unknown = []
 
 
-def _same_call(call, other):
-    return other is not None and call.signature == other.signature
-
-
 def _batch(turn, calls, budget, preview):
     allowed, blocked, later = [], {}, []
     for call in calls:
@@ -90,8 +80,7 @@ def _batch(turn, calls, budget, preview):
             else:
                 turn.view.absorb(call, result)
         else:
-            extra = turn.proposal_for(call, decision.reason) if decision.propose else \
-                {"confirmed": turn.confirmed()} if decision.differs else {}
+            extra = turn.proposal_for(call) if decision.propose else {}
             extra.update({"rule": decision.rule} if decision.rule else {})
             outcome = Outcome({"error": decision.reason, "blocked_by": decision.guard, **extra},
                               status="blocked", guard=decision.guard)
@@ -105,8 +94,7 @@ class _Turn:
 
     def __init__(self, memory, pending):
         self.memory, self.view, self.say = memory, memory.fork(), memory.say
-        self.proposed, self.wrote = False, False     # this turn put a write to the user; ran one it confirmed
-        self.taken = set()                           # the writes of the proposal in force this turn runs
+        self.taken = set()                           # the numbers of the approved calls this turn runs
         self.place = {id(c): i for i, c in enumerate(pending, 1)}   # a call's place in the request
         self.signatures = {}                         # signature -> the place of its first call
         self.unknown = []                            # calls of this batch whose outcome is not known yet
@@ -158,7 +146,7 @@ class _Turn:
     def repeated(self, call, budget):
         """A call blocked before, sent again unchanged with nothing new since: a spin, whatever
         blocked it (checked first, so that bad arguments sent again are counted too)."""
-        if self.view.blocked.get(call.signature) and not _same_call(call, self.view.differs):
+        if self.view.blocked.get(call.signature):
             return Decision("spin", False, self.say("guard.repeated"))
         return ALLOW
 
@@ -238,94 +226,23 @@ class _Turn:
             raise HookError(call.name, label, str(exc)) from None
 
     def unconfirmed_write(self, call, budget):
+        """A write runs only as a held call the user approved (confirmation/ledger.py): the same call, by its digest,
+        each approved call once. This very write made already is refused with its receipt; any other write is held
+        for the user as a proposal (several of one turn make one proposal)."""
         if call.kind != "write":
             return ALLOW
-        memory = self.view
-        done = memory.written(call)
+        done = self.view.written(call)
         if done is not None:
             return Decision("unconfirmed_write", False, self.say("guard.written", receipt=str(done["receipt"])[:200]))
-        missing = self.unconfirmed(call)
-        loose = memory.unbound(call) if memory.confirmed and not missing else []
-        if loose:                             # a value the user never saw: put to them as a new proposal
-            return self._propose(self.say("guard.unbound", args=self.say.join(
-                self.say("guard.unshown_arg", arg=k, value=call.args.get(k)) for k in loose)))
-        if memory.confirmed and not missing and memory.proposal is None and len(memory.offered() or ()) > 1:
-            return self._propose(self.say("guard.which_write", tools=self.say.join(memory.offered())))
-        if not missing:
-            return self._run_confirmed(call)
-        if memory.confirmed and not _same_call(call, memory.differs):
-            return Decision("unconfirmed_write", False, self.say("guard.differs", missing=missing), differs=True)
-        if memory.confirmed:
-            return self._propose(self.say("guard.insists", missing=missing))
-        return self._propose(self.say("guard.unconfirmed"))
+        held = self.view.ledger.take(call_digest(call), self.taken)
+        if held is not None:
+            self.taken.add(held["n"])
+            return ALLOW
+        return Decision("unconfirmed_write", False, self.say("guard.unconfirmed"), propose=True)
 
-    def _run_confirmed(self, call):
-        """A write the proposal in force authorises: each of its blocked writes once, a proposal in words one
-        write; never beside a new proposal in the same turn."""
-        memory = self.view
-        if self.proposed:
-            return Decision("unconfirmed_write", False, self.say("guard.one_proposal"))
-        if memory.proposal is not None:
-            self.taken.add(self._match(call))
-        elif self.wrote:
-            return Decision("unconfirmed_write", False, self.say("guard.once"))
-        self.wrote = True
-        return ALLOW
-
-    def _propose(self, reason):
-        """Put the write to the user (several writes of one turn make one proposal), unless this turn runs
-        writes the user confirmed: then it waits for the next turn."""
-        if self.wrote:
-            return Decision("unconfirmed_write", False, self.say("guard.one_proposal"))
-        return Decision("unconfirmed_write", False, reason, propose=True)
-
-    def _match(self, call):
-        """The index of the blocked write of the proposal in force that `call` is, not run yet nor taken in this
-        turn; None when there is none."""
-        current = self.view.current
-        for at, (shown, fate) in enumerate(zip(current["calls"], current["fates"])):
-            if fate is None and at not in self.taken and not self._differ(call, shown):
-                return at
-        return None
-
-    def unconfirmed(self, call):
-        """Why the user's confirmation does not cover this write ('' when it does)."""
-        memory = self.view
-        say = self.say
-        if not memory.confirmed:
-            return say("guard.not_confirmed")
-        if memory.proposal is not None:       # one of its blocked writes: its tool, effect and sourced arguments
-            if self._match(call) is not None:
-                return ""
-            shown = next((c for c in memory.pending() if c.get("tool") == call.name), memory.proposal)
-            return self._differ(call, shown) or say("guard.once")
-        offered = memory.offered()
-        if offered is not None and call.name not in offered:
-            return say("guard.differs_tool", tool=call.name, proposed=say.join(offered))
-        return say.join(say("guard.unshown_arg", arg=k, value=call.args.get(k)) for k in memory.unshown(call))
-
-    def _differ(self, call, shown):
-        """How `call` differs from one blocked write as the user was shown it ('' when it is that write)."""
-        say, proposed = self.say, shown.get("tool")
-        if proposed is not None and proposed != call.name:
-            return say("guard.differs_tool", tool=call.name, proposed=proposed)
-        keys = dict.fromkeys([*stated.stated_args(declared_tool(call.tool)), *call.args])
-        differ = [k for k in keys if call.args.get(k) != shown.get(k)]
-        return say.join(say("guard.differs_arg", arg=k, value=call.args.get(k), proposed=shown.get(k)) for k in differ)
-
-    def confirmed(self):
-        """What the user confirmed: the blocked write's arguments, or the proposal in words."""
-        return self.view.proposal if self.view.proposal is not None else cut(self.view.offer or "", 600, self.say)
-
-    def proposal_for(self, call, reason):
-        """The blocked write as the proposal the user will be asked to confirm: every argument that will run
-        (free text whole), with what its declaration says the user should see beside it."""
-        self.proposed = True
-        proposal = dict(call.args)
-        shown = hooked(call.name, "describe", call.tool.describe, call.args, self.view.facts, returns=dict) \
+    def proposal_for(self, call):
+        """The held write as the proposal the user will be asked to confirm: its tool and every argument that will
+        run (free text whole), and apart from them what its declaration's describe hook says the user should see."""
+        shows = hooked(call.name, "describe", call.tool.describe, call.args, self.view.facts, returns=dict) \
             if call.tool.describe else {}
-        proposal.update(shown)
-        proposal["tool"] = call.name          # the tool is the call's, whatever a describe hook returned
-        if self.view.confirmed:
-            proposal["why"] = reason
-        return {"proposal": proposal}
+        return {"proposal": {"tool": call.name, "args": dict(call.args), **({"shows": shows} if shows else {})}}

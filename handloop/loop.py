@@ -49,7 +49,7 @@ from .calls import HookError
 from .values import chars
 from .executor import execute, tool_messages
 from .guards import screen
-from .memory import FORCING, LOOP_NAME, Memory, echoed, why_said
+from .memory import FORCING, LOOP_NAME, Memory, echoed
 from .model import Model, ModelError, Reply, as_model, estimate_tokens
 
 if TYPE_CHECKING:
@@ -102,11 +102,11 @@ class Run:
 
     @property
     def proposal(self) -> dict | None:
-        """The proposal in force, as the user is shown it, or None when none waits: a copy of its record,
-        {"number", "calls": [each write of it as shown, {"tool": name, **arguments}], "offer": the words of a
-        proposal in words (else None), "state": "proposed" or "confirmed", "fates": per call, "executed", "failed"
-        or None while it has not run}. What a program shows its user before `handloop.confirm` (a benchmark's
-        simulated user reads it too); the audit file's `memory.proposals` keeps every proposal and its fate."""
+        """The proposal in force, or None when none waits: a copy of its record (confirmation/ledger.py),
+        {"number", "state": "proposed" | "confirmed", "words": the model's own words beside its calls (or None),
+        "calls": [each held call, {"n": its number, "tool", "args": every argument, "digest", "state", "id"}]}.
+        What a program shows its user before `handloop.confirm` (a benchmark's simulated user reads it too); the
+        audit file's `memory.proposals` keeps every proposal and what became of each call."""
         current = self.memory.current
         return copy.deepcopy(current) if current is not None else None
 
@@ -158,7 +158,7 @@ def turns(r, toolset, report=lambda kind, **data: None):
             outcomes.update((yield Execute(allowed)), **blocked)             # then run
         tool_msgs = tool_messages(pending, outcomes, r.policy.result_max_chars, r.say)   # flatten in request order
         messages.extend([reply.message, *tool_msgs])                       # one step: never half a turn
-        memory.absorb_turn(pending, [outcomes[c.id].result for c in pending])
+        memory.absorb_turn(pending, [outcomes[c.id].result for c in pending], reply.text)
         r.trace.append(_record(r, reply, sent, pending, outcomes))
         save(r)                                                            # audit after flatten
         report("turn", run=r, reply=reply, calls=pending, outcomes=outcomes)
@@ -203,10 +203,7 @@ def answered(r, reply, sent, report):
                     for kind in r.memory.unbacked(reply.text)] + (["the answer gives a tool result back"] if echo else [])
     reply.notes += [f"the answer names {arg} {', '.join(sorted(named))}, but the receipt of {tool} says "
                     f"{', '.join(sorted(written))}" for tool, arg, named, written in r.memory.contradicted(reply.text)]
-    why = r.memory.unoffered
-    if why:                                                               # it looked like a proposal: say why not
-        reply.notes.append(why_said(why, r.say))
-    r.trace.append(dict(_record(r, reply, sent, [], {}), **({"not_offer": why} if why else {})))
+    r.trace.append(_record(r, reply, sent, [], {}))
     r.answer = "" if echo else reply.text                                 # an echo is no answer for the user
     report("answer", run=r, reply=reply)
     status, reason = r.memory.verdict(reply.written_calls, reply.text, echo)
@@ -224,8 +221,8 @@ def nudge(r, kind, problems=()):
     wrong with a call written as text (`problems`) and, for a nudge to act (FORCING), the next step
     and its tool, which the re-ask forces (forcing). Returns the text."""
     parts = [r.say(f"nudge.{kind}"), *(r.say(f"nudge.problem.{p}") for p in problems)]
-    step = r.memory.next_step() if kind in FORCING else None
-    text = " ".join(parts + (_next(r, step) if step else []))
+    step = r.memory.target(kind) if kind in FORCING else None
+    text = " ".join(parts + (_next(r, step) if isinstance(step, str) else []))
     r.messages.append({"role": "user", "name": LOOP_NAME, "content": text})
     r.memory.absorb_nudge(text)
     return text
@@ -233,12 +230,12 @@ def nudge(r, kind, problems=()):
 
 def _next(r, tool):
     """What a nudge says of the next step: the plan's step that names `tool` (or the tool), and for a
-    write, that the call is put to the user first (or, confirmed, that it is what the user confirmed)."""
+    write, that the call is shown to the user before anything runs."""
     step = r.memory.step_of(tool)
     said = [r.say("nudge.next_step", index=step["index"], title=step["title"], tool=tool) if step else
             r.say("nudge.next", tool=tool)]
     if r.memory.kinds.get(tool) == "write":
-        said.append(r.say("nudge.write_confirmed" if r.memory.confirmed else "nudge.write_proposal", tool=tool))
+        said.append(r.say("nudge.write_proposal", tool=tool))
     return said
 
 
@@ -256,7 +253,7 @@ def forcing(r):
         return _again(r)
     if not _forcing_nudge(r, last):
         return False
-    step = r.memory.next_step()
+    step = r.memory.forced
     return step if step in _names(r) else True
 
 
@@ -309,46 +306,21 @@ def empty_again(r, exc, sent, report):
 
 
 def confirmed_call(r, toolset):
-    """The writes the user just confirmed, when they were blocked calls: the loop issues those exact
-    calls itself (their validated arguments, what the proposal showed), in the order they were proposed,
-    instead of asking the model to repeat them. The reply is the loop's, recorded as such: an assistant
-    message named "loop" whose calls' ids are the turn's own (deterministic, so a workflow replays
-    them). None when the record does not end with the user's confirmation of blocked writes (a proposal
-    in words: the model writes, as before)."""
-    memory, last = r.memory, r.messages[-1]
-    if not memory.confirmed or memory.proposal is None or last.get("role") != "user" or last.get("name") == LOOP_NAME:
-        return None
-    calls = _proposed_calls(r, toolset, memory.pending())
-    if not calls:
+    """The calls the user just approved: the loop issues them itself, exactly as held (the ledger's records:
+    their tool and arguments), in the order they were proposed, instead of asking the model to repeat them. The
+    reply is the loop's, recorded as such: an assistant message named "loop" whose calls' ids are the turn's own
+    (deterministic, so a workflow replays them). None unless the record ends with the user's own reply and approved
+    calls wait to run."""
+    last = r.messages[-1]
+    approved = r.memory.ledger.approved()
+    if not approved or last.get("role") != "user" or last.get("name") == LOOP_NAME:
         return None
     raw = [{"id": f"call_loop_{r.turn + 1}" + (f"_{i}" if i else ""), "type": "function",
-            "function": {"name": call.name,
-                                                        "arguments": json.dumps(call.args, ensure_ascii=False,
-                                                                                separators=(",", ":"))}}
-           for i, call in enumerate(calls)]
+            "function": {"name": held["tool"],
+                         "arguments": json.dumps(held["args"], ensure_ascii=False, separators=(",", ":"))}}
+           for i, held in enumerate(approved)]
     message = {"role": "assistant", "name": LOOP_NAME, "content": None, "tool_calls": raw}
-    return Reply(message, raw, 0, False, 0.0, ["issued by the loop: the calls the user confirmed, not asked of the model"])
-
-
-def _proposed_calls(r, toolset, shown):
-    """The blocked writes the proposal in force showed (`shown`, as the user saw each), prepared again from
-    the record (the latest call blocked with each), in that order; [] when one is not found or its arguments
-    no longer validate (the model is asked instead)."""
-    found, ids = dict[int, Any](), dict[str, int]()       # place in `shown` -> call; call id -> place
-    for message in reversed(r.messages):
-        if message.get("role") == "tool":
-            result = _loaded(message.get("content"))
-            if result.get("blocked_by") == "unconfirmed_write" and result.get("proposal") in shown:
-                ids.setdefault(message.get("tool_call_id"), shown.index(result["proposal"]))
-        elif message.get("role") == "assistant" and ids:
-            raw = [c for c in message.get("tool_calls") or [] if isinstance(c, dict) and c.get("id") in ids]
-            for call in toolset.prepare(raw):
-                if call.args is not None and call.kind == "write":
-                    found.setdefault(ids[call.id], call)
-            ids = {}
-            if len(found) == len(shown):
-                return [found[i] for i in range(len(shown))]
-    return []
+    return Reply(message, raw, 0, False, 0.0, ["issued by the loop: the calls the user approved, not asked of the model"])
 
 
 def _loaded(content):
@@ -529,11 +501,11 @@ def _stop_reason(r):
 
 
 def _proposed(r, pending, outcomes):
-    """A write was blocked as a proposal and nothing else in the turn needs the model: the run waits
+    """A write was held as a proposal and nothing else in the turn needs the model: the run waits
     for the user at once (the proposal is shown exactly; asking the model to repeat it in words
     would cost a call and add nothing)."""
     results = [outcomes[c.id].result for c in pending]
-    if r.memory.proposal is None or r.memory.confirmed or not any("proposal" in x for x in results):
+    if not r.memory.waiting() or not any("proposal" in x for x in results):
         return None
     if all("error" not in x or "proposal" in x or x.get("blocked_by") == "duplicate" for x in results):
         return "suspended", "awaiting_confirmation"

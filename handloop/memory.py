@@ -5,19 +5,14 @@ Memory is a fold over the messages: `absorb()` is the only way a tool result cha
 does and `absorb_nudge()` the only way a loop's own message does, so `rebuild(messages)`
 gives the same memory as the live run did (that is how a resume checks an audit file).
 
-Proposals and confirmation: a proposal is a blocked write (its exact arguments) or, while the
-task's write has not happened, a model answer after the task made progress that is an offer
-(a proposal in words: words for the user that propose it, texts/words.proposes, not a mention of a write nor
-how the user may make it; no tool markup or pasted result, no claim of a write
-that never ran, naming exactly one id the reads gave and one declared choice for each of a
-write's id and choice effects, at least one for a list effect: texts/stated.py); any other answer leaves the run waiting for the user's reply, and one that looks like a proposal says why it is none
-(`why_not_offer`, kept as `unoffered` until the next answer: the argument, the values it named or could take). Confirmation comes only from a user message that is one of the agent's confirm replies
-(「确认」 for the Xi'an agent) after a proposal, never from model, tool or loop text; it authorises the proposed write (for words: the ids and
-choices the text named, the dates and counts it or the user stated; the tool it showed) and is used up by it, or
-by the write's failure (`_spend`: it ran and did not succeed; any later write is a new proposal). Any
-other user reply withdraws the proposal; a reply that declines ends the task's need to write. The records
-themselves (one per proposal, its state and each write's fate) are proposals.py's: this module decides when one
-opens, is confirmed or closes.
+Proposals and confirmation (confirmation/): a proposal is the write calls of one turn the guard held for the user,
+each an exact call with its own record in the ledger (confirmation/ledger.py); this module folds the run into it:
+a held call's tool message holds it, the user's reply decides it (one of the agent's confirm replies, or the
+decision a confirmation recorded on its message, approves; any other reply declines what waits), and a write's
+outcome spends its approval (`ran`). Approvals live one tool round: what the loop did not run right after the
+confirmation is spent. Words never enter the ledger. They only steer (texts/words.py): an answer that offers a write
+or asks the user to confirm while nothing is held makes the loop ask for the call (`offering`, the "offer" nudge, which
+forces that write), and a reply that declines ends the run's need to write (`declined`).
 An agent without a write tool has nothing to confirm: its answer ends the run.
 What the loop does after an answer (`verdict`) follows from this state: an answer that moves nothing
 (no offer, no question to the user, the user did not decline, no write made) is nudged with the task's
@@ -33,17 +28,14 @@ room, id or date than a receipt says), both as the judge reads them (texts/rules
 """
 import json
 
-from . import texts
 from .texts import rules, stated, words
 from .agents import Agent
 from .calls import HookError, declared_tool, hooked
-from .proposals import Proposals
-from .values import cut
+from .confirmation import Ledger, call_digest, shown
 
 LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)
-NUDGES = ("written_call", "echo", "idle", "step", "empty_reply", "length")
-FORCING = ("idle", "written_call", "echo", "step")      # nudges whose re-ask forces a call of the next step
-WHY_VALUES = 10          # the values an argument may take that a refused offer's explanation lists
+NUDGES = ("written_call", "echo", "idle", "step", "offer", "empty_reply", "length")
+FORCING = ("idle", "written_call", "echo", "step", "offer")   # nudges whose re-ask forces a call of the next step
 DEFAULT_AGENT = Agent("default", "default", ())        # Chinese, 「确认」, planning on, no tools
 
 
@@ -52,7 +44,7 @@ class Memory:
         self.agent = agent or DEFAULT_AGENT    # its confirm replies, language and planning rule the fold
         self.say = self.agent.say
         self.writable = True      # the run has a write tool (declare() tells)
-        self.write_tools: tuple = ()     # the declared write tools (what an offer in words must name is theirs)
+        self.write_tools: tuple = ()     # the declared write tools
         self.tool_names = ()      # the declared tools' names (a tag named after one is markup, not words)
         self.goal = goal
         self.said = []            # the user's own messages, the goal first
@@ -63,12 +55,11 @@ class Memory:
         self.done_tools = set()   # tools that succeeded in this run
         self.progress = 0         # successful read and write calls: the task moved
         self.names = {}           # any id a read result gave -> the name beside it (None: no name)
-        self.ledger = Proposals()  # one record per proposal, in order, each with its fate (proposals.py)
-        self.unwritten = False    # after that confirmation the model answered instead of writing
-        self.declined = False     # the user's last reply declined the write
-        self.differs = None       # the last write blocked as not what the user confirmed (a Call; the
-                                  # confirmation stands; sent again, it becomes the new proposal)
-        self.unoffered = None     # why the last answer, which looked like a proposal, is none (why_not_offer)
+        self.ledger = Ledger()    # one record per proposal, each held call with its state (confirmation/)
+        self.declined = False     # the user's last reply declined the write (words: it only steers)
+        self.offering = None      # the write tool the last answer offers or asks to confirm (words: steers only)
+        self.words = None         # the model's own words beside its calls of the round being absorbed
+        self.forced = None        # the tool the last nudge to act named (True: any call): the next request forces it
         self.writes = []          # [{"tool", "args" (its effect), "call" (every argument), "receipt"}] of the writes made
         self.runs = {}            # call signature -> times it ran since the last user message
         self.recent = []          # signatures of the last calls that ran, newest last
@@ -114,58 +105,36 @@ class Memory:
         """A fact some tool's absorb keeps under `key` (the first namespace that has it)."""
         return next((f[key] for f in self.facts.values() if key in f), default)
 
-    # ---- the proposals: one record each (proposals.py), and the one in force ----
+    # ---- the proposals: the ledger's records (confirmation/ledger.py), and the one in force ----
     @property
     def proposals(self):
-        """Every proposal of the run in order, each a record with its fate (proposals.py)."""
+        """Every proposal of the run in order, each with its held calls and their states."""
         return self.ledger.records
 
     @property
     def current(self):
-        """The proposal in force: the last record still proposed or confirmed (a dict, see proposals.py), or None."""
+        """The proposal in force: the last record still proposed or confirmed (a dict, see ledger.py), or None."""
         return self.ledger.current
 
     @property
     def proposal(self):
-        """What the user is (or was) shown of the first write of the proposal in force that has not run yet (a
-        blocked write's arguments and its tool), or None (none, or a proposal in words)."""
+        """The first held call of the proposal in force that waits for the user or, approved, to run (a dict: "n",
+        "tool", "args", "digest", "state"), or None."""
         pending = self.pending()
         return pending[0] if pending else None
 
     def pending(self):
-        """The blocked writes of the proposal in force that have not run yet, as shown to the user."""
-        return self.ledger.pending()
+        """The held calls of the proposal in force that wait for the user, or approved, to run."""
+        return self.ledger.waiting() or self.ledger.approved()
 
-    @property
-    def offer(self):
-        """The proposal in words in force (the model's answer), or None."""
-        current = self.current
-        return current["offer"] if current else None
+    def waiting(self):
+        """The held calls the user has been shown and not yet answered."""
+        return self.ledger.waiting()
 
     @property
     def confirmed(self):
-        """The user confirmed the proposal in force, and what it authorised has not all run yet."""
+        """The user approved held calls of the proposal in force that have not all run yet."""
         return self.ledger.confirmed
-
-    def _propose(self, shown=None, offer=None):
-        """A new proposal (a blocked write's `shown` arguments, or an `offer` in words); the one in force before
-        it gives way (withdrawn). A blocked write of the same turn joins the turn's proposal (a batch)."""
-        if shown is not None and self.ledger.join(shown):
-            return
-        self._close("withdrawn")
-        self.ledger.open(shown, offer)
-
-    def _close(self, state):
-        """The proposal in force ends: declined, withdrawn (another took its place), executed or failed."""
-        self.ledger.close(state)
-        self.unwritten, self.differs = False, None
-
-    def _fate(self, call, fate):
-        """A write ran on the authority of the proposal in force: `fate` is "executed" or "failed". The record
-        ends once every write it authorised ran; a failure spends its confirmation all the same."""
-        ended = self.ledger.fate(call, fate)
-        if ended is not None:
-            self._close(ended)
 
     @property
     def plan(self):
@@ -177,14 +146,19 @@ class Memory:
         return self.facts.get("plan", {}).get("marks", {})
 
     # ---- the fold ----
-    def absorb_turn(self, calls, results):
+    def absorb_turn(self, calls, results, words=None):
         """Take one tool round into memory: the blocked calls first, then those that ran, so a call
-        blocked beside a call that brought news is not "blocked with nothing new since"."""
-        self.ledger.new_turn()                 # this turn's blocked writes form one proposal
+        blocked beside a call that brought news is not "blocked with nothing new since". `words`: the model's
+        own text beside its calls (shown with a proposal they make). An approval not used in this round is spent:
+        the loop runs approved calls in the round right after the confirmation, and never later."""
+        self.ledger.new_turn()                 # this turn's held writes form one proposal
+        self.words = " ".join(words.split()) if isinstance(words, str) and words.strip() else None
         pairs = list(zip(calls, results))
         blocked = [(c, r) for c, r in pairs if "blocked_by" in r]
         for call, result in blocked + [p for p in pairs if p not in blocked]:
             self.absorb(call, result)
+        self.ledger.spend()
+        self.words = None
 
     def absorb(self, call, result, counted=False):
         """Take one call's result (the JSON object its tool message holds) into memory; `counted`:
@@ -209,7 +183,7 @@ class Memory:
         if call.kind == "write":
             self.writes.append({"tool": call.name, "args": _effect(call), "call": dict(call.args or {}),
                                 "receipt": stated.returned(result)})
-            self._fate(call, "executed")
+            self.ledger.ran(call_digest(call), True)
         tool = call.tool
         if tool is not None and tool.absorb is not None:
             try:
@@ -223,10 +197,10 @@ class Memory:
                 self.hooks[tool.namespace] = (tool.name, tool.render)
 
     def _spend(self, call):
-        """A write ran and did not succeed (an error, an unknown outcome): the confirmation that let it run is
+        """A write ran and did not succeed (an error, an unknown outcome): the approval that let it run is
         spent all the same. Any later write, this same call included, is a new proposal for the user; the
         loop does not push this write again before the user speaks."""
-        self._fate(call, "failed")
+        self.ledger.ran(call_digest(call), False)
         self.pushed.add(call.name)
 
     def ran(self, call):
@@ -234,93 +208,40 @@ class Memory:
         count_run(self.runs, self.recent, call.signature)
 
     def _absorb_blocked(self, call, result):
-        """A blocked call. A duplicate within one turn changes nothing (the first call stands for it);
-        a write that differs from what the user confirmed leaves the confirmation standing."""
+        """A blocked call. A duplicate within one turn changes nothing (the first call stands for it); a write
+        the guard held for the user becomes a held call of this turn's proposal, exactly as the model made it."""
         if result["blocked_by"] == "duplicate":
-            return
-        if result["blocked_by"] == "unconfirmed_write" and "confirmed" in result:
-            self.differs = call
             return
         self.blocked[call.signature] = self.blocked.get(call.signature, 0) + 1
         if result["blocked_by"] == "spin":
             self.spins += 1
         elif result["blocked_by"] == "unconfirmed_write" and isinstance(result.get("proposal"), dict):
-            self._propose(shown=result["proposal"])
+            shows = result["proposal"].get("shows")
+            self.ledger.hold(call.name, dict(call.args or {}), call_digest(call), call.id, self.words,
+                             shows if isinstance(shows, dict) else None)
             self.declined = False
 
     def absorb_answer(self, text):
-        """A model answer without tool calls. While the task's write is still to do, an answer
-        after progress is a proposal in words when it is one (`offers`); after a confirmation the
-        offer stays as the user confirmed it (a new text is not what they saw when they said
-        「确认」). After a write was blocked as not what the user confirmed, an answer that names
-        that other write's id or choice proposes it: the confirmation gives way to the new offer."""
-        self.unoffered = None
-        if self.confirmed and self.differs is not None and self._names_other(words.plain(text)):
-            self._close("withdrawn")
-        if self.confirmed:
-            self.unwritten = True
-        elif self.writable and self.proposal is None and not self.declined and self.progress:
-            if self.offers(text):
-                self._propose(offer=text)
-            else:                             # a new answer that offers nothing: the old offer is not in force
-                self._close("withdrawn")
-                self.unoffered = self.why_not_offer(text)
+        """A model answer without tool calls. It changes no proposal: words are never a proposal. It only steers:
+        the write tool it offers or asks the user to confirm, while nothing is held (`offering`)."""
+        self.offering = self._offering(text) if self.writable and not self.ledger.current else None
 
-    def offers(self, text):
-        """Whether an answer is an offer the user can confirm: words for the user that propose (a question or a
-        statement offering to do it, words.proposes: not a mention of a write, nor how the user may make it), with
-        no tool markup, no pasted tool result, no claim of a write that did not happen, and that name, for some write
-        tool, exactly one value of each of its `id` effects among the values the reads gave for that
-        argument (texts/stated.py), and of each `choice` effect among its schema's enum and aliases;
-        other identifiers may be named beside them. A tool-less memory (no declarations) keeps the
-        loose rule: any answer that names an id the reads gave, or any at all if none."""
-        plain = words.plain(text)
-        if not words.proposes(text) or words.markup(text, self.tool_names) or "write" in self.unbacked(text):
-            return False
-        if not self.write_tools:
-            return not self.names or any(words.names_in(plain, i, n) for i, n in self.names.items())
-        done = self.done_ids()
-        return any(stated.offers(plain, _declared(tool), self.records, self.names, done) for tool in self.write_tools)
-
-    def why_not_offer(self, text):
-        """Why an answer that looks like a proposal is not taken as one (`offers`): it names a value of a write's
-        id or choice effect, or it asks the user and names the write's verb or an id a read gave; once a write was
-        made, only naming an id no write used yet looks like one (an answer reporting the write does not). Returns
-        {"tool", "arg" (the effect argument it fails on), "named" (the values of it the answer names: none, or
-        more than one), "values" (those it may take, at most WHY_VALUES), "from" (the tools its values come from)},
-        or None: the answer offers, looks like no proposal, or is refused for tool markup or a claimed write
-        (said otherwise)."""
-        plain = words.plain(text)
-        if not self.write_tools or words.markup(text, self.tool_names) or "write" in self.unbacked(text):
+    def _offering(self, text):
+        """The write tool an answer offers, or asks the user to confirm, when it does (words.proposes,
+        words.asks_confirm): the one write tool the words name a verb of, else the write the run needs next, else
+        the only write tool; True when it offers a write but none of these tells which (any call is asked for);
+        None when it offers nothing, carries tool markup or claims a write that never ran."""
+        if not words.proposes(text) and not words.asks_confirm(text, self.agent.confirm):
             return None
-        done, found = self.done_ids(), []
-        for tool in self.write_tools:
-            decl = _declared(tool)
-            why = stated.unoffered(plain, decl, self.records, self.names, done)
-            if why is None:
-                return None
-            ids = stated.looks_named(plain, decl, self.records, self.names, done, ("id",))
-            found.append((ids, stated.looks_named(plain, decl, self.records, self.names, done), tool.name, decl, why))
-        ids, score, name, decl, (arg, _, named, values) = max(found, key=lambda f: f[:2])
-        asked = words.asks(text) and (words.names_in(plain, name.split("_")[0]) or
-                                      any(words.names_in(plain, str(i)) for i in self.names if str(i) not in done))
-        if not ids and (self.writes or not score and not asked):      # after a write, only a new id looks like one
+        if words.markup(text, self.tool_names) or "write" in self.unbacked(text):
             return None
-        return {"tool": name, "arg": arg, "named": named, "values": values[:WHY_VALUES], "from": _from(decl, arg)}
-
-    def offered(self):
-        """The names of the write tools the proposal in words states (what its confirmation may write; the most
-        specific reading, texts/stated.offered); None for a memory without declarations (any write)."""
-        if not self.write_tools:
-            return None
-        return stated.offered(words.plain(self.offer or ""), {t.name: _declared(t) for t in self.write_tools},
-                              self.records, self.names, self.done_ids())
-
-    def done_ids(self):
-        """The values of the id effects the run's writes used: an answer that names them reports, not proposes."""
-        kinds = {t.name: dict(t.effect) for t in self.write_tools}
-        return {str(e) for w in self.writes for k, v in w["args"].items() if kinds.get(w["tool"], {}).get(k) == "id"
-                for e in stated.elements(v) if e is not None}
+        named = [t.name for t in self.write_tools if words.mentions(text, t.name, t.description)]
+        step = self.next_step()
+        if len(named) == 1:
+            return named[0]
+        if self.kinds.get(step) == "write":
+            return step
+        return self.write_tools[0].name if len(self.write_tools) == 1 else True
 
     def records(self, tool, path):
         """The records at `path` of `tool`'s successful results so far (where sourced values come from); for the
@@ -401,71 +322,69 @@ class Memory:
         """The first pending plan step that names `tool` (a dict as in `plan`), or None."""
         return next((s for s in self.plan if s.get("tool") == tool and self.step_status(s["index"]) == "pending"), None)
 
-    def _names_other(self, plain):
-        """Whether a text names what the blocked write `differs` had in place of the confirmed one."""
-        call, offer = self.differs, words.plain(self.offer or "")
-        if call is None:
-            return False
-        for arg, how in call.tool.effect if call.tool else ():
-            value = (call.args or {}).get(arg)
-            other = value != self.proposal.get(arg) if self.proposal is not None else \
-                not self._says(offer, call.tool, arg, how, value)
-            if other and self._says(plain, call.tool, arg, how, value):
-                return True
-        return False
-
-    def _says(self, plain, tool, arg, how, value):
-        """Whether a plain text states this value of a write's effect argument (each element of a list)."""
-        return stated.states(plain, _declared(tool), arg, how, value, self.records, self.names, self.done_ids(),
-                             tuple(tool.units.get(arg, ())))
-
-    def absorb_user(self, text):
-        """A user reply: 「确认」 confirms a pending proposal or offer; anything else withdraws it
-        (and may decline). Either way it is new information, so repeating a call after it is not
-        a spin, and the loop may nudge again."""
-        self.runs, self.recent, self.blocked, self.nudged, self.differs = {}, [], {}, set(), None
-        self.pushed = set()
+    def absorb_user(self, text, decision=None):
+        """A user reply. While held calls wait for the user, the reply decides them: the `decision` a confirmation
+        recorded on its message (the calls it approves and declines, of the proposal it names), else one of the
+        agent's confirm replies approves every waiting call, and any other reply declines them all. With nothing
+        waiting a reply approves nothing, whatever it says. Either way it is new information, so repeating a call
+        after it is not a spin, and the loop may nudge again; a reply that declines in words only steers."""
+        self.runs, self.recent, self.blocked, self.nudged, self.pushed = {}, [], {}, set(), set()
         self.said.append(text)
         if not self.goal:
             self.goal = text
             return
-        self.unwritten = False
-        if self.agent.confirms(text) and self.ledger.confirm():   # proposed, or confirmed again
+        self.declined = words.declines(text)
+        if isinstance(decision, dict) and self.ledger.waiting():
+            if decision.get("proposal") not in (None, self.current["number"]) or \
+                    not self.ledger.decide(_numbers(decision.get("approve")), _numbers(decision.get("decline"))):
+                self.ledger.decline()
+        elif self.agent.confirms(text) and self.ledger.waiting():
+            self.ledger.decide()
             self.declined = False
         else:
-            self.declined = bool(texts.DECLINE.search(text))
-            self._close("declined" if self.declined else "withdrawn")
+            self.ledger.decline()
 
     def absorb_nudge(self, text):
         """A message the loop itself sent the model: which nudge it was (never a user reply); a nudge to
-        act pushes the step it named (the next step, as of this message)."""
+        act pushes the tool it named (`target`, as of this message), which the next request forces."""
         kinds = {kind for kind in NUDGES if text.startswith(self.say(f"nudge.{kind}"))}
         self.nudged.update(kinds)
-        step = self.next_step() if kinds & set(FORCING) else None
-        if step:
-            self.pushed.add(step)
+        forcing = kinds & set(FORCING)
+        self.forced = self.target(next(iter(forcing))) if forcing else None
+        if isinstance(self.forced, str):
+            self.pushed.add(self.forced)
+
+    def target(self, kind):
+        """The tool a nudge to act of `kind` names and forces: the write the last answer offered for "offer"
+        (True: any call), the next step otherwise (None: no tool)."""
+        return self.offering if kind == "offer" else self.next_step()
 
     def verdict(self, written_calls=(), text="", echo=False):
         """After a model answer (`text`; `echo`: it only gives a tool result back): ("done" | "suspended",
         reason), or ("nudge", kind) when the loop should tell the model what is wrong and ask again,
-        forcing the next step. An answer that moves nothing (no offer, no question to the user, no final
-        answer after the write, the user did not decline) is nudged once per ready step and per user
-        message; then the run waits for the user, unless the run wants no write (`wanted`: none asked by the
-        user nor named by the plan): then the answer ends it, as for an agent without a write tool."""
-        if self.current is None and (self.writes or self.declined):
-            return "done", "final_answer"
+        forcing a call. An answer that offers a write, or asks the user to confirm, while nothing is held, is
+        answered by asking for that write's call (or its next prerequisite's), once per user message: the user
+        is then shown the exact call. An answer that moves nothing (no question to the user, no final answer
+        after the write, the user did not decline) is nudged once per ready step and per user message; then the
+        run waits for the user, unless the run wants no write (`wanted`: none asked by the user nor named by the
+        plan): then the answer ends it, as for an agent without a write tool."""
         if written_calls and "written_call" not in self.nudged:
             return "nudge", "written_call"
         if echo and "echo" not in self.nudged:
             return "nudge", "echo"
         if not self.writable:                   # nothing to confirm: the answer is the result
             return ("nudge", "idle") if not self.progress and "idle" not in self.nudged else ("done", "final_answer")
+        if self.ledger.waiting():
+            return "suspended", "awaiting_confirmation"
         step = self.next_step()
         push = step is not None and step not in self.pushed
-        if self.confirmed:
-            return ("nudge", "step") if push and self.kinds.get(step) == "write" else ("suspended", "confirmed_no_write")
-        if self.proposal is not None or self.offer:
-            return "suspended", "awaiting_confirmation"
+        offer = self._offer_push(step, push)
+        if offer:
+            return "nudge", offer
+        if self.current is None and (self.writes or self.declined):
+            return "done", "final_answer"
+        if push and self.kinds.get(step) == "write":     # a write the run wants is ready: ask for its call
+            return "nudge", "step"
         if not echo and words.asks(text):       # a question reaches the user
             return "suspended", "awaiting_reply"
         if push:
@@ -475,6 +394,16 @@ class Memory:
         if self.write_tools and not any(self.wanted(t.name) for t in self.write_tools):
             return "done", "final_answer"       # nothing asked to be written: the answer is the result
         return "suspended", "awaiting_reply"
+
+    def _offer_push(self, step, push):
+        """The nudge for an answer that offers a write (`offering`): "offer" to ask for the write's call when it
+        can be made now and was not asked for since the user spoke, "step" for its next prerequisite, else None."""
+        tool = self.offering
+        if tool is None or (tool is True and "offer" in self.nudged):
+            return None
+        if tool is True or (self._ready(tool) and tool not in self.pushed):
+            return "offer"
+        return "step" if push and self.kinds.get(step) in ("read", "write") else None
 
     # ---- what the guards ask ----
     def step_status(self, index):
@@ -511,29 +440,6 @@ class Memory:
         return [tool for tool, results in self.results.items()
                 if stated.typed(value, [json.dumps(r, ensure_ascii=False) for r in results])]
 
-    def unshown(self, call):
-        """The arguments of a write that the confirmed proposal in words did not state (texts/stated.py):
-        its id and choice arguments must be the one value of their argument the offer names (an id by
-        itself or by the name a read gave it); its date and count may also come from the user's own
-        messages. Empty when the write is what the user was shown."""
-        if call.tool is None:
-            return []
-        return stated.unstated(call.args, _declared(call.tool), words.plain(self.offer or ""),
-                               [words.plain(t) for t in self.said], self.records, self.names, self.done_ids())
-
-    def unbound(self, call):
-        """The arguments of a confirmed write that what the user confirmed neither states nor determines
-        (texts/stated.py): sourced from an effect's tool but from another record than that effect's value,
-        sourced elsewhere and not stated by the proposal, or free (neither) and stated neither by it nor by the
-        user. Empty when the whole write is bound (a blocked proposal shows every argument)."""
-        if call.tool is None or self.proposal is not None:
-            return []
-        offer = words.plain(self.offer or "")
-        decl = _declared(call.tool)
-        loose = stated.unbound(call.args, decl, self.records, lambda arg, value: stated.names_value(offer, value))
-        return loose + [a for a in stated.unstated_free(call.args, decl, offer, [words.plain(t) for t in self.said])
-                        if a not in loose]
-
     # ---- projections ----
     def render(self, turn=0):
         """The memory block of the system message, as of `turn`: what the run has settled, which the
@@ -546,13 +452,8 @@ class Memory:
                      after=say("memory.step_after", after=s["after"]) if s.get("after") else "") for s in self.plan]
         for namespace, (tool, render) in self.hooks.items():
             lines += _lines(tool, hooked(tool, "render", render, self.facts.get(namespace, {}), returns=list))
-        if self.proposal is not None:
-            state = say("memory.proposal_confirmed") if self.confirmed else say("memory.waiting")
-            lines += [say("memory.proposal", proposal=json.dumps(shown, ensure_ascii=False), state=state)
-                      for shown in self.pending()]
-        elif self.offer:
-            state = say("memory.offer_confirmed") if self.confirmed else say("memory.waiting")
-            lines.append(say("memory.offer", offer=cut(self.offer, 400, say), state=state))
+        state = say("memory.proposal_confirmed") if self.confirmed else say("memory.waiting")
+        lines += [say("memory.proposal", proposal=shown.one_line(held), state=state) for held in self.pending()]
         lines += [say("memory.written", tool=w["tool"], receipt=json.dumps(w["receipt"], ensure_ascii=False))
                   for w in self.writes]
         if not lines:
@@ -564,28 +465,9 @@ class Memory:
         facts = {k: v for ns, f in self.facts.items() if ns != "plan" for k, v in f.items()}
         return {"goal": self.goal, **facts,
                 "plan": [dict(s, status=self.step_status(s["index"])) for s in self.plan],
-                "proposal": self.proposal, "offer": self.offer, "confirmed": self.confirmed,
+                "proposal": self.proposal, "confirmed": self.confirmed,
                 "proposals": self.proposals,
                 "declined": self.declined, "writes": self.writes, "spins": self.spins, "used_tokens": self.used_tokens}
-
-
-def why_said(why, say):
-    """The one line that says why an answer was not taken as a proposal (Memory.why_not_offer's result), in
-    `say`'s language: more than one value named, none of the values the reads gave, or no value a read produced."""
-    values = {"tool": why.get("tool"), "arg": why.get("arg"), "named": say.join(why.get("named") or ()),
-              "values": say.join(why.get("values") or ())}
-    if len(why.get("named") or ()) > 1:
-        return say("cli.not_offer.many", **values)
-    if why.get("values"):
-        return say("cli.not_offer.none", **values)
-    where = say("cli.not_offer.where", tools=say.join(why["from"])) if why.get("from") else ""
-    return say("cli.not_offer.unread", where=where, **values)
-
-
-def _from(decl, arg):
-    """The tools whose results the values of a write's argument come from (its sources' alternatives), in order."""
-    return list(dict.fromkeys(o["tool"] for s in stated.sources(decl) for o in stated.options(s)
-                              if arg in o["args"] or arg + "[]" in o["args"]))
 
 
 def _needs(tool):
@@ -606,6 +488,13 @@ def _lines(tool, lines):
         if not isinstance(line, str):
             raise HookError(tool, "render", f"returned a {type(line).__name__} among its lines, not only str")
     return lines
+
+
+def _numbers(value):
+    """The call numbers a recorded decision names (None when it names none)."""
+    if not isinstance(value, list):
+        return None
+    return [n for n in value if isinstance(n, int) and not isinstance(n, bool)]
 
 
 def count_run(runs, recent, signature):
@@ -678,17 +567,19 @@ def rebuild(messages, prepare, declared=(), agent=None):
     """
     memory, calls = Memory(agent=agent).declare(declared), {}
     round_: list[tuple] = []          # (call, result) of the tool messages of the round being read
+    beside = None                     # the model's own text beside the calls of that round
     for message in [*messages, {}]:
         role = message.get("role")
         if round_ and role != "tool":
-            memory.absorb_turn([c for c, _ in round_], [m for _, m in round_])
+            memory.absorb_turn([c for c, _ in round_], [m for _, m in round_], beside)
             round_ = []
         if role == "user" and message.get("name") == LOOP_NAME:
             memory.absorb_nudge(message.get("content") or "")
         elif role == "user":
-            memory.absorb_user(message.get("content") or "")
+            memory.absorb_user(message.get("content") or "", message.get("decision"))
         elif role == "assistant" and message.get("tool_calls"):
             calls = {c.id: c for c in prepare(message["tool_calls"])}
+            beside = message.get("content") if message.get("name") != LOOP_NAME else None
         elif role == "assistant":
             memory.absorb_answer((message.get("content") or "").strip())
         elif role == "tool" and message.get("tool_call_id") in calls:

@@ -24,7 +24,7 @@ import enum
 import json
 import os
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from . import audit
 from . import config
@@ -79,10 +79,35 @@ def start(agent: Agent, run_id: str | None = None, *, audit_dir: str = "audit", 
         raise
 
 
-def confirm(agent: Agent, run_id: str, *, audit_dir: str = "audit") -> tuple[Run, ToolSet]:
-    """The recorded run `run_id` of `agent`, suspended on a proposal, with the user's confirmation (the agent's
-    first confirm reply) added: (run, tool set), ready for loop.run. Refused when it waits for nothing."""
-    return _go_on(agent, run_id, audit_dir, Resume.CONFIRM)
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """What a confirmation decides of the waiting proposal: `proposal`, the number of the proposal the user was
+    shown (None: whichever waits); `approve`, the numbers of the calls approved (None: every waiting call not
+    declined); `decline`, those declined (None: every waiting call not approved)."""
+    proposal: int | None = None
+    approve: tuple[int, ...] | None = None
+    decline: tuple[int, ...] | None = None
+
+    @property
+    def names(self) -> bool:
+        """Whether it names a proposal or calls (else it approves whatever waits)."""
+        return self.proposal is not None or self.approve is not None or self.decline is not None
+
+
+def confirm(agent: Agent, run_id: str, *, audit_dir: str = "audit", proposal: int | None = None,
+            approve: Iterable[int] | None = None, decline: Iterable[int] | None = None) -> tuple[Run, ToolSet]:
+    """The recorded run `run_id` of `agent`, suspended on a proposal, with the user's confirmation added: (run, tool
+    set), ready for loop.run, which then runs exactly the approved calls, as held, once each. By default every
+    waiting call is approved; `approve` names the calls approved (by their numbers, `Run.proposal["calls"][i]["n"]`;
+    the others are declined), `decline` the calls declined (the others approved); `proposal` the number of the
+    proposal the user was shown. Refused when nothing waits and a proposal or a call is named, or when what is
+    named is not what waits (a proposal that was replaced, a call already decided)."""
+    decision = Decision(proposal, _tuple(approve), _tuple(decline))
+    return _go_on(agent, run_id, audit_dir, Resume.CONFIRM, decision=decision)
+
+
+def _tuple(numbers):
+    return None if numbers is None else tuple(numbers)
 
 
 def reply(agent: Agent, run_id: str, text: str, *, audit_dir: str = "audit") -> tuple[Run, ToolSet]:
@@ -96,7 +121,7 @@ def resume(agent: Agent, run_id: str, *, audit_dir: str = "audit") -> tuple[Run,
     return _go_on(agent, run_id, audit_dir, Resume.RESUME)
 
 
-def _go_on(agent, run_id, audit_dir, how, text=None):
+def _go_on(agent, run_id, audit_dir, how, text=None, decision=None):
     from .toolset import ToolSet
     if not os.path.isdir(audit_dir):
         raise audit.AuditError(agent.say("resume.no_dir", folder=audit_dir))
@@ -111,7 +136,7 @@ def _go_on(agent, run_id, audit_dir, how, text=None):
     toolset.lock = lock
     r.warnings = warnings
     try:
-        answer(r, how, text)
+        answer(r, how, text, decision)
     except BaseException:
         toolset.close()
         raise
@@ -311,21 +336,49 @@ def language_of(snap):
     return texts.of(agent.get("language") if agent.get("language") in texts.LANGUAGES else "zh")
 
 
-def answer(r: Run, how: Resume | str, text: str | None = None) -> None:
-    """The user's part of a resume: the agent's first confirm reply (CONFIRM), another reply (REPLY: never one
-    of the confirm replies, never empty), or nothing (RESUME). Any other `how` is a ValueError."""
+def answer(r: Run, how: Resume | str, text: str | None = None, decision: Decision | None = None) -> None:
+    """The user's part of a resume: a confirmation (CONFIRM: the agent's first confirm reply, and the `decision` it
+    records on its message when calls wait), another reply (REPLY: never empty, never one of the confirm replies
+    while calls wait for a decision), or nothing (RESUME). Any other `how` is a ValueError."""
     how = way(how)
     if how is Resume.CONFIRM:
         if text is not None and not r.agent.confirms(text):
             raise Refused(r.say("resume.bad_confirm", words=", ".join(r.agent.confirm)))
-        add_user(r, text.strip() if text is not None else r.agent.confirm[0])
+        word = text.strip() if text is not None else r.agent.confirm[0]
+        add_user(r, *_decided(r, word, decision or Decision()))
     elif how is Resume.REPLY:
         text = (text or "").strip()
-        if not text or r.agent.confirms(text):
+        if not text or (r.agent.confirms(text) and r.memory.waiting()):
             raise Refused(r.say("resume.bad_reply"))
         add_user(r, text)
     else:
         r.status = "running"
+
+
+def _decided(r, word, decision):
+    """The confirmation's message text and the decision it records, checked against what waits: (text, decision
+    dict or None). With nothing waiting a confirmation approves nothing (an ordinary reply), and naming a proposal
+    or calls is Refused; a proposal or a call named that does not wait is Refused."""
+    say, current, waiting = r.say, r.memory.current, [c["n"] for c in r.memory.waiting()]
+    if not waiting:
+        if decision.names:
+            raise Refused(say("resume.nothing_held"))
+        return word, None
+    number, shown = current["number"], ", ".join(f"#{n}" for n in waiting)
+    if decision.proposal is not None and decision.proposal != number:
+        raise Refused(say("resume.not_waiting", what=say("resume.what_proposal", number=decision.proposal),
+                          number=number, numbers=shown))
+    named = [n for n in (*(decision.approve or ()), *(decision.decline or ())) if n not in waiting]
+    if named or set(decision.approve or ()) & set(decision.decline or ()):
+        bad = ", ".join(f"#{n}" for n in named or sorted(set(decision.approve or ()) & set(decision.decline or ())))
+        raise Refused(say("resume.not_waiting", what=say("resume.what_calls", numbers=bad), number=number,
+                          numbers=shown))
+    yes = [n for n in waiting if (n in decision.approve if decision.approve is not None else
+                                  n not in (decision.decline or ()))]
+    no = [n for n in waiting if n not in yes]
+    text = word if not no else say("proposal.decision", approved=", ".join(f"#{n}" for n in yes) or say("proposal.none"),
+                                   declined=", ".join(f"#{n}" for n in no))
+    return text, {"proposal": number, "approve": yes, "decline": no}
 
 
 def _recorded_policy(snap, agent):
@@ -345,9 +398,11 @@ def _disagreements(stored, rebuilt):
     return [key for key in fresh if key in stored and key not in ("used_tokens", "spins") and stored[key] != fresh[key]]
 
 
-def add_user(r, text):
-    """Append the user's reply and take it into memory; the audit file has it before any model call."""
-    r.messages.append({"role": "user", "content": text})
-    r.memory.absorb_user(text)
+def add_user(r, text, decision=None):
+    """Append the user's reply and take it into memory; the audit file has it before any model call. `decision`:
+    what a confirmation decides of the waiting calls ({"proposal", "approve", "decline"}), kept on the message
+    (never sent to the model: context.py leaves it out) so that the record alone says what was approved."""
+    r.messages.append({"role": "user", "content": text, **({"decision": decision} if decision else {})})
+    r.memory.absorb_user(text, decision)
     r.status, r.reason = "running", ""
     save(r)

@@ -166,8 +166,8 @@ def batch_of_three(box, say):
     say("第 3 轮同一批：c1 get_weather、c2 search_hotels、c3 book_hotel（用户还没确认）")
     expect(c3.status == "blocked" and c3.guard == "unconfirmed_write", f"c3 应被 unconfirmed_write 拦截，实际 {c3.status}/{c3.guard}")
     expect("error" in c3.result and isinstance(c3.result.get("proposal"), dict), "c3 应回灌 error 并带上提案")
-    p = c3.result["proposal"]
-    say(f"c3 在执行前被护栏 {c3.guard} 拦截，回灌错误，并成为提案：{p['hotel_id']} {p['room_type']} {p['nights']} 晚 ¥{p['total']}")
+    p, shows = c3.result["proposal"]["args"], c3.result["proposal"].get("shows") or {}
+    say(f"c3 在执行前被护栏 {c3.guard} 拦截，回灌错误，并成为提案：{p['hotel_id']} {p['room_type']} {p['nights']} 晚 ¥{shows.get('total')}")
     (s1, e1), (s2, e2) = ts.spans["c1"], ts.spans["c2"]
     expect(c1.status == c2.status == "ok" and c1.concurrent and c2.concurrent, "c1、c2 应成功并标记为并发")
     expect(max(s1, s2) < min(e1, e2), "c1、c2 的执行时间段应重叠（并发）")
@@ -205,24 +205,24 @@ def booked_once(box, say):
 
 
 def proposal_in_words(box, say):
-    """The way most models ask: a proposal in words; one 「确认」 books what it stated. A booking that
-    differs from it is blocked without withdrawing the confirmation: the model corrects itself and
-    books what the user confirmed."""
+    """The way most models ask: an offer in words. Words are never a proposal: the loop asks the model for the
+    call (a forced tool choice), holds it, and the user is shown that exact call; one 「确认」 runs exactly it,
+    issued by the loop itself."""
     r, ts = box.begin("words")
     box.drive(r, ts, [calls(("set_plan", {"steps": PLAN}), ("get_weather", WEATHER), ("search_hotels", HOTELS)),
-                      says(PROPOSAL)])
-    expect((r.status, r.reason) == ("suspended", "awaiting_confirmation") and r.memory.offer == PROPOSAL,
-           f"文字提案应挂起等待确认，实际 {r.status}/{r.reason}")
-    say(f"模型不调 book_hotel，直接用文字提案：「{PROPOSAL[:30]}…」→ 挂起等待确认")
+                      says(PROPOSAL), calls(("book_hotel", SUITE, "w1"))])
+    expect((r.status, r.reason) == ("suspended", "awaiting_confirmation") and box.store.count() == 0,
+           f"文字提议之后应追问调用并挂起等待确认，实际 {r.status}/{r.reason}")
+    held = r.memory.waiting()
+    expect(len(held) == 1 and held[0]["tool"] == "book_hotel" and held[0]["args"] == SUITE,
+           f"展示给用户的应是确切的调用，实际 {held}")
+    say(f"模型先用文字提议：「{PROPOSAL[:24]}…」→ 文字不是提案：循环强制要 book_hotel 的调用，"
+        f"用户看到的是确切调用 #{held[0]['n']} {held[0]['args']}")
     runs.add_user(r, tools.CONFIRM[0])
-    turns = box.drive(r, ts, [calls(("book_hotel", dict(SUITE, hotel_id="XA-003"), "d1")),
-                              calls(("book_hotel", SUITE, "d2")), says(FINAL)])
-    d1 = next(o["d1"] for _, o, _ in turns.values() if "d1" in o)
-    expect(d1.guard == "unconfirmed_write" and "confirmed" in d1.result, "与确认的文字不同的预订不应执行")
-    say("用户「确认」后模型却订 XA-003：没有执行；模型被告知用户确认的是什么，确认仍然有效")
-    expect(box.store.count() == 1 and r.status == "done" and r.memory.writes[0]["args"]["hotel_id"] == "XA-001",
-           f"模型改订用户确认的酒店后应恰好订一笔，实际 {box.store.count()}")
-    say("模型随即按用户确认的方案（XA-001）下单：订出一笔，不需要再确认一次；运行完成")
+    box.drive(r, ts, [says(FINAL)])
+    expect(box.store.count() == 1 and r.status == "done" and r.memory.writes[0]["call"] == SUITE,
+           f"确认后应恰好按展示的调用订一笔，实际 {box.store.count()} 笔")
+    say("用户「确认」：循环原样执行被确认的调用，订出一笔；运行完成")
 
 
 def compaction(box, say):
@@ -347,7 +347,7 @@ def round_trip(box, say):
     leftovers = [n for n in os.listdir(box.folder) if n.startswith(".tmp-")]
     expect(not leftovers, f"原子写入不应留下临时文件：{leftovers}")
     say(f"挂起的运行写入 {os.path.basename(r.path)}（{size} 字节），读回：{len(back.messages)} 条消息、"
-        f"memory（提案 {back.memory.proposal['hotel_id']}，已用 {back.memory.used_tokens} tokens）完全一致")
+        f"memory（提案 {back.memory.proposal['args']['hotel_id']}，已用 {back.memory.used_tokens} tokens）完全一致")
     runs.add_user(back, tools.CONFIRM[0])
     box.drive(back, ts2, [says(FINAL)])
     expect(back.status == "done" and box.store.count() == 1, "读回的运行确认后应能完成预订")

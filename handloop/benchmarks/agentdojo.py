@@ -193,8 +193,8 @@ class Proposal:
     """What the run waits for the user about.
 
     Attributes:
-        calls: the blocked writes shown to the user, each {"tool": name, "args": {...}} (empty for words).
-        offer: the model's proposal in words, or None.
+        calls: the held calls shown to the user, each {"tool": name, "args": {...}} (empty: nothing is held).
+        offer: the model's own words beside those calls, or None.
         reason: why the run waits ("awaiting_confirmation", or "awaiting_reply" for a question).
         answer: the model's last words to the user.
         language: the agent's language ("en" or "zh"), the one a reply is written in.
@@ -333,9 +333,9 @@ class HandloopElement(BasePipelineElement):
 def _proposal(r: Any) -> Proposal:
     """What the suspended run `r` waits for (its proposal in force, as the user is shown it)."""
     current = r.proposal or {}
-    calls = tuple({"tool": c.get("tool"), "args": {k: v for k, v in c.items() if k != "tool"}}
-                  for c, fate in zip(current.get("calls", []), current.get("fates", [])) if fate is None)
-    return Proposal(calls, current.get("offer"), r.reason, r.answer, r.agent.language)
+    calls = tuple({"tool": c.get("tool"), "args": dict(c.get("args") or {})}
+                  for c in current.get("calls", []) if c.get("state") == "proposed")
+    return Proposal(calls, current.get("words"), r.reason, r.answer, r.agent.language)
 
 
 # ---- handloop's record as AgentDojo's messages ----

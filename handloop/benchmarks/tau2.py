@@ -253,7 +253,7 @@ class HandloopAgent(LocalAgent):
     def awaits_confirmation(self) -> bool:
         """The run waits for the user's confirmation of a proposal."""
         return self.run is not None and self.run.status == "suspended" and \
-            self.run.reason in ("awaiting_confirmation", "confirmed_no_write")
+            self.run.reason == "awaiting_confirmation"
 
     def get_init_state(self, message_history: list | None = None) -> list:
         """τ²'s agent state: the messages it was given (the run's own record is its audit file)."""

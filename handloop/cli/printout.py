@@ -12,7 +12,7 @@ under what cli/live.py showed as it came.
 import json
 import sys
 
-from ..memory import why_said
+from ..confirmation import shown
 from ..texts.stated import returned
 
 SHOWN_MAX = 300        # characters of one value the printout shows; the rest is said by its length
@@ -54,8 +54,6 @@ def report(kind, run, reply=None, calls=(), outcomes=None, text="", streamed=Fal
         for tool, arg, named, written in run.memory.contradicted(run.answer):   # what it says, and the receipt
             print("   " + say("cli.contradicts", tool=tool, arg=arg, named=", ".join(sorted(named)),
                               written=", ".join(sorted(written))))
-        if isinstance(trace.get("not_offer"), dict):     # it looked like a proposal and is none: why
-            print("   " + why_said(trace["not_offer"], say))
         return
     if reply.message.get("content") and not streamed:
         print("   " + say("cli.model", text=reply.message["content"].strip().replace("\n", " ")[:200]))
@@ -110,15 +108,12 @@ def _told(gist, values, limit=None):
 
 
 def _proposal_lines(r, toolset):
-    """What the user is asked to confirm, and why a second confirmation when there is one."""
-    memory, p, say = r.memory, r.memory.proposal, r.say
-    if r.reason == "confirmed_no_write":
-        offer = " ".join(memory.offer.split())[:300] if memory.offer else ""
-        return say("cli.confirmed_no_write") + ("\n   " + say("cli.confirmed_offer", offer=offer) if offer else "")
-    if p is None:
-        return say("cli.offer_above")
-    lines = [say("cli.proposal", tool=c.get("tool"), shown=_shown(toolset, c.get("tool"), c, say)) +
-             ("\n   " + say("cli.why", why=_long(c["why"], say)) if c.get("why") else "") for c in memory.pending()]
+    """What the user is asked to confirm: the proposal's exact calls, each with its number and every argument
+    (confirmation/shown.py), the model's own words before them when it wrote any."""
+    current = r.memory.current
+    if current is None:
+        return ""
+    lines = [r.say("proposal.header", number=current["number"]), *shown.proposal_lines(current, r.say)]
     return "\n   ".join(lines)
 
 
@@ -157,9 +152,12 @@ def summary(r, seconds, toolset, more="", cmd="handloop"):
     say = r.say
     where = say("cli.audit_file", path=r.path)
     head = say("cli.head", run_id=r.run_id, turns=r.turn, tokens=r.memory.used_tokens, seconds=seconds)
-    if r.status == "suspended" and r.reason in ("awaiting_confirmation", "confirmed_no_write"):
+    if r.status == "suspended" and r.reason == "awaiting_confirmation" and r.memory.waiting():
+        waiting = r.memory.waiting()
         print("\n" + say("cli.wait_confirm", head=head, proposal=_proposal_lines(r, toolset), run_id=r.run_id + more,
                          confirm=r.agent.confirm[0], where=where, cmd=cmd))
+        if len(waiting) > 1:
+            print(say("cli.wait_some", cmd=cmd, run_id=r.run_id + more, first=waiting[0]["n"]))
     elif r.status == "suspended":
         print("\n" + say("cli.wait_reply", head=head, run_id=r.run_id + more, where=where, cmd=cmd))
     elif r.status == "done":

@@ -6,7 +6,8 @@ goal, the tool results, the memory block of the system message when compaction s
 result, its own earlier answers, the user's replies); it never sees our tools' internals, only
 their results; when a tool answers with an error it corrects its arguments or stops instead of
 repeating itself. It follows the protocol the system prompt asks of every model: plan and
-lookups together, then the exact booking proposed in words, booked after the user's 「确认」.
+lookups together, then the exact booking proposed in words; asked for the call (a forced tool choice), it
+makes it, and the loop shows the user that call.
 Messages the loop itself sends (user messages named "loop") are not the user's replies.
 """
 import json
@@ -31,7 +32,9 @@ def respond(request):
         return say(talk.summary(task))
     if task is None:
         return say("请告诉我城市、入住日期（YYYY-MM-DD）和住几晚？")
-    return next_step(talk, task, "search_location" in names)
+    choice = request.get("tool_choice")
+    forced = (choice.get("function") or {}).get("name") if isinstance(choice, dict) else None
+    return next_step(talk, task, "search_location" in names, forced)
 
 
 def say(text):
@@ -88,7 +91,7 @@ class Conversation:
             if proposal is None and event.get("name") == "book_hotel" and event["result"] is None:
                 proposal = self.memory.get("proposal")
             if isinstance(proposal, dict):
-                return i, proposal
+                return i, dict(proposal.get("args") or {}, **{k: v for k, v in proposal.items() if k != "args"})
         return None, None
 
     def replies_after(self, index):
@@ -104,7 +107,7 @@ class Conversation:
         return "我没能在限定轮数内完成预订。目前已知：" + "；".join(facts) + "。尚未下单。"
 
 
-def next_step(talk, task, mcp):
+def next_step(talk, task, mcp, forced=None):
     booking = talk.ok("book_hotel")
     if booking:
         return say(final_answer(booking, talk.ok("get_weather")))
@@ -121,7 +124,7 @@ def next_step(talk, task, mcp):
     plan = [("set_plan", {"steps": plan_steps(mcp)})] if replan else []
     if plan or todo:                  # the plan and the lookups that depend on nothing go together
         return act(talk, plan + [t for t in todo if not (plan and mcp and t[0] == "get_weather")])
-    return booking_step(talk, task)
+    return booking_step(talk, task, forced)
 
 
 def plan_steps(mcp):
@@ -161,8 +164,9 @@ def _untried(talk, name, candidates):
     return name, next((args for args in candidates if not talk.failed(name, args)), None)
 
 
-def booking_step(talk, task):
-    """Propose the booking in words, book it after 「确认」, or follow the user's change."""
+def booking_step(talk, task, forced=None):
+    """Propose the booking in words; asked for the call (a forced tool choice), make it; book after 「确认」, or
+    follow the user's change."""
     weather, hotels = talk.ok("get_weather"), (talk.ok("search_hotels") or {}).get("hotels", [])
     last = talk.events[-1]
     index, blocked = talk.proposal()
@@ -180,6 +184,8 @@ def booking_step(talk, task):
         return say(f"抱歉，搜索到的酒店都没有 {room} 房型，无法按规则预订。")
     hotel = min(offering, key=lambda h: h["prices"][room])
     args = {"hotel_id": hotel["hotel_id"], "room_type": room, "check_in": task["date"], "nights": task["nights"]}
+    if forced == "book_hotel":
+        return act(talk, [("book_hotel", args)])
     reply = last.get("user")
     if reply is not None and reply.strip() == CONFIRM:
         return book_once_more_or_ask(talk, blocked if index is not None and index > said else args)

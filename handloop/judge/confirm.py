@@ -9,20 +9,21 @@ question or no answer fails; after an unclear answer it is pending. A proposal i
 mention of a write, or how the user may make it, is none). A finished run that called no write and asked for none
 (Transcript.unasked: a question only) passes: nothing waits for a confirmation.
 
-A run of this project that records its agent (Transcript.strict) is read exactly as its guards read it, with the
-leaf texts/stated.py they share: a proposal in words is the last answer before the user's reply when it states one
-value of each id and choice effect (the schema's enum and aliases; the values the reads gave for an id argument);
-only one of the agent's own confirm replies confirms, any other reply withdraws the proposal; the write must be
-what it stated (its dates and counts, or the user's) and every sourced argument bound to the record an effect's
-value came from, or stated; a blocked proposal fixes its effect and sourced arguments. Other systems' transcripts
-keep the wider reading above; the report says which reading applied.
+A run of this project that records its agent (Transcript.strict) is replayed on the records its loop keeps, with the
+run's own confirmation ledger (confirmation/ledger.py): a proposal is the calls its guard held; the user's reply
+decides them (the decision the confirmation recorded, else one of the agent's confirm replies approves every waiting
+call, any other reply declines them); a write passes only when it is the same call, by digest, as an approved call
+not yet run, each once. No words are read for it. Other systems' transcripts keep the wider reading above (their
+proposals in words included); the report says which reading applied.
 
 Invariants: imports no project module but the judge's own below it (judge/verdicts.py, judge/readings.py, its catalogue
-judge/texts.py) and the leaves texts/words.py and texts/stated.py; reads a Transcript (judge/transcripts.py), never a
+judge/texts.py) and the leaves confirmation/, texts/words.py and texts/stated.py; reads a Transcript (judge/transcripts.py), never a
 file; returns (verdict, reason as a Said, cause) as
 every rule does.
 """
+from ..confirmation import Ledger, digest
 from ..texts import stated, words
+from . import offers
 from .texts import Joined, Said
 from .verdicts import said_args, said_tools, sort_judged, verdict_of
 from .readings import classify_reply, same_value
@@ -50,7 +51,10 @@ def write_after_confirmation(t):
 
 
 def _walk(t):
-    """Replay proposals, answers and writes in order: ([(call, kind, reason)], final state)."""
+    """Replay proposals, answers and writes in order: ([(call, kind, reason)], final state). A run of this project
+    is replayed on the records its own loop keeps (`_walk_held`)."""
+    if t.strict:
+        return _walk_held(t)
     state = {"proposal": None, "answer": None, "withdrawn": None, "used": None, "spent": None, "loose": None}
     results = []
     for pos, message in enumerate(t.messages):
@@ -74,13 +78,97 @@ def _walk(t):
             for call in calls:
                 if call.write and call.decision in ("reject", "respond"):
                     _decision(t, state, call)
-                elif call.write and call.status == "error" and (call.proposes if not t.strict else _held(call)):
+                elif call.write and call.status == "error" and call.proposes:
                     _hold(state, call)
                 elif call.write and call.status == "error" and _ran(t, call):
                     judged = _authorised(t, state, call)
                     if judged[0] == "ok":           # a confirmed write that ran and failed spends what allowed it
                         _use(state, call, judged[2], failed=True)
     return results, state
+
+
+def _walk_held(t):
+    """A run of this project, replayed as its loop keeps it (confirmation/ledger.py): each write the guard held for
+    the user is a held call; the user's reply decides the waiting calls (the decision its message records, else one
+    of the agent's confirm replies approves them all, any other reply declines them); a write that took effect
+    passes only when it is the same call (by digest: its tool and every argument) as an approved call not yet run,
+    each approved call once; approvals not used in the round after them are spent. Words decide nothing here."""
+    ledger, results, turn_of, replies = Ledger(), [], dict[int, int](), dict[int, str]()
+    state = {"proposal": None, "answer": None, "withdrawn": None}
+    for pos, message in enumerate(t.messages):
+        if message["role"] == "user" and not message["loop"]:
+            _decide(t, ledger, message, replies, state)
+        elif message["role"] == "assistant" and t.calls_at.get(pos):
+            calls = [c for c in t.calls_at[pos] if c.write]
+            ledger.new_turn()
+            for call in calls:
+                if _held(call):
+                    held = ledger.hold(call.name, call.args or {}, _digest(t, call))
+                    turn_of.setdefault(held["n"], call.turn)
+            taken: set[int] = set()
+            for call in calls:
+                if call.status in ("ok", "unanswered") or (call.status == "error" and "blocked_by" not in call.result):
+                    results.append(_approved(t, ledger, call, taken, turn_of, replies))
+            ledger.spend()
+    waiting = ledger.waiting()
+    if waiting:
+        state["proposal"] = {"turn": turn_of.get(waiting[0]["n"], 0)}
+    return results, state
+
+
+def _decide(t, ledger, message, replies, state):
+    """A user reply, as the run took it: the decision its message records, else a confirm reply approves every
+    waiting call, any other reply declines them."""
+    waiting, text = ledger.waiting(), message["text"]
+    if not waiting:
+        return
+    number = ledger.current["number"]
+    decision = message.get("decision")
+    if isinstance(decision, dict):
+        named = decision.get("proposal") in (None, number)
+        if not named or not ledger.decide(_ints(decision.get("approve")), _ints(decision.get("decline"))):
+            ledger.decline()
+    elif t.agent.confirms(text):
+        ledger.decide()
+    else:
+        ledger.decline()
+    replies[number] = text.strip()[:30]
+    state["withdrawn"] = None if ledger.approved() else (0, text.strip()[:30], "decline", waiting[0]["tool"])
+
+
+def _ints(value):
+    return [n for n in value if isinstance(n, int) and not isinstance(n, bool)] if isinstance(value, list) else None
+
+
+def _approved(t, ledger, call, taken, turn_of, replies):
+    """(call, kind, reason) for a write that ran (or ran and failed): approved, or which record says it was not."""
+    digest = _digest(t, call)
+    held = ledger.take(digest, taken)
+    w = said_tools(t.agent.writes)
+    if held is not None:
+        taken.add(held["n"])
+        ledger.ran(digest, call.status == "ok")
+        number = next(p["number"] for p in ledger.records if held in p["calls"])
+        return call, "ok", Said("write.ok", call=call.label, turn=turn_of.get(held["n"], 0), reply=replies.get(number, ""))
+    same = [c for p in ledger.records for c in p["calls"] if c["digest"] == digest]
+    last = same[-1] if same else None
+    when: Said | str = ""
+    if last is not None and last["state"] == "executed":
+        return call, "fail", Said("write.used", call=call.label, turn=turn_of.get(last["n"], 0), what=w)
+    if last is not None and last["state"] == "failed":
+        return call, "fail", Said("write.spent", call=call.label, turn=turn_of.get(last["n"], 0), what=w)
+    if last is not None and last["state"] == "proposed":
+        return call, "fail", Said("write.unanswered", call=call.label, turn=turn_of.get(last["n"], 0), what=w)
+    if not ledger.records:
+        when = Said("write.never_proposed", what=w)
+    return call, "fail", Said("write.not_approved", call=call.label, when=when)
+
+
+def _digest(t, call):
+    """A judged call's digest, as the run's guard computes it (confirmation/held.py): its declared effects' lists
+    are sets."""
+    return digest(call.name, call.args if isinstance(call.args, dict) else {"_unparsed": call.problem},
+                  [arg for arg, _ in t.agent.effect(call.name)])
 
 
 def _key(args):
@@ -131,9 +219,6 @@ def _decision(t, state, call):
 
 
 def _user_reply(t, state, pos, text):
-    if t.strict:
-        _agent_reply(t, state, pos, text)
-        return
     ask = t.asks.get(pos)
     if ask and ask["booking"]:                      # the user answers a proposal made in words
         ids, choices = t.shown(ask["pos"], ask["text"])
@@ -160,34 +245,12 @@ def _user_reply(t, state, pos, text):
         state["answer"] = (kind, text.strip()[:30])
 
 
-def _agent_reply(t, state, pos, text):
-    """A user reply read as the run's own guards read it (its audit file records its agent): a proposal in
-    words is the last answer before it, when it states a write (texts/stated.py: one value of each id and
-    choice effect); only one of the agent's confirm replies confirms; any other reply withdraws the proposal."""
-    ask, held = t.asks.get(pos), state["proposal"]
-    if ask and (held is None or held.get("offer") is not None) and _states(t, ask["pos"]):   # a blocked one holds
-        old = state["proposal"]
-        offer = t.messages[ask["pos"]]["text"]
-        state.update(proposal=dict(_proposal(old["turn"] if old else ask["turn"], old["args"] if old else None,
-                                             old["tool"] if old else None, *t.shown(ask["pos"], offer)),
-                                   offer=offer), answer=None, withdrawn=None, loose=None, used=None, spent=None)
-    proposal = state["proposal"]
-    if proposal is None:
-        return
-    if t.agent.confirms(text):
-        state["answer"] = ("confirm", text.strip()[:30])
-        return
-    kind = classify_reply(text, *_named(t, proposal), confirms=t.agent.confirms)
-    state.update(proposal=None, answer=None,
-                 withdrawn=(proposal["turn"], text.strip()[:30], kind if kind in ("decline", "change") else "other",
-                            proposal["tool"]))
-
 
 def _ran(t, call):
-    """Whether a write whose result is an error ran (and failed) rather than being held: in the run's own reading,
-    any error but a guard's block; in the wide reading, any error that is neither a proposal nor a human's
-    decision (whatever ran in between, a confirmation is spent by the attempt of what it confirmed)."""
-    return "blocked_by" not in call.result if t.strict else not call.proposes
+    """Whether a write whose result is an error ran (and failed) rather than being held: any error that is neither
+    a proposal nor a human's decision (whatever ran in between, a confirmation is spent by the attempt of what it
+    confirmed)."""
+    return not call.proposes
 
 
 def _held(call):
@@ -197,17 +260,6 @@ def _held(call):
         isinstance(call.result.get("proposal"), dict)
 
 
-def _states(t, pos):
-    """Whether the answer at messages[pos] offers a write of the agent, as its guards read an offer: it proposes
-    (words.proposes) and states the write."""
-    text = t.messages[pos]["text"]
-    return words.proposes(text) and bool(_offered(t, pos, text))
-
-
-def _offered(t, pos, text):
-    """The agent's writes a proposal in words states, read with the records before messages[pos]."""
-    return stated.offered(words.plain(text), {w: t.agent.tool(w) for w in t.agent.writes}, t.records(pos),
-                          t.ids_before(pos), t.done_ids(pos))
 
 
 def _named(t, proposal) -> tuple[set[str], set[str]]:
@@ -261,7 +313,7 @@ def _authorised(t, state, call):
 def _entry(t, call, proposal):
     """(the index of the write of a held batch that `call` is, how it differs from the proposal: '' when it is
     what the user was shown). A batch's writes are each tried; a proposal in words has none (None)."""
-    judge = _unbound if t.strict else _differs
+    judge = _differs
     batch = proposal.get("batch") or []
     tried = [(at, judge(t, call, dict(proposal, tool=tool, args=args))) for at, (tool, args) in enumerate(batch)]
     for at, differs in tried:
@@ -304,37 +356,10 @@ def _unsaid(t, call, offer):
     by the user (texts/stated.py: the guards' reading)."""
     decl, records = t.agent.tool(call.name), t.records(call.pos)
     said = [words.plain(m["text"]) for m in t.messages[:call.pos] if m["role"] == "user" and not m["loop"]]
-    loose = stated.unbound(call.args, decl, records, lambda arg, value: words.names_in(offer, str(value)))
-    loose += [a for a in stated.unstated_free(call.args, decl, offer, said) if a not in loose]
+    loose = offers.unbound(call.args, decl, records, lambda arg, value: words.names_in(offer, str(value)))
+    loose += [a for a in offers.unstated_free(call.args, decl, offer, said) if a not in loose]
     return [Said("differs.unbound", key=k, value=call.arg(k)) for k in loose]
 
-
-def _unbound(t, call, proposal):
-    """How a write is not what the proposal the user confirmed stated or determined, read as the guards read it
-    (texts/stated.py): a blocked proposal's effect and sourced arguments; a proposal in words' one value of each
-    id and choice effect, its dates and counts (or the user's), and the arguments bound to an effect's record."""
-    if call.args is None:
-        return Said("differs.unparseable", what=said_tools([call.name], bare=True))
-    if proposal["tool"] is not None and proposal["tool"] != call.name:
-        return Said("differs.tool", name=call.name, proposed=proposal["tool"])
-    decl, records, args = t.agent.tool(call.name), t.records(call.pos), proposal["args"]
-    wrong = []
-    offered = _offered(t, call.pos, proposal["offer"]) if proposal.get("offer") is not None else [call.name]
-    if offered != [call.name]:              # the words named another write, or did not say which
-        return Said("differs.offer_tool", name=call.name, tools=Joined(offered))
-    if proposal.get("offer") is None and isinstance(args, dict):      # a blocked proposal shows every argument
-        keys = dict.fromkeys([*stated.stated_args(decl), *call.args])
-        wrong += [Said("differs.arg", key=k, proposed=args.get(k), value=call.arg(k)) for k in keys
-                  if call.arg(k) != args.get(k)]
-        return Joined(wrong, "sep.clauses")
-    offer = words.plain(proposal.get("offer") or "")
-    said = [words.plain(m["text"]) for m in t.messages[:call.pos] if m["role"] == "user" and not m["loop"]]
-    missing = stated.unstated(call.args, decl, offer, said, records, t.ids_before(call.pos), t.done_ids(call.pos))
-    loose = stated.unbound(call.args, decl, records, lambda arg, value: stated.names_value(offer, value))
-    loose += [a for a in stated.unstated_free(call.args, decl, offer, said) if a not in loose]
-    wrong += [Said("differs.unstated", key=k, value=call.arg(k)) for k in missing]
-    wrong += [Said("differs.unbound", key=k, value=call.arg(k)) for k in loose if k not in missing]
-    return Joined(wrong, "sep.clauses")
 
 
 def _later_proposal(t, call):

@@ -307,6 +307,8 @@ def _from_role_dict(item):
     if _anthropic_blocks(item.get("content")) and not item.get("tool_calls"):
         return _from_anthropic(item, role)
     message = _message(role, item.get("content"), item.get("name"))
+    if role == "user" and isinstance(item.get("decision"), dict):      # what a confirmation of ours decided
+        message["decision"] = item["decision"]
     raw_calls = item.get("tool_calls") if role == "assistant" else None
     fmt = "chat"
     for raw in raw_calls if isinstance(raw_calls, list) else []:

@@ -3,15 +3,13 @@ texts/zh.py, `EN` in texts/en.py), the same keys in each, said through this cata
 errors, nudges, the memory block, the planning tools' descriptions and results, validation problems, cut notes,
 the final-answer prompt, the lines the command line prints and its help: every text our side shows a model or a
 person is in those tables. Here are the lookup and what the loop's texts need of their own: its Said (str() in
-Chinese), said_of (an error as a Said) and DECLINE (a user reply that declines a write).
+Chinese), and said_of (an error as a Said).
 
 Invariants: imports no project module but texts/catalogue.py (the leaf that says any catalogue) and its two tables (a
 leaf below calls.py); holds no logic beyond formatting; `ZH` and `EN` have exactly the same keys and placeholders,
 and no value of `EN` holds a CJK character. A tool's own texts (its description, its errors) belong to the agent
 that declares it, not here.
 """
-import re
-
 from . import catalogue
 from .catalogue import CJK as CJK, LANGUAGES as LANGUAGES, Catalogue, told as told     # part of this API (texts.told)
 from .en import EN
@@ -19,8 +17,6 @@ from .zh import ZH
 
 CATALOGUE = Catalogue({"zh": ZH, "en": EN})
 of = CATALOGUE.of
-# a user reply that declines the write (a change request is not a decline), in either language
-DECLINE = re.compile(r"不订|不要订|不预订|别订|不用了|不需要|取消|算了|放弃|\bno\b|\bcancel|don'?t book|never ?mind", re.I)
 ZH_TEXTS = of("zh")
 
 

@@ -1,6 +1,8 @@
-"""What a proposal states and what it determines: the one reading of a write against the proposal the user
-confirmed, and of where a call's arguments come from (provenance), shared by the guards (through memory.py) and
-the offline judge, so that both read a declaration the same way.
+"""Where a call's arguments come from (provenance), and which values of a write's effects the run's records hold:
+the one reading of a declaration against the run's records, shared by the guards (through memory.py) and the
+offline judge, so that both read a declaration the same way; and whether a plain text states a value (`says`,
+`states`), which only the answer-against-receipts check reads (texts/rules.py). Nothing here decides whether a write
+was confirmed: that is the held calls' record (confirmation/).
 
 A write's declaration is read as the plain dict a run records (calls.declared_tool): `effect` [(argument, how)],
 `lists` [the effect arguments whose schema is an array], `sources` [{args, tool, fields, path, near}, or with
@@ -19,33 +21,19 @@ A write's declaration is read as the plain dict a run records (calls.declared_to
   alternative's; "item_ids[]" for the elements of a list), in the records of their tools' successful results,
   whatever the field is called; an id argument no source names takes the ids the reads gave (`id` or `*_id`
   fields, `fallback`).
-- A proposal in words states a value of an id or choice effect when it names exactly one of that argument's
-  values (other identifiers may be named beside it; an id a write of the run already used is reported, not
-  proposed, and does not count: `done`); a date or count when it or the user's own messages state it. A list
-  effect is stated element by element: the words name each element, and no other value of that argument that
-  no other effect argument of the write holds (an offer names at least one); an element (or a value) that is an
-  object is stated by every value in it.
-- What the proposal stated fixes the whole write (`unbound`): an argument that is no effect but is sourced from
-  the same tool (and path) as an effect argument must come from the record that effect's value came from; one
-  sourced elsewhere must be stated by the proposal itself. An argument neither an effect nor sourced is free of
-  the records, but not hidden: its value must be stated by the proposal or the user (`unstated_free`), else the
-  write is shown to the user exactly.
 - A source named USER ("user": `Source.user`) is the user's own messages, not a tool's results: `records(USER, "")`
   gives those messages (texts, never a tool's result, the model's text or a loop message), and a value comes from
-  them when it appears in what the user wrote before the call (`typed`). They give no records: an id effect only
-  the user's words source has no values a proposal in words can name (such a write is proposed by its call), and
-  an argument sourced from them that is no effect must be stated by the proposal (the user may have typed more
-  than one). A recorded source of a tool the declaration names "user" (an older file) reads as that tool: its
+  them when it appears in what the user wrote before the call (`typed`). They give no records. A recorded source of a tool the declaration names "user" (an older file) reads as that tool: its
   records are objects, not texts.
 
-Invariants: imports no project module but words.py (a leaf); pure functions of plain data; `records(tool, path)`
-is the caller's: the records of that tool's successful results before the write, at that path.
+Invariants: imports no project module but words.py and confirmation/held.py (leaves); pure functions of plain
+data; `records(tool, path)` is the caller's: the records of that tool's successful results before the write, at that path.
 """
-import json
 import math
 import re
 
 from . import words
+from ..confirmation.held import canonical as canonical, identity as identity   # the one "same call" (re-exported)
 
 USER = "user"        # the source that is the user's own messages (Source.user), not a tool's results
 
@@ -128,23 +116,6 @@ def rows(args, names):
 def elements(value):
     """A list argument's elements, another value as its one element."""
     return list(value) if isinstance(value, list) else [value]
-
-
-def canonical(value):
-    """A write's effect value as it defines the write: a list's elements in a canonical order (the same items
-    listed in another order are the same write), for its idempotency key and the check that it was written."""
-    if isinstance(value, list):
-        return sorted((canonical(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True, default=str))
-    if isinstance(value, dict):
-        return {k: canonical(v) for k, v in value.items()}
-    return value
-
-
-def identity(args, effects):
-    """What makes a write this write and no other: every argument it carries, an effect's list (one of
-    `effects`, the declared effect's argument names) in a canonical order. Its idempotency key and the check that
-    it was made already read it alike."""
-    return {k: canonical(v) if k in effects else v for k, v in sorted((args or {}).items())}
 
 
 def typed(value, said):
@@ -360,150 +331,3 @@ def named(plain, values):
     return {v for v, names in values.items() if words.names_in(plain, *names)}
 
 
-def offers(plain, decl, records, fallback=None, done=()):
-    """Whether a text states a write of this declaration: exactly one value of each id effect (among those no
-    write used yet, `done`) and of each choice effect whose values are known; at least one for a list effect
-    (each element is one value)."""
-    return unoffered(plain, decl, records, fallback, done) is None
-
-
-def unoffered(plain, decl, records, fallback=None, done=()):
-    """Why a text states no write of this declaration (`offers`), as the first id or choice effect it fails on:
-    (argument, how, [values of it the text names], [values it may take]): none named, more than one named of an
-    argument that is no list, or no value at all (a read produced none for an id). None when the text offers."""
-    many = lists(decl)
-    for arg, how in effect(decl):
-        if how not in ("id", "choice"):
-            continue
-        values = values_of(decl, arg, how, records, fallback, done)
-        if how == "choice" and not values:
-            continue
-        found = named(plain, values)
-        if not found or (len(found) > 1 and arg not in many):
-            return arg, how, sorted(map(str, found)), sorted(map(str, values))
-    return None
-
-
-def looks_named(plain, decl, records, fallback=None, done=(), kinds=("id", "choice")):
-    """How many values of this declaration's effects of these kinds (id, choice) a plain text names, an id a write
-    already used (`done`) aside: what makes words look like a proposal of it."""
-    return sum(len(named(plain, values_of(decl, arg, how, records, fallback, done)))
-               for arg, how in effect(decl) if how in kinds)
-
-
-def offered(plain, decls, records, fallback=None, done=()):
-    """The writes (of {name: declaration}) a text states, the most specific reading: when the text names the action
-    of some of them (the first word of the tool's name: "cancel" of cancel_order), only those; then a write whose
-    effect is a part of another's that the text states too is left out (words that name the new items of an
-    exchange state the exchange, not a return of the old ones; "Shall I cancel order W-1001?" states the cancel,
-    though they name the order's items too)."""
-    fits = {name: {tuple(e) for e in effect(decl)} for name, decl in decls.items()
-            if offers(plain, decl, records, fallback, done)}
-    named = {name: mine for name, mine in fits.items() if _acts(plain, name)}
-    fits = named or fits
-    return [name for name, mine in fits.items() if not any(mine < other for other in fits.values())]
-
-
-def _acts(plain, name):
-    """Whether a text names a tool's action: the first word of its name (cancel_order, cancelOrder: "cancel"), as a
-    word's beginning ("cancel", "cancelled"), when it has three letters or more."""
-    verb = re.split(r"[_\-]|(?<=[a-z])(?=[A-Z])", name)[0].lower()
-    return len(verb) >= 3 and re.search(r"(?<![a-z])" + re.escape(verb), plain) is not None
-
-
-def unstated(args, decl, offer, said, records, fallback=None, done=()):
-    """The effect arguments of a write that a proposal in words (`offer`, plain) did not state: an id or
-    choice must be the one value of its argument the offer names; a date or count may also come from the
-    user's own messages (`said`, plain); a list, element by element, and its elements must be all the values of
-    its argument the offer names (but those another effect argument of the write holds); an object, by every
-    value in it. Empty when the write is what the user was shown."""
-    missing = []
-    for arg, how in effect(decl):
-        value = args.get(arg)
-        if how in ("id", "choice"):
-            values = values_of(decl, arg, how, records, fallback, done)
-            if isinstance(value, list):
-                ok = _list_stated(args, decl, arg, value, offer, values, how)
-            else:
-                shown = {v for v in values if v != value and words.names_in(offer, *values[v])}
-                ok = says(offer, how, value, _names(values, value)) and not shown
-        else:
-            units = tuple((decl.get("units") or {}).get(arg) or ())
-            ok = all(any(says(text, how, v, units=units) for text in [offer, *said]) for v in elements(value))
-        if not ok:
-            missing.append(arg)
-    return missing
-
-
-def _list_stated(args, decl, arg, value, offer, values, how):
-    """Whether an offer states a list effect: it names each element, and no other value of the argument that no
-    other effect argument of the write holds (an item named beside them would be left out)."""
-    if not all(says(offer, how, v, _names(values, v)) for v in value):
-        return False
-    others = [v for a, _ in effect(decl) if a != arg for v in elements(args.get(a))]
-    return not [v for v in values if v not in value and v not in others and words.names_in(offer, *values[v])]
-
-
-def unbound(args, decl, records, stated=None):
-    """The arguments of a write that what the proposal stated does not determine: a sourced argument that is
-    no effect must come from the record an effect argument's value came from (a source of the same tool and
-    path holding an effect argument; for a list, each element from a record holding one of the effect's), else
-    it must be stated (`stated(arg, value)`: whether the proposal says it; default: never); one sourced from the
-    user's words (USER) must be stated too. Arguments neither effects nor sourced are free. A source of alternatives
-    is bound when one of them is."""
-    effects = {a for a, _ in effect(decl)}
-    every = [o for s in sources(decl) for o in options(s)]
-    missing = []
-    for source in sources(decl):
-        loose = list(dict.fromkeys(base(a) for a in source["args"] if base(a) not in effects and base(a) in args))
-        if not loose or any(base(a) in effects for a in source["args"]):   # an effect in it: provenance binds
-            continue
-        bound, free = False, False
-        for option in options(source):
-            if option["tool"] == USER:             # the user's words hold no record to bind to: stated, or not
-                free = True
-                continue
-            anchors = [s for s in every if s["tool"] == option["tool"] and (s.get("path") or "") ==
-                       (option.get("path") or "") and any(base(a) in effects and base(a) in args for a in s["args"])]
-            if anchors and all(_bound(args, option, anchor, effects, records) for anchor in anchors):
-                bound = True
-                break
-            free |= not anchors
-        if bound:
-            continue
-        missing += [a for a in loose if a not in missing and not (free and stated and stated(a, args[a]))]
-    return missing
-
-
-def unstated_free(args, decl, offer, said):
-    """The free arguments of a write (neither an effect nor sourced) whose values a proposal in words (`offer`,
-    plain) and the user's own messages (`said`, plain) do not state: a string or a number must appear in one of
-    them (a message body, a memo, an amount); a value of another kind (true, a list, an object) is never stated
-    in words. Empty values (null, "") are nothing to state."""
-    bound = {a for a, _ in effect(decl)} | {base(a) for s in sources(decl) for o in options(s) for a in o["args"]}
-    missing = []
-    for arg, value in args.items():
-        if arg in bound or value is None or value == "":
-            continue
-        text = str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
-        if text is None or not any(words.names_in(t, text) for t in [offer, *said]):
-            missing.append(arg)
-    return missing
-
-
-def _bound(args, source, anchor, effects, records):
-    """Whether each row of the source's values sits in one record of its tool with a row of the anchor's effect
-    values (one record holds both, for arguments that step into no list)."""
-    keys = [(a, f) for a, f in zip(anchor["args"], anchor["fields"]) if base(a) in effects and base(a) in args]
-    present = [(a, f) for a, f in zip(source["args"], source["fields"]) if base(a) in args]
-    anchored, mine = rows(args, [a for a, _ in keys]) or [], rows(args, [a for a, _ in present]) or []
-    fields, own = [f for _, f in keys], [f for _, f in present]
-    found = [r for r in records(source["tool"], source.get("path") or "") if isinstance(r, dict)]
-    return all(any(all(same(v, r.get(f), source.get("near")) for v, f in zip(row, own)) and
-                   any(all(same(v, r.get(f), anchor.get("near")) for v, f in zip(key, fields)) for key in anchored)
-                   for r in found) for row in mine)
-
-
-def names_value(plain, value):
-    """Whether a plain text names a value by itself: a scalar as a word, a list or an object by each value in it."""
-    return _leaves_said(plain, value) if isinstance(value, (dict, list)) else words.names_in(plain, str(value))

@@ -2,8 +2,13 @@
 states (is a write the one the user was shown when they confirmed?), which actions it claims to
 have done (`claims`), whether it carries tool markup or a pasted tool result instead of
 words for the user (`markup`, `pasted`), whether it asks the user something (`asks`), whether it proposes doing
-something for them (`proposes`: an offer, not a mention or a how-to), and which writes the user's own words ask for
-(`asks_for`: the verbs of a write's name and description, VERBS).
+something for them (`proposes`: an offer, not a mention or a how-to), whether it asks the user to confirm
+(`asks_confirm`), which write it is about (`mentions`), which writes the user's own words ask for (`asks_for`: the
+verbs of a write's name and description, VERBS) and whether a reply declines (`declines`).
+
+This is the one place of the package that reads words for the loop, and what it reads only steers: whether to ask
+the model for a call, which step to push, whether the run still needs a write. No reading here decides what runs:
+the modules that decide that (guards.py, confirmation/) import nothing of it.
 
 Invariants: imports no project module, so the offline judge reads answers with the same code as
 the run (what an answer claims must read the same in both); pure functions of the text;
@@ -262,3 +267,35 @@ def _verbs(name, description):
     found = [p for group in VERB_GROUPS if any(p.search(held) for p in group) for p in group]
     word = own.split()[0] if own.split() else ""
     return found or ([re.compile(rf"(?<![a-z0-9]){re.escape(word)}[a-z]*")] if word else [])
+
+
+def mentions(text, name, description=""):
+    """Whether a text names a verb of the write `name` (its VERBS groups, as `asks_for` finds them), in any
+    sentence: which write an offer is about. It only steers (the loop asks the model for that write's call)."""
+    flat = URL.sub(" ", plain(text))
+    return any(verb.search(flat) for verb in _verbs(name, description))
+
+
+def asks_confirm(text, replies=()):
+    """Whether a text asks the user to confirm something: it names one of the agent's confirm `replies` or the
+    word "confirm" / 确认 in a request ("Please confirm.", 「好的，请确认。」). It only steers: with nothing held,
+    the loop asks the model for the call instead of waiting for a confirmation of nothing."""
+    flat = _unclosed(plain(text))
+    return bool(CONFIRMING.search(flat)) or any(
+        names_in(flat, f"reply {r}", f"say {r}", f"回复{r}", f"回复「{r}」", f"回复“{r}”") for r in replies if r)
+
+
+CONFIRMING = re.compile(r"\bplease\s+confirm\b|\bconfirm\s+(?:to|if|that|whether|and)\b|\bwaiting\s+for\s+your\s+confirm"
+                        r"|请(?:您|你)?(?:再次?)?确认|等待(?:您|你)?的?确认|确认(?:后|之后|以后|一下|吗|么)")
+
+
+# A reply that declines a write, or tells the agent not to go on with it ("Don't refund it, I changed my mind",
+# 「不要退款了」). It only steers: any reply other than a confirm reply declines what waits, whatever it says.
+DECLINES = re.compile(r"不订|不要订|不预订|别订|不用了|不需要|取消|算了|放弃|先不要|先不|暂不|改主意|不要[^，。,.!！?？]{0,6}了"
+                      r"|\bno\b|\bcancel|\bdon'?t\s+(?:book|refund|pay|send|cancel|return|do\s+it|go\s+ahead)\b"
+                      r"|\bnever\s*mind\b|\bchanged\s+my\s+mind\b")
+
+
+def declines(text):
+    """Whether a user's reply declines the write or asks the agent not to go on with it (steering only)."""
+    return bool(DECLINES.search(plain(text)))
