@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import audit
 from . import config
 from . import context
+from . import steer
 from .agents import Agent
 from .calls import HookError
 from .values import chars
@@ -206,7 +207,7 @@ def answered(r, reply, sent, report):
     r.trace.append(_record(r, reply, sent, [], {}))
     r.answer = "" if echo else reply.text                                 # an echo is no answer for the user
     report("answer", run=r, reply=reply)
-    status, reason = r.memory.verdict(reply.written_calls, reply.text, echo)
+    status, reason = steer.verdict(r.memory, reply.written_calls, reply.text, echo)
     if status != "nudge":
         return finish(r, status, reason)
     text = nudge(r, reason, reply.written_problems)

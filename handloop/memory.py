@@ -14,13 +14,10 @@ confirmation is spent. Words never enter the ledger. They only steer (texts/word
 or asks the user to confirm while nothing is held makes the loop ask for the call (`offering`, the "offer" nudge, which
 forces that write), and a reply that declines ends the run's need to write (`declined`).
 An agent without a write tool has nothing to confirm: its answer ends the run.
-What the loop does after an answer (`verdict`) follows from this state: an answer that moves nothing
-(no offer, no question to the user, the user did not decline, no write made) is nudged with the task's
-next step forced (`next_step`: the plan's first ready step, or a write's prerequisites and then the write
-itself, for a write the run wants: `wanted`, the plan names it or the user's own messages ask for it), each step
-once per user message (`pushed`), so a run always comes back to the user; a run that wants no write (a question
-only) ends with its answer, as a run of an agent without a write tool does; an answer
-that only gives a tool result back (`echoed`) is never an offer, and is nudged like a call written as text.
+What the loop does after an answer is steer.py's (`verdict`), read from this state: the next step (`next_step`: the
+plan's first ready step, or a write's prerequisites and then the write itself, for a write the run wants: `wanted`,
+the plan names it or the user's own messages ask for it), pushed once per user message (`pushed`); an answer that
+only gives a tool result back (`echoed`) is nudged like a call written as text.
 `render()` projects memory into the system message (context.py lays out what is sent), in the
 agent's language. What the agent's rules read of the run is every successful call so far (`done`, given to a rule as
 texts/rules.Facts), and an answer that ends the run is read against the writes' receipts (`contradicted`: another
@@ -28,6 +25,7 @@ room, id or date than a receipt says), both as the judge reads them (texts/rules
 """
 import json
 
+from . import steer
 from .texts import rules, stated, words
 from .agents import Agent
 from .calls import HookError, declared_tool, hooked
@@ -224,24 +222,7 @@ class Memory:
     def absorb_answer(self, text):
         """A model answer without tool calls. It changes no proposal: words are never a proposal. It only steers:
         the write tool it offers or asks the user to confirm, while nothing is held (`offering`)."""
-        self.offering = self._offering(text) if self.writable and not self.ledger.current else None
-
-    def _offering(self, text):
-        """The write tool an answer offers, or asks the user to confirm, when it does (words.proposes,
-        words.asks_confirm): the one write tool the words name a verb of, else the write the run needs next, else
-        the only write tool; True when it offers a write but none of these tells which (any call is asked for);
-        None when it offers nothing, carries tool markup or claims a write that never ran."""
-        if not words.proposes(text) and not words.asks_confirm(text, self.agent.confirm):
-            return None
-        if words.markup(text, self.tool_names) or "write" in self.unbacked(text):
-            return None
-        named = [t.name for t in self.write_tools if words.mentions(text, t.name, t.description)]
-        step = self.next_step()
-        if len(named) == 1:
-            return named[0]
-        if self.kinds.get(step) == "write":
-            return step
-        return self.write_tools[0].name if len(self.write_tools) == 1 else True
+        self.offering = steer.offering(self, text) if self.writable and not self.ledger.current else None
 
     def records(self, tool, path):
         """The records at `path` of `tool`'s successful results so far (where sourced values come from); for the
@@ -358,52 +339,6 @@ class Memory:
         """The tool a nudge to act of `kind` names and forces: the write the last answer offered for "offer"
         (True: any call), the next step otherwise (None: no tool)."""
         return self.offering if kind == "offer" else self.next_step()
-
-    def verdict(self, written_calls=(), text="", echo=False):
-        """After a model answer (`text`; `echo`: it only gives a tool result back): ("done" | "suspended",
-        reason), or ("nudge", kind) when the loop should tell the model what is wrong and ask again,
-        forcing a call. An answer that offers a write, or asks the user to confirm, while nothing is held, is
-        answered by asking for that write's call (or its next prerequisite's), once per user message: the user
-        is then shown the exact call. An answer that moves nothing (no question to the user, no final answer
-        after the write, the user did not decline) is nudged once per ready step and per user message; then the
-        run waits for the user, unless the run wants no write (`wanted`: none asked by the user nor named by the
-        plan): then the answer ends it, as for an agent without a write tool."""
-        if written_calls and "written_call" not in self.nudged:
-            return "nudge", "written_call"
-        if echo and "echo" not in self.nudged:
-            return "nudge", "echo"
-        if not self.writable:                   # nothing to confirm: the answer is the result
-            return ("nudge", "idle") if not self.progress and "idle" not in self.nudged else ("done", "final_answer")
-        if self.ledger.waiting():
-            return "suspended", "awaiting_confirmation"
-        step = self.next_step()
-        push = step is not None and step not in self.pushed
-        offer = self._offer_push(step, push)
-        if offer:
-            return "nudge", offer
-        if self.current is None and (self.writes or self.declined):
-            return "done", "final_answer"
-        if push and self.kinds.get(step) == "write":     # a write the run wants is ready: ask for its call
-            return "nudge", "step"
-        if not echo and words.asks(text):       # a question reaches the user
-            return "suspended", "awaiting_reply"
-        if push:
-            return "nudge", "step" if self.progress else "idle"
-        if not self.progress and "idle" not in self.nudged:
-            return "nudge", "idle"
-        if self.write_tools and not any(self.wanted(t.name) for t in self.write_tools):
-            return "done", "final_answer"       # nothing asked to be written: the answer is the result
-        return "suspended", "awaiting_reply"
-
-    def _offer_push(self, step, push):
-        """The nudge for an answer that offers a write (`offering`): "offer" to ask for the write's call when it
-        can be made now and was not asked for since the user spoke, "step" for its next prerequisite, else None."""
-        tool = self.offering
-        if tool is None or (tool is True and "offer" in self.nudged):
-            return None
-        if tool is True or (self._ready(tool) and tool not in self.pushed):
-            return "offer"
-        return "step" if push and self.kinds.get(step) in ("read", "write") else None
 
     # ---- what the guards ask ----
     def step_status(self, index):

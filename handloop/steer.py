@@ -1,0 +1,77 @@
+"""What the loop does after a model answer: the run's state decides, and words only steer.
+
+`verdict(memory, ...)` says whether an answer ends the run (done), leaves it waiting for the user (suspended), or is
+nudged with a forced call; `offering(memory, text)` reads which write an answer offers, or asks the user to confirm,
+while nothing is held. Both read words (texts/words.py) and both only steer: they decide whether to ask the model for a
+call, which call to force and whether the run still needs a write, never whether a write runs. A write runs only as
+a held call the user approved (confirmation/, guards.py), and no module that decides that imports this one.
+
+Invariants: reads the memory (memory.py, duck-typed: this module does not import it) and words; changes nothing;
+the same memory and answer always give the same verdict, so a resume steers as the live run did.
+"""
+from .texts import words
+
+
+def offering(memory, text):
+    """The write tool an answer offers, or asks the user to confirm, when it does (words.proposes,
+    words.asks_confirm): the one write tool the words name a verb of, else the write the run needs next, else
+    the only write tool; True when it offers a write but none of these tells which (any call is asked for);
+    None when it offers nothing, carries tool markup or claims a write that never ran."""
+    if not words.proposes(text) and not words.asks_confirm(text, memory.agent.confirm):
+        return None
+    if words.markup(text, memory.tool_names) or "write" in memory.unbacked(text):
+        return None
+    named = [t.name for t in memory.write_tools if words.mentions(text, t.name, t.description)]
+    step = memory.next_step()
+    if len(named) == 1:
+        return named[0]
+    if memory.kinds.get(step) == "write":
+        return step
+    return memory.write_tools[0].name if len(memory.write_tools) == 1 else True
+
+
+def verdict(memory, written_calls=(), text="", echo=False):
+    """After a model answer (`text`; `echo`: it only gives a tool result back): ("done" | "suspended",
+    reason), or ("nudge", kind) when the loop should tell the model what is wrong and ask again,
+    forcing a call. An answer that offers a write, or asks the user to confirm, while nothing is held, is
+    answered by asking for that write's call (or its next prerequisite's), once per user message: the user
+    is then shown the exact call. An answer that moves nothing (no question to the user, no final answer
+    after the write, the user did not decline) is nudged once per ready step and per user message; then the
+    run waits for the user, unless the run wants no write (`wanted`: none asked by the user nor named by the
+    plan): then the answer ends it, as for an agent without a write tool."""
+    if written_calls and "written_call" not in memory.nudged:
+        return "nudge", "written_call"
+    if echo and "echo" not in memory.nudged:
+        return "nudge", "echo"
+    if not memory.writable:                   # nothing to confirm: the answer is the result
+        return ("nudge", "idle") if not memory.progress and "idle" not in memory.nudged else ("done", "final_answer")
+    if memory.ledger.waiting():
+        return "suspended", "awaiting_confirmation"
+    step = memory.next_step()
+    push = step is not None and step not in memory.pushed
+    offer = _offer_push(memory, step, push)
+    if offer:
+        return "nudge", offer
+    if memory.current is None and (memory.writes or memory.declined):
+        return "done", "final_answer"
+    if push and memory.kinds.get(step) == "write":     # a write the run wants is ready: ask for its call
+        return "nudge", "step"
+    if not echo and words.asks(text):       # a question reaches the user
+        return "suspended", "awaiting_reply"
+    if push:
+        return "nudge", "step" if memory.progress else "idle"
+    if not memory.progress and "idle" not in memory.nudged:
+        return "nudge", "idle"
+    if memory.write_tools and not any(memory.wanted(t.name) for t in memory.write_tools):
+        return "done", "final_answer"       # nothing asked to be written: the answer is the result
+    return "suspended", "awaiting_reply"
+
+def _offer_push(memory, step, push):
+    """The nudge for an answer that offers a write (`offering`): "offer" to ask for the write's call when it
+    can be made now and was not asked for since the user spoke, "step" for its next prerequisite, else None."""
+    tool = memory.offering
+    if tool is None or memory.declined or (tool is True and "offer" in memory.nudged):
+        return None
+    if tool is True or (memory._ready(tool) and tool not in memory.pushed):
+        return "offer"
+    return "step" if push and memory.kinds.get(step) in ("read", "write") else None
