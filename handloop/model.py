@@ -11,10 +11,10 @@ valid Unicode (lone surrogates replaced), and a request we cannot encode is ours
 never reported as the model's fault;
 timeouts, 429 (but not quota or billing), 5xx and unparseable bodies are retried with backoff
 (honouring Retry-After, capped); every other failure, and retries running out, raise
-ModelError with a kind and the provider's own message. A reply cut off by length is asked for
-once more, then raised as ModelError; an empty one is raised at once (the loop asks again with a
-nudge: the same request tends to get the same empty reply); the tokens of discarded attempts are
-counted in the reply that is returned. The timeout bounds the wait for
+ModelError with a kind and the provider's own message. A reply cut off by length, or an empty one,
+is raised at once as ModelError with the tokens it cost (the loop asks again with a note saying
+what was wrong: the same request tends to get the same reply back, from a greedy or seeded server
+above all). The timeout bounds the wait for
 the first byte and every silence between bytes; `max_seconds` caps a whole reply, streamed or
 not. `openai` is imported only when a client is made, so commands that never ask a model start
 fast. No response the SDK can hand back raises anything but ModelError.
@@ -119,13 +119,6 @@ def _counted(reply: Reply, messages: list[Message]) -> Reply:
     return reply
 
 
-def _added(split, reply):
-    """The input and output tokens of the attempts so far, with this reply's (None once one has no split)."""
-    if split is None or reply.tokens_in is None or reply.tokens_out is None:
-        return None
-    return split[0] + reply.tokens_in, split[1] + reply.tokens_out
-
-
 def as_model(ask: Model | Callable[..., Reply]) -> Model:
     """`ask` as a Model: itself when it is one, else a plain function wrapped (it neither streams nor forces)."""
     return ask if isinstance(ask, Model) else FunctionModel(ask)
@@ -183,8 +176,7 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
             request.update(tools=tools, tool_choice="none" if final else tool_choice(force, refused))
         names = {t.get("function", {}).get("name"): list((t.get("function", {}).get("parameters") or {})
                                                          .get("properties") or ()) for t in tools or ()}
-        started, spent, earlier, split = time.perf_counter(), 0, list[Any](), (0, 0)
-        cached: int | None = 0          # the cached input tokens of the attempts so far (None: one did not say)
+        started, earlier = time.perf_counter(), list[Any]()
 
         def send():
             if streaming[0]:
@@ -193,24 +185,18 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
             else:
                 response = _within(max_seconds, where, lambda: _create(client, request))
             return replies.normalised(response, messages, time.perf_counter() - started, names)
-        for _ in (1, 2):                    # a cut-off reply is asked for once more
-            reply = _forced(send, request, (force, refused), earlier, lambda: _streamless(
-                lambda: _with_retries(send, openai, retries, on_retry, sleep, where, model, failure), streaming,
-                earlier))
-            spent, split = spent + reply.tokens, _added(split, reply)
-            cached = None if cached is None or reply.tokens_cached is None else cached + reply.tokens_cached
-            problem = _unusable(reply)
-            if problem is None:
-                reply.tokens, reply.notes = spent, earlier + reply.notes
-                reply.tokens_in, reply.tokens_out = split or (None, None)
-                reply.tokens_cached = cached if split else None
-                return reply
-            if streaming[0] and on_event:
-                on_event("discard", why=ModelError(problem, Said("model." + problem)))
-            if problem == "empty_reply":    # the loop re-asks with a nudge, not the same request
-                break
-            earlier += reply.notes + [f"{problem}: asked again"]
-        raise ModelError(problem, Said("model." + problem), tokens=spent)
+        reply = _forced(send, request, (force, refused), earlier, lambda: _streamless(
+            lambda: _with_retries(send, openai, retries, on_retry, sleep, where, model, failure), streaming, earlier))
+        problem = _unusable(reply)
+        if problem is None:
+            reply.notes = earlier + reply.notes
+            return reply
+        if streaming[0] and on_event:
+            on_event("discard", why=ModelError(problem, Said("model." + problem)))
+        error = ModelError(problem, Said("model." + problem), tokens=reply.tokens)   # the loop asks again, with a note
+        if reply.tokens_in is not None and reply.tokens_out is not None:
+            error.split = (reply.tokens_in, reply.tokens_out)
+        raise error
 
     return Client(ask, model, stream, client.close)   # force=True | "tool" asks for a tool call (see tool_choice)
 
