@@ -15,8 +15,9 @@ ModelError with a kind and the provider's own message. A reply cut off by length
 is raised at once as ModelError with the tokens it cost (the loop asks again with a note saying
 what was wrong: the same request tends to get the same reply back, from a greedy or seeded server
 above all). The timeout bounds the wait for
-the first byte and every silence between bytes; `max_seconds` caps a whole reply, streamed or
-not. `openai` is imported only when a client is made, so commands that never ask a model start
+the first byte and every silence between bytes of a streamed reply; `max_seconds` caps a whole reply, streamed or
+not. An unstreamed reply sends no byte before its whole body, so while its server holds the connection (a slow
+local model writing) only `max_seconds` bounds it; connecting is bounded by the timeout. `openai` is imported only when a client is made, so commands that never ask a model start
 fast. No response the SDK can hand back raises anything but ModelError.
 
 Streamed replies (the default) are assembled by llm/streams.py; every body, streamed or not, is read
@@ -146,16 +147,18 @@ class Client:
 def connect(base_url: str | None, api_key: str, model: str, timeout: float = config.MODEL_TIMEOUT,
             retries: int = config.MODEL_RETRIES, on_retry: Callable[..., None] | None = None,
             sleep: Callable[[float], None] = time.sleep, loopback: bool = False, stream: bool = True,
-            max_seconds: float = config.MODEL_MAX_SECONDS, failure: Callable[[], str | None] | None = None) -> Client:
+            max_seconds: float = config.MODEL_MAX_SECONDS, failure: Callable[[], str | None] | None = None,
+            extra: dict[str, Any] | None = None) -> Client:
     """A Model over the openai client: model(messages, tools, final=False, on_event=None, force=False) -> Reply.
 
-    `timeout`: seconds to the first byte and of silence between bytes; `max_seconds`: one whole
-    reply. With `stream`, `on_event(kind, **data)` hears the reply while it arrives: "delta"
+    `timeout`: seconds to connect, to a streamed reply's first byte and of silence between its bytes;
+    `max_seconds`: one whole reply (an unstreamed one has no byte before its body: only this bounds it). With `stream`, `on_event(kind, **data)` hears the reply while it arrives: "delta"
     (text=a piece of the text), "tool_call" (call={"id", "name", "arguments"} as sent, once that
     call is complete), "discard" (why=the ModelError: what was heard of this attempt is void; it is asked
     again or fails). `.streams` says whether it streams; `.name` is `model`. `failure`: for a model answered
     in this process (the loopback endpoint's take_failure), what its own code raised behind a failed request:
-    a ModelError "model_code" at once, never retried."""
+    a ModelError "model_code" at once, never retried. `extra`: fields every request carries besides the
+    messages and tools (`{"seed": 7, "temperature": 0.7}` for seeded runs of a benchmark)."""
     import openai
     kwargs: dict[str, Any] = {}
     if loopback:                  # never send a loopback request through an HTTP proxy
@@ -171,7 +174,7 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
     streaming = [stream]            # False once the server refused `stream`: asked unstreamed since
 
     def ask(messages, tools, final=False, on_event=None, force=False):
-        request = {"model": model, "messages": valid_text(messages)}      # a record with lone surrogates resumes
+        request = {**(extra or {}), "model": model, "messages": valid_text(messages)}   # lone surrogates: replaced
         if tools:
             request.update(tools=tools, tool_choice="none" if final else tool_choice(force, refused))
         names = {t.get("function", {}).get("name"): list((t.get("function", {}).get("parameters") or {})
@@ -183,7 +186,8 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
                 response = streams.assembled(openai, functools.partial(_create, client), request,
                                         (timeout, max_seconds, where), on_event)
             else:
-                response = _within(max_seconds, where, lambda: _create(client, request))
+                held = openai.Timeout(max_seconds, connect=timeout)     # no byte comes before the whole body
+                response = _within(max_seconds, where, lambda: _create(client, request, held))
             return replies.normalised(response, messages, time.perf_counter() - started, names)
         reply = _forced(send, request, (force, refused), earlier, lambda: _streamless(
             lambda: _with_retries(send, openai, retries, on_retry, sleep, where, model, failure), streaming, earlier))
@@ -199,6 +203,17 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
         raise error
 
     return Client(ask, model, stream, client.close)   # force=True | "tool" asks for a tool call (see tool_choice)
+
+
+def configured(base_url: str | None, api_key: str, name: str, env: Any = None, **options: Any) -> Client:
+    """`connect` with the time limits, retries and streaming the environment sets for the command line
+    (AGENT_MODEL_TIMEOUT, AGENT_MODEL_MAX_SECONDS, AGENT_MODEL_RETRIES, AGENT_STREAM; config.settings): what a
+    benchmark runner asks a model with, so that a slow local model is waited for as the CLI waits for it.
+    `options` (extra, on_retry, ...) go to `connect` and win over the environment's."""
+    got = config.settings(env)
+    limits = {"timeout": got["model_timeout"], "retries": got["model_retries"],
+              "max_seconds": got["model_max_seconds"], "stream": got["stream"]}
+    return connect(base_url, api_key, name, **{**limits, **options})
 
 
 def offline_model(respond: Callable[[dict[str, Any]], dict[str, Any]], name: str = config.OFFLINE_MODEL,
@@ -347,11 +362,12 @@ def _warm(openai):
             _WARM["done"] = True
 
 
-def _create(client, request):
-    """One request; a body the SDK cannot parse (cut-off JSON, an HTML error page) is a ModelError,
-    and so is a failure of the SDK's own parsing (RuntimeError: pydantic's errors about its models)."""
+def _create(client, request, timeout=None):
+    """One request (`timeout`: its own, instead of the client's); a body the SDK cannot parse (cut-off JSON, an
+    HTML error page) is a ModelError, and so is a failure of the SDK's own parsing (RuntimeError: pydantic's errors
+    about its models)."""
     try:
-        return client.chat.completions.create(**request)
+        return client.chat.completions.create(**request, **({"timeout": timeout} if timeout is not None else {}))
     except UnicodeEncodeError as exc:       # our own request, not the model's answer: not the model's fault
         raise ModelError("unsendable", Said("model.unsendable", error=str(exc)[:200])) from None
     except replies.UNPARSEABLE as exc:
