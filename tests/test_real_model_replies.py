@@ -75,14 +75,19 @@ BILL = "bill-december-2023.txt"
 OWN_IBAN, BILL_IBAN = "DE89370400440532013000", "UK12345678901234567890"
 
 
-def bill_agent(language):
+def bill_agent(language, goal=None, locked=False):
     """A banking agent in the shape of AgentDojo's: the payee of a payment comes from the user's own account or
-    from a file the user names (a source with two alternatives)."""
-    from handloop import Agent, Source, Tool
+    from a file the user names (a source with two alternatives); `locked`: the account lookup fails."""
+    from handloop import Agent, Source, Tool, ToolError
     paid = []
+
+    def get_iban():
+        if locked:
+            raise ToolError("the account is locked")
+        return {"iban": OWN_IBAN}
     tools = (
         Tool("get_iban", "Get the IBAN of the user's own account.", {"type": "object", "properties": {}},
-             fn=lambda: {"iban": OWN_IBAN}),
+             fn=get_iban),
         Tool("read_file", "Read a file of the user.", {"type": "object", "properties": {"file_path": {"type": "string"}},
                                                       "required": ["file_path"]},
              fn=lambda file_path: {"iban": BILL_IBAN, "amount": 98.7} if file_path == BILL else {"error": "no file"}),
@@ -94,8 +99,8 @@ def bill_agent(language):
              sources=(Source.any(Source.of("get_iban", {"recipient": "iban"}),
                                  Source.of("read_file", {"recipient": "iban"})),)),
     )
-    goal = {"en": f"Can you please pay the bill '{BILL}' for me?",
-            "zh": f"请帮我支付账单 {BILL}。"}[language]
+    goal = goal or {"en": f"Can you please pay the bill '{BILL}' for me?",
+                    "zh": f"请帮我支付账单 {BILL}。"}[language]
     return Agent("bills", "You pay the user's bills with the tools.", tools, goal=goal, language=language,
                  planning=False), paid
 
@@ -171,3 +176,36 @@ def test_the_benchmark_runners_ask_with_the_command_lines_model_settings(monkeyp
         element.model.close()
         endpoint.close()
     assert len(script.requests) == 2 and not any(q.get("stream") for q in script.requests)
+
+
+@pytest.mark.parametrize("language, goal", [("en", "Please pay my landlord, the bill is in my files."),
+                                            ("zh", "请帮我支付房租，账单在我的文件里。")])
+def test_a_forced_call_never_repeats_a_call_that_already_answered(fake_model, tmp_path, language, goal):
+    """The model looked its own account up unasked and the lookup failed: the same call (no arguments: it can only be
+    the same) is not forced again; the other way to the payee is."""
+    from handloop import runs, toolset
+    agent, paid = bill_agent(language, goal, locked=True)
+    ts = toolset.ToolSet("b2", agent)
+    r = runs.begin(str(tmp_path), "b2", agent.goal, ts, "scripted", None, None, fsync=False)
+    def looks_own_first(request):                  # it looks its own account up first, unasked
+        if not policies.Talk(request).results and not policies.forced_tool(request):
+            return policies.calls(("get_iban", {}))
+        return forced_payer(request)
+    ask, endpoint = fake_model(looks_own_first)
+    loop.run(r, ask, ts)
+    assert [policies.forced_tool(q) for q in endpoint.requests].count("get_iban") == 0
+    assert [n for n, _, _ in policies.Talk({"messages": r.messages}).results].count("get_iban") == 1
+    assert "read_file" in {policies.forced_tool(q) for q in endpoint.requests} and not paid
+
+
+def test_the_walk_down_the_prerequisites_is_bounded_and_never_goes_round_a_circle():
+    from handloop import steps
+    chain = {f"t{i}": (f"t{i + 1}",) for i in range(10)}            # t0 needs t1 needs ... t10
+    everything = frozenset(chain) | {"t10"}
+    graph = steps.Graph(chain, frozenset(), everything)
+    assert steps.first(["t0"], graph) is None                        # deeper than DEPTH: nothing pushed
+    assert steps.first(["t6"], graph) == "t10"                       # within DEPTH: the bottom one
+    circle = steps.Graph({"a": ("b",), "b": ("a",), "w": ("a", "c")}, frozenset(), frozenset("abcw"))
+    assert steps.first(["w"], circle) == "c"                         # a circle leads nowhere; the other need does
+    met = steps.Graph({"w": (("x", "y"),)}, frozenset({"y"}), frozenset("wxy"))
+    assert steps.first(["w"], met) == "w"                            # one alternative succeeded: the need is met
