@@ -9,7 +9,8 @@ English agent), `banking` and `slack` (AgentDojo v1.2.2, benign, every user task
 handloop with the oracle user of bench/agentdojo.py and, with --plain, through AgentDojo's own plain tool-calling
 pipeline with the same model, no defense). Any OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY,
 AGENT_MODEL), asked with the command line's settings (AGENT_MODEL_TIMEOUT, AGENT_MODEL_MAX_SECONDS,
-AGENT_MODEL_RETRIES, AGENT_STREAM); run k of a task sends seed --seed + k with every request (`seed`).
+AGENT_MODEL_RETRIES, AGENT_STREAM: a model on a CPU wants AGENT_MODEL_TIMEOUT=300 or so, its long prompts are read
+in silence); run k of a task sends seed --seed + k with every request (`seed`), and --temperature T sends that too.
 
 The user of the project's tasks confirms a proposal whose every call is the task's right write (Xi'an: the room the
 weather the run read calls for, 2026-10-01, two nights; shop: a refund of A-1), declines any other, and answers a
@@ -56,9 +57,12 @@ class Counted:
         self.inner.close()
 
 
+SAMPLING: dict[str, Any] = {}        # what every request of both systems carries besides the seed (--temperature)
+
+
 def endpoint_model(seed: int | None, connect: Callable[..., Any] | None = None) -> Counted:
     """The endpoint's model, seeded, with the CLI's settings (or `connect(extra=...)`, a test's own)."""
-    extra = {"seed": seed} if seed is not None else {}
+    extra = {**SAMPLING, **({"seed": seed} if seed is not None else {})}
     if connect is not None:
         return Counted(connect(extra=extra))
     return Counted(model_client.configured(os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY") or
@@ -225,6 +229,8 @@ class _Client:
     def _create(self, **request: Any) -> Any:
         if self.seed is not None:
             request.setdefault("seed", self.seed)
+        for key, value in SAMPLING.items():          # AgentDojo's OpenAILLM leaves temperature 0 out: set it here
+            request[key] = value
         self.requests += 1
         out = self.client.chat.completions.create(**request)
         self.tokens += getattr(getattr(out, "usage", None), "total_tokens", 0) or 0
@@ -304,6 +310,8 @@ def main(argv: list[str] | None = None, connect: Callable[..., Any] | None = Non
     parser.add_argument("--runs", type=int, default=3, help="seeded runs of each task (AgentDojo: of each suite)")
     parser.add_argument("--seed", type=int, default=1, help="run k sends seed SEED+k with every request")
     parser.add_argument("--no-seed", action="store_true", help="send no seed")
+    parser.add_argument("--temperature", type=float, default=None,
+                        help="sent with every request of both systems (default: the server's own)")
     parser.add_argument("--limit", type=int, default=0, help="AgentDojo: the first N user tasks of each suite")
     parser.add_argument("--plain", action="store_true", help="AgentDojo: also its own plain pipeline, same model")
     parser.add_argument("--replies", type=int, default=3, help="the most replies the user gives in one run")
@@ -314,6 +322,9 @@ def main(argv: list[str] | None = None, connect: Callable[..., Any] | None = Non
     unknown = [t for t in tasks if t not in OWN_TASKS + SUITES]
     if unknown:
         parser.error(f"unknown task {', '.join(unknown)}: one of {', '.join(OWN_TASKS + SUITES)}")
+    SAMPLING.clear()
+    if args.temperature is not None:
+        SAMPLING["temperature"] = args.temperature
     path = args.out or os.path.join(HERE, "results", f"realmodel-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     rows: list[dict] = []

@@ -65,12 +65,13 @@ def test_agentdojo_runs_through_handloop_and_through_its_own_plain_pipeline(tmp_
     client = openai.OpenAI(base_url=endpoint.url, api_key="k", max_retries=0)
     try:
         rows = realmodel.main(["--tasks", "banking", "--runs", "1", "--limit", "1", "--plain", "--seed", "7",
-                               "--out", str(tmp_path / "r.jsonl")], connect=serving(answer, seen), plain_client=client)
+                               "--temperature", "0", "--out", str(tmp_path / "r.jsonl")],
+                              connect=serving(answer, seen), plain_client=client)
     finally:
         endpoint.close()
     assert [(r["system"], r["user_task"]) for r in rows] == [("handloop", "user_task_0"), ("plain", "user_task_0")]
     assert all(r["writes_run"] == 0 and r["model_requests"] >= 1 and isinstance(r["idle_passes"], bool) for r in rows)
-    assert {q.get("seed") for q in seen} == {7}
+    assert {q.get("seed") for q in seen} == {7} and {q.get("temperature") for q in seen} == {0}   # both systems
 
 
 def test_an_unknown_task_is_a_usage_error(tmp_path):
