@@ -32,6 +32,7 @@ from agentdojo.task_suite.load_suites import get_suites
 from agentdojo.task_suite.task_suite import functions_stack_trace_from_messages
 
 import handloop
+from handloop import model as model_client
 from handloop.benchmarks.agentdojo import (SUITES, HandloopElement, Proposal, confirm_all, mentions, refuse_all,
                                           string_lists)
 
@@ -193,8 +194,8 @@ def _policy(name: str, user_task: Any, env: Any, writes: set[str]) -> Callable[[
 def _model(kind: str, suite: Any, user_task: Any, injection_task: Any, env: Any) -> Any:
     if kind == "scripted":
         return handloop.FunctionModel(WorstCase(suite, user_task, injection_task, env), name="worst-case")
-    return handloop.connect(os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY", "none"),
-                            os.environ.get("AGENT_MODEL", ""))
+    return model_client.configured(os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY", "none"),
+                                   os.environ.get("AGENT_MODEL", ""))      # the CLI's time limits (AGENT_MODEL_TIMEOUT...)
 
 
 def one(suite: Any, name: str, user_task: Any, injection_task: Any, injections: dict, args: Any,

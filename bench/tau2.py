@@ -190,6 +190,7 @@ def main(argv=None):
     ap.add_argument("--out", default=HERE, help="the folder of the results file")
     a = ap.parse_args(argv)
     import handloop
+    from handloop import model as model_client
     from handloop.benchmarks import tau2
     from handloop.llm.endpoint import Endpoint
     audit_dir = tempfile.mkdtemp(prefix="tau2-audit-")
@@ -198,8 +199,8 @@ def main(argv=None):
     user = None
     real = None
     if a.real:
-        real = handloop.connect(os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY", "none"),
-                                os.environ.get("AGENT_MODEL", "model"))
+        real = model_client.configured(os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY", "none"),
+                                       os.environ.get("AGENT_MODEL", "model"))   # the CLI's time limits
         if not a.yes_user:
             from tau2.user.user_simulator import UserSimulator
             llm = os.environ.get("TAU2_USER_MODEL", "openai/" + os.environ.get("AGENT_MODEL", "model"))

@@ -290,16 +290,23 @@ def _again(r):
     return False
 
 
+AGAIN_ON = ("empty_reply", "length")    # replies that cannot be used, asked again once with a note of their kind
+
+
 def empty_again(r, exc, sent, report):
-    """An empty reply: the first time since the last message, the loop asks again with the
-    empty-reply nudge in the record (the identical request tends to come back empty again) and
-    returns True; when the reply to that nudge is empty too, False (the run fails)."""
-    if exc.kind != "empty_reply" or str(r.messages[-1].get("content")) == r.say("nudge.empty_reply"):
+    """An empty reply, or one cut off at the token limit (finish_reason "length"): the first time since the
+    last message, the loop asks again with that kind's nudge in the record (the identical request tends to come
+    back the same: empty, or cut at the same place; the note says answer briefly or make the call) and returns
+    True; when the reply to that nudge cannot be used either, False (the run fails)."""
+    if exc.kind not in AGAIN_ON or any(str(r.messages[-1].get("content")) == r.say(f"nudge.{kind}")
+                                       for kind in AGAIN_ON):
         return False
     r.turn += 1
     r.memory.used_tokens += exc.tokens
-    text = nudge(r, "empty_reply")
-    void = Reply({}, [], exc.tokens, False, 0.0, ["empty_reply: asked again with a nudge"])   # what it cost
+    text = nudge(r, exc.kind)
+    tokens_in, tokens_out = exc.split or (None, None)
+    void = Reply({}, [], exc.tokens, False, 0.0, [f"{exc.kind}: asked again with a nudge"],   # what it cost
+                 tokens_in=tokens_in, tokens_out=tokens_out)
     r.trace.append(_record(r, void, sent, [], {}))
     save(r)
     report("nudge", run=r, text=text)

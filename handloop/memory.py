@@ -26,6 +26,7 @@ room, id or date than a receipt says), both as the judge reads them (texts/rules
 import json
 
 from . import steer
+from . import steps
 from .texts import rules, stated, words
 from .agents import Agent
 from .calls import HookError, declared_tool, hooked
@@ -67,6 +68,7 @@ class Memory:
         self.needs = {}           # tool -> the tools that must have succeeded before it (requires, sources; a
                                   # tuple of a source's alternatives: any one of them)
         self.kinds = {}           # tool -> its declared kind
+        self.params = {}          # tool -> the names of its parameters (steps.py: what the user's words point at)
         self.spins = 0            # calls blocked as spins
         self.used_tokens = 0
         self.ahead = False        # a fork folding a turn ahead of the run (fork): a failing hook is left
@@ -80,6 +82,7 @@ class Memory:
         self.tool_names = tuple(t.name for t in tools) or self.tool_names
         self.kinds.update((t.name, t.kind) for t in tools)
         self.needs.update((t.name, _needs(t)) for t in tools)
+        self.params.update((t.name, steps.parameters(t.parameters)) for t in tools)
         for tool in tools:
             if tool.initial:
                 self.facts.setdefault(tool.namespace, {k: _copy(v) for k, v in tool.initial.items()})
@@ -255,31 +258,30 @@ class Memory:
         return sorted(words.claims(text) - did)
 
     def next_step(self):
-        """The tool the task needs next and can call now: set_plan while a planning agent has no plan; else
-        the tool (a read or write) of the first pending plan step whose dependencies are done and whose
-        prerequisites (requires, sources) succeeded; else, as for an agent without planning, the first of a
-        write's prerequisites that has not succeeded and can run, or the write itself once they all did (only for a
-        write the run wants, `wanted`, and only while no write was made: after one, only the plan names further
-        writes). None when nothing is ready."""
+        """The tool the task needs next and can call now: set_plan while a planning agent has no plan; else, for the
+        first pending plan step whose dependencies are done, or else (as for an agent without planning) for a write
+        the run wants (`wanted`, and only while no write was made: after one, only the plan names further writes),
+        that tool once its prerequisites (requires, sources) succeeded, or the first prerequisite that can run,
+        followed down its own prerequisites (steps.first: bounded, the one the user's words point at first, never
+        a call that would repeat one that answered). None when nothing is ready."""
         if self.agent.planning and not self.plan and "set_plan" in self.tool_names:
             return "set_plan"
-        for step in self.plan:
-            tool = step.get("tool")
-            if self.kinds.get(tool) in ("read", "write") and self.step_status(step["index"]) == "pending" and \
-                    self._ready(tool) and all(self.step_status(d) == "done" for d in step["after"] if d <= len(self.plan)):
-                return tool
-        if self.writes:
-            return None
-        for write in self.write_tools:
-            if not self.wanted(write.name):
-                continue
-            for need in (*self.needs.get(write.name, ()), write.name):
-                if self._done(need):
-                    continue
-                ready = [t for t in (need if isinstance(need, tuple) else (need,)) if self._ready(t)]
-                if ready:
-                    return ready[0]
-        return None
+        ready = [s.get("tool") for s in self.plan if self.step_status(s["index"]) == "pending" and
+                 all(self.step_status(d) == "done" for d in s["after"] if d <= len(self.plan))]
+        writes = [] if self.writes else [w.name for w in self.write_tools if self.wanted(w.name)]
+        return steps.first([*ready, *writes], self._graph())
+
+    def toward(self, tool):
+        """The tool to call now on the way to `tool`: itself once its prerequisites succeeded, else the first of them
+        that can run, followed down (steps.first); None when nothing is ready."""
+        return steps.first([tool], self._graph())
+
+    def _graph(self):
+        bare = {sig.split(":", 1)[0] for sig in self.runs}
+        return steps.Graph(self.needs, frozenset(self.done_tools),
+                           frozenset(t for t, kind in self.kinds.items() if kind in ("read", "write")),
+                           frozenset(t for t in bare if t in self.params and not self.params[t]),
+                           tuple(self.said), self.params)
 
     def wanted(self, tool):
         """Whether the run asks for the write `tool`: the plan names it, or the user's own messages ask for it
@@ -291,13 +293,6 @@ class Memory:
         a verb of its name or description (texts/words.asks_for), not a question of how to do it themselves."""
         write = next((t for t in self.write_tools if t.name == tool), None)
         return write is not None and words.asks_for(self.said, write.name, write.description)
-
-    def _ready(self, tool):
-        return all(self._done(need) for need in self.needs.get(tool, ()))
-
-    def _done(self, need):
-        """Whether a prerequisite succeeded in the run (one of them, for a source's alternatives)."""
-        return any(t in self.done_tools for t in need) if isinstance(need, tuple) else need in self.done_tools
 
     def step_of(self, tool):
         """The first pending plan step that names `tool` (a dict as in `plan`), or None."""
@@ -336,9 +331,11 @@ class Memory:
             self.pushed.add(self.forced)
 
     def target(self, kind):
-        """The tool a nudge to act of `kind` names and forces: the write the last answer offered for "offer"
-        (True: any call), the next step otherwise (None: no tool)."""
-        return self.offering if kind == "offer" else self.next_step()
+        """The tool a nudge to act of `kind` names and forces: for "offer", the write the last answer offered, or
+        its first prerequisite that can run (True: any call); the next step otherwise (None: no tool)."""
+        if kind == "offer":
+            return self.offering if self.offering is True else self.toward(self.offering)
+        return self.next_step()
 
     # ---- what the guards ask ----
     def step_status(self, index):

@@ -11,12 +11,13 @@ valid Unicode (lone surrogates replaced), and a request we cannot encode is ours
 never reported as the model's fault;
 timeouts, 429 (but not quota or billing), 5xx and unparseable bodies are retried with backoff
 (honouring Retry-After, capped); every other failure, and retries running out, raise
-ModelError with a kind and the provider's own message. A reply cut off by length is asked for
-once more, then raised as ModelError; an empty one is raised at once (the loop asks again with a
-nudge: the same request tends to get the same empty reply); the tokens of discarded attempts are
-counted in the reply that is returned. The timeout bounds the wait for
-the first byte and every silence between bytes; `max_seconds` caps a whole reply, streamed or
-not. `openai` is imported only when a client is made, so commands that never ask a model start
+ModelError with a kind and the provider's own message. A reply cut off by length, or an empty one,
+is raised at once as ModelError with the tokens it cost (the loop asks again with a note saying
+what was wrong: the same request tends to get the same reply back, from a greedy or seeded server
+above all). The timeout bounds the wait for
+the first byte and every silence between bytes of a streamed reply; `max_seconds` caps a whole reply, streamed or
+not. An unstreamed reply sends no byte before its whole body, so while its server holds the connection (a slow
+local model writing) only `max_seconds` bounds it; connecting is bounded by the timeout. `openai` is imported only when a client is made, so commands that never ask a model start
 fast. No response the SDK can hand back raises anything but ModelError.
 
 Streamed replies (the default) are assembled by llm/streams.py; every body, streamed or not, is read
@@ -119,13 +120,6 @@ def _counted(reply: Reply, messages: list[Message]) -> Reply:
     return reply
 
 
-def _added(split, reply):
-    """The input and output tokens of the attempts so far, with this reply's (None once one has no split)."""
-    if split is None or reply.tokens_in is None or reply.tokens_out is None:
-        return None
-    return split[0] + reply.tokens_in, split[1] + reply.tokens_out
-
-
 def as_model(ask: Model | Callable[..., Reply]) -> Model:
     """`ask` as a Model: itself when it is one, else a plain function wrapped (it neither streams nor forces)."""
     return ask if isinstance(ask, Model) else FunctionModel(ask)
@@ -153,16 +147,18 @@ class Client:
 def connect(base_url: str | None, api_key: str, model: str, timeout: float = config.MODEL_TIMEOUT,
             retries: int = config.MODEL_RETRIES, on_retry: Callable[..., None] | None = None,
             sleep: Callable[[float], None] = time.sleep, loopback: bool = False, stream: bool = True,
-            max_seconds: float = config.MODEL_MAX_SECONDS, failure: Callable[[], str | None] | None = None) -> Client:
+            max_seconds: float = config.MODEL_MAX_SECONDS, failure: Callable[[], str | None] | None = None,
+            extra: dict[str, Any] | None = None) -> Client:
     """A Model over the openai client: model(messages, tools, final=False, on_event=None, force=False) -> Reply.
 
-    `timeout`: seconds to the first byte and of silence between bytes; `max_seconds`: one whole
-    reply. With `stream`, `on_event(kind, **data)` hears the reply while it arrives: "delta"
+    `timeout`: seconds to connect, to a streamed reply's first byte and of silence between its bytes;
+    `max_seconds`: one whole reply (an unstreamed one has no byte before its body: only this bounds it). With `stream`, `on_event(kind, **data)` hears the reply while it arrives: "delta"
     (text=a piece of the text), "tool_call" (call={"id", "name", "arguments"} as sent, once that
     call is complete), "discard" (why=the ModelError: what was heard of this attempt is void; it is asked
     again or fails). `.streams` says whether it streams; `.name` is `model`. `failure`: for a model answered
     in this process (the loopback endpoint's take_failure), what its own code raised behind a failed request:
-    a ModelError "model_code" at once, never retried."""
+    a ModelError "model_code" at once, never retried. `extra`: fields every request carries besides the
+    messages and tools (`{"seed": 7, "temperature": 0.7}` for seeded runs of a benchmark)."""
     import openai
     kwargs: dict[str, Any] = {}
     if loopback:                  # never send a loopback request through an HTTP proxy
@@ -178,41 +174,46 @@ def connect(base_url: str | None, api_key: str, model: str, timeout: float = con
     streaming = [stream]            # False once the server refused `stream`: asked unstreamed since
 
     def ask(messages, tools, final=False, on_event=None, force=False):
-        request = {"model": model, "messages": valid_text(messages)}      # a record with lone surrogates resumes
+        request = {**(extra or {}), "model": model, "messages": valid_text(messages)}   # lone surrogates: replaced
         if tools:
             request.update(tools=tools, tool_choice="none" if final else tool_choice(force, refused))
         names = {t.get("function", {}).get("name"): list((t.get("function", {}).get("parameters") or {})
                                                          .get("properties") or ()) for t in tools or ()}
-        started, spent, earlier, split = time.perf_counter(), 0, list[Any](), (0, 0)
-        cached: int | None = 0          # the cached input tokens of the attempts so far (None: one did not say)
+        started, earlier = time.perf_counter(), list[Any]()
 
         def send():
             if streaming[0]:
                 response = streams.assembled(openai, functools.partial(_create, client), request,
                                         (timeout, max_seconds, where), on_event)
             else:
-                response = _within(max_seconds, where, lambda: _create(client, request))
+                held = openai.Timeout(max_seconds, connect=timeout)     # no byte comes before the whole body
+                response = _within(max_seconds, where, lambda: _create(client, request, held))
             return replies.normalised(response, messages, time.perf_counter() - started, names)
-        for _ in (1, 2):                    # a cut-off reply is asked for once more
-            reply = _forced(send, request, (force, refused), earlier, lambda: _streamless(
-                lambda: _with_retries(send, openai, retries, on_retry, sleep, where, model, failure), streaming,
-                earlier))
-            spent, split = spent + reply.tokens, _added(split, reply)
-            cached = None if cached is None or reply.tokens_cached is None else cached + reply.tokens_cached
-            problem = _unusable(reply)
-            if problem is None:
-                reply.tokens, reply.notes = spent, earlier + reply.notes
-                reply.tokens_in, reply.tokens_out = split or (None, None)
-                reply.tokens_cached = cached if split else None
-                return reply
-            if streaming[0] and on_event:
-                on_event("discard", why=ModelError(problem, Said("model." + problem)))
-            if problem == "empty_reply":    # the loop re-asks with a nudge, not the same request
-                break
-            earlier += reply.notes + [f"{problem}: asked again"]
-        raise ModelError(problem, Said("model." + problem), tokens=spent)
+        reply = _forced(send, request, (force, refused), earlier, lambda: _streamless(
+            lambda: _with_retries(send, openai, retries, on_retry, sleep, where, model, failure), streaming, earlier))
+        problem = _unusable(reply)
+        if problem is None:
+            reply.notes = earlier + reply.notes
+            return reply
+        if streaming[0] and on_event:
+            on_event("discard", why=ModelError(problem, Said("model." + problem)))
+        error = ModelError(problem, Said("model." + problem), tokens=reply.tokens)   # the loop asks again, with a note
+        if reply.tokens_in is not None and reply.tokens_out is not None:
+            error.split = (reply.tokens_in, reply.tokens_out)
+        raise error
 
     return Client(ask, model, stream, client.close)   # force=True | "tool" asks for a tool call (see tool_choice)
+
+
+def configured(base_url: str | None, api_key: str, name: str, env: Any = None, **options: Any) -> Client:
+    """`connect` with the time limits, retries and streaming the environment sets for the command line
+    (AGENT_MODEL_TIMEOUT, AGENT_MODEL_MAX_SECONDS, AGENT_MODEL_RETRIES, AGENT_STREAM; config.settings): what a
+    benchmark runner asks a model with, so that a slow local model is waited for as the CLI waits for it.
+    `options` (extra, on_retry, ...) go to `connect` and win over the environment's."""
+    got = config.settings(env)
+    limits = {"timeout": got["model_timeout"], "retries": got["model_retries"],
+              "max_seconds": got["model_max_seconds"], "stream": got["stream"]}
+    return connect(base_url, api_key, name, **{**limits, **options})
 
 
 def offline_model(respond: Callable[[dict[str, Any]], dict[str, Any]], name: str = config.OFFLINE_MODEL,
@@ -361,11 +362,12 @@ def _warm(openai):
             _WARM["done"] = True
 
 
-def _create(client, request):
-    """One request; a body the SDK cannot parse (cut-off JSON, an HTML error page) is a ModelError,
-    and so is a failure of the SDK's own parsing (RuntimeError: pydantic's errors about its models)."""
+def _create(client, request, timeout=None):
+    """One request (`timeout`: its own, instead of the client's); a body the SDK cannot parse (cut-off JSON, an
+    HTML error page) is a ModelError, and so is a failure of the SDK's own parsing (RuntimeError: pydantic's errors
+    about its models)."""
     try:
-        return client.chat.completions.create(**request)
+        return client.chat.completions.create(**request, **({"timeout": timeout} if timeout is not None else {}))
     except UnicodeEncodeError as exc:       # our own request, not the model's answer: not the model's fault
         raise ModelError("unsendable", Said("model.unsendable", error=str(exc)[:200])) from None
     except replies.UNPARSEABLE as exc:

@@ -49,7 +49,7 @@ def verdict(memory, written_calls=(), text="", echo=False):
         return "suspended", "awaiting_confirmation"
     step = memory.next_step()
     push = step is not None and step not in memory.pushed
-    offer = _offer_push(memory, step, push)
+    offer = _offer_push(memory)
     if offer:
         return "nudge", offer
     if memory.current is None and (memory.writes or memory.declined):
@@ -66,12 +66,11 @@ def verdict(memory, written_calls=(), text="", echo=False):
         return "done", "final_answer"       # nothing asked to be written: the answer is the result
     return "suspended", "awaiting_reply"
 
-def _offer_push(memory, step, push):
-    """The nudge for an answer that offers a write (`offering`): "offer" to ask for the write's call when it
-    can be made now and was not asked for since the user spoke, "step" for its next prerequisite, else None."""
+def _offer_push(memory):
+    """The nudge for an answer that offers a write (`offering`): "offer" to ask for the write's call, or for its
+    first prerequisite that can run, when that was not asked for since the user spoke; else None."""
     tool = memory.offering
     if tool is None or memory.declined or (tool is True and "offer" in memory.nudged):
         return None
-    if tool is True or (memory._ready(tool) and tool not in memory.pushed):
-        return "offer"
-    return "step" if push and memory.kinds.get(step) in ("read", "write") else None
+    toward = True if tool is True else memory.toward(tool)
+    return "offer" if toward is True or (toward is not None and toward not in memory.pushed) else None

@@ -40,6 +40,7 @@ from pydantic import BaseModel
 
 import handloop
 from handloop import Agent, Tool, ToolError
+from handloop import model as model_client
 from handloop import texts
 from handloop.benchmarks.agentdojo_suites import SUITES, Declared
 
@@ -254,7 +255,8 @@ class HandloopElement(BasePipelineElement):
         """Args:
             model: a handloop Model, or a plain function `fn(messages, tools, final=False)`; or None with
                 `base_url` and `model_name` (any OpenAI-compatible endpoint).
-            base_url, model_name, api_key: the endpoint when `model` is None.
+            base_url, model_name, api_key: the endpoint when `model` is None (asked with the command line's time
+                limits and retries: AGENT_MODEL_TIMEOUT, AGENT_MODEL_MAX_SECONDS, AGENT_MODEL_RETRIES).
             policy: how the user answers a proposal (`confirm_all`, `refuse_all`, or your own callable).
             declarations: a suite's name in SUITES, your own {function: Declared}, or None (every function a read).
             language: "en" or "zh", what the loop says.
@@ -264,7 +266,7 @@ class HandloopElement(BasePipelineElement):
         """
         if model is None and not (base_url and model_name):
             raise ValueError("HandloopElement needs a model, or base_url and model_name")
-        self.model = model if model is not None else handloop.connect(base_url, api_key, model_name)
+        self.model = model if model is not None else model_client.configured(base_url, api_key, model_name)
         self.policy = policy
         self.declared = SUITES[declarations] if isinstance(declarations, str) else dict(declarations or {})
         self.language, self.audit_dir, self.max_replies, self.max_turns = language, audit_dir, max_replies, max_turns

@@ -36,13 +36,15 @@ class ModelError(HandloopError):
     rate_limited, server, timeout, unreachable, bad_response, length, empty_reply; unsendable: our
     own request could not be encoded; model_code: the user's own model code, answering in this process,
     raised: no failure of a service, never retried). `tokens`:
-    what the failed attempts cost, when the server said. Errors are data: the message is a
+    what the failed attempts cost, when the server said (`split`: (input, output) of them, or None). Errors are
+    data: the message is a
     texts.Said, so `text(say)` says it in a run's language (the provider's own words kept as they
     are); str() is the Chinese. `retried`: the attempts made before it was given up."""
 
     def __init__(self, kind: str, message: Any = "", tokens: int = 0) -> None:
         super().__init__(message)
         self.kind, self.tokens, self.retried = kind, tokens, 0
+        self.split: tuple[int, int] | None = None
 
     def text(self, say: Any) -> str:
         said = self.args[0] if self.args else ""

@@ -16,7 +16,7 @@ import heapq
 import json
 import math
 
-EMPTY_NOTE = "empty_reply"      # how the loop's record of an empty reply starts its note
+EMPTY_NOTE = ("empty_reply", "length")   # how the loop's record of a reply it could not use (empty, cut off) starts its note
 
 
 @dataclasses.dataclass

@@ -1,0 +1,80 @@
+"""bench/realmodel.py, the real-model runner, against scripted models behind the loopback endpoint (the real
+`openai` client): one JSON line per run with what it did, the seed sent with every request, a summary table."""
+import json
+
+import pytest
+
+import policies
+from bench import realmodel
+from handloop import model
+from handloop.llm.endpoint import Endpoint
+
+
+def serving(respond, seen):
+    """connect(extra=...) for the runner: the scripted model behind its own loopback endpoint; every request it
+    gets is kept in `seen`."""
+    def connect(extra):
+        def record(request):
+            seen.append(request)
+            return respond(request)
+        return model.offline_model(record, name="scripted", extra=extra)
+    return connect
+
+
+def shop_args(talk, name):
+    return {"order_id": "A-1"} if name in ("get_order", "refund") else None
+
+
+@pytest.mark.parametrize("task, respond", [
+    ("xian", policies.SmallModel()),                                     # the 1.5 B model, forced step by step
+    ("shop", policies.SmallModel(args=shop_args, sentence="Sure, please confirm."))])
+def test_each_run_is_one_json_line_with_what_it_did_and_the_seed_goes_with_every_request(tmp_path, task, respond,
+                                                                                        capsys):
+    seen = []
+    out = tmp_path / "runs.jsonl"
+    rows = realmodel.main(["--tasks", task, "--runs", "2", "--seed", "40", "--out", str(out)],
+                          connect=serving(respond, seen))
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert lines == rows and [r["seed"] for r in lines] == [40, 41]
+    for row in lines:
+        assert (row["task"], row["system"], row["status"]) == (task, "handloop", "done")
+        assert row["reached_proposal"] and row["right_write"] and row["writes_run"] == 1
+        assert row["confirmations"] == 1 and row["model_requests"] > 0 and row["tokens"] > 0
+    assert seen and {q.get("seed") for q in seen} == {40, 41}
+    table = capsys.readouterr().out
+    assert task in table and "done/final_answer 2" in table
+
+
+def test_a_run_that_books_the_wrong_room_is_declined_and_counted_so(tmp_path):
+    """The user of the runner confirms only the right write: a model that books Deluxe on a rainy day is declined."""
+    seen = []
+    wrong = policies.SmallModel(args=lambda talk, name: dict(policies.xian_args(talk, name), room_type="Deluxe")
+                                if name == "book_hotel" and policies.xian_args(talk, name) else
+                                policies.xian_args(talk, name))
+    rows = realmodel.main(["--tasks", "xian", "--runs", "1", "--out", str(tmp_path / "r.jsonl")],
+                          connect=serving(wrong, seen))
+    assert rows[0]["writes_run"] == 0 and not rows[0]["right_write"] and rows[0]["confirmations"] == 0
+
+
+def test_agentdojo_runs_through_handloop_and_through_its_own_plain_pipeline(tmp_path):
+    pytest.importorskip("agentdojo")
+    import openai
+    seen = []
+    answer = lambda request: {"content": "I cannot do that."}              # noqa: E731  (a model that does nothing)
+    endpoint = Endpoint(lambda request: seen.append(request) or answer(request))
+    client = openai.OpenAI(base_url=endpoint.url, api_key="k", max_retries=0)
+    try:
+        rows = realmodel.main(["--tasks", "banking", "--runs", "1", "--limit", "1", "--plain", "--seed", "7",
+                               "--temperature", "0", "--out", str(tmp_path / "r.jsonl")],
+                              connect=serving(answer, seen), plain_client=client)
+    finally:
+        endpoint.close()
+    assert [(r["system"], r["user_task"]) for r in rows] == [("handloop", "user_task_0"), ("plain", "user_task_0")]
+    assert all(r["writes_run"] == 0 and r["model_requests"] >= 1 and isinstance(r["idle_passes"], bool) for r in rows)
+    assert {q.get("seed") for q in seen} == {7} and {q.get("temperature") for q in seen} == {0}   # both systems
+
+
+def test_an_unknown_task_is_a_usage_error(tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        realmodel.main(["--tasks", "nope", "--out", str(tmp_path / "r.jsonl")])
+    assert exit_.value.code == 2
