@@ -397,6 +397,8 @@ EN = {
     "view.proposal": "Shown to the user:",
     "view.confirmed": "The user confirmed:",
     "view.replied": "The user replied:",
+    "view.held": "Proposal {number}, the calls held for the user:",
+    "view.held_call": "#{n} {call} → {state}",
     "view.no_proposal": "The run never waited for the user.",
     "view.turns": "Turns",
     "view.col.turn": "turn",

@@ -398,6 +398,8 @@ ZH = {
     "view.proposal": "展示给用户的：",
     "view.confirmed": "用户确认：",
     "view.replied": "用户回复：",
+    "view.held": "提案 {number}（交给用户确认的调用）：",
+    "view.held_call": "#{n} {call} → {state}",
     "view.no_proposal": "这次运行没有等待过用户。",
     "view.turns": "各轮",
     "view.col.turn": "轮",

@@ -109,6 +109,7 @@ class Timeline:
     updated: str
     stretches: list
     tools: list                   # the names of the tools the model was shown
+    proposals: list = dataclasses.field(default_factory=list)   # memory.proposals: each held call and its state
 
     @property
     def turns(self):
@@ -134,10 +135,12 @@ def build(snap):
         stretches[-1].outcome, stretches[-1].reason = str(snap.get("status", "")), str(snap.get("reason", ""))
     names = [t["function"].get("name") for t in _items(snap.get("tools")) if isinstance(t, dict) and
              isinstance(t.get("function"), dict)]
+    memory = snap.get("memory") if isinstance(snap.get("memory"), dict) else {}
+    proposals = [p for p in _items(memory.get("proposals")) if isinstance(p, dict) and isinstance(p.get("calls"), list)]
     return Timeline(str(snap.get("run_id", "")), str(agent.get("name", "")), str(agent.get("language") or "zh"),
                     str(snap.get("model", "")), str(snap.get("mode", "")), str(snap.get("status", "")),
                     str(snap.get("reason", "")), str(snap.get("detail", "")), str(snap.get("created", "")),
-                    str(snap.get("updated", "")), stretches, [n for n in names if isinstance(n, str) and n])
+                    str(snap.get("updated", "")), stretches, [n for n in names if isinstance(n, str) and n], proposals)
 
 
 def _stretches(messages, records, confirm, goal):
@@ -160,7 +163,8 @@ def _stretches(messages, records, confirm, goal):
                 stretches[-1].turns[-1].nudges.append(_text(m))
         elif role == "user":
             said = _text(m)
-            how = "confirm" if " ".join(said.split()).casefold() in confirm else "reply"
+            decided = m.get("decision") if isinstance(m.get("decision"), dict) else {}
+            how = "confirm" if decided.get("approve") or " ".join(said.split()).casefold() in confirm else "reply"
             stretches.append(Stretch(len(stretches) + 1, how, said))
     while pending:
         pending.empty_turns(stretches[-1])

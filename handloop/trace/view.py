@@ -12,6 +12,8 @@ calls, never with the length of any one value; its size and the time to draw it 
 """
 import html
 
+from ..confirmation import shown
+
 MIN_WIDTH = 0.6                 # per cent of a track: the narrowest bar drawn (a blocked call takes no time)
 NAME = 80                       # characters shown of a name, id, status, guard, reason, model, mode or language
 LIST = 2000                     # characters shown of the list of the run's tools
@@ -132,8 +134,18 @@ def _agreement(timeline, say):
         key = "view.confirmed" if after.opened == "confirm" else "view.replied"
         rows.append(f'<p><b>{e(say("view.proposal"))}</b> <span class="said">{e(_short(shown, 600))}</span><br>'
                     f'<b>{e(say(key))}</b> <code>{e(_short(after.user, 600))}</code></p>')
+    rows += [_held(p, say) for p in timeline.proposals]
     body = "".join(rows) or f"<p>{e(say('view.no_proposal'))}</p>"
     return f'<section class="box agreement"><h2>{e(say("view.agreement"))}</h2>{body}</section>'
+
+
+def _held(proposal, say):
+    """One proposal as its record keeps it: each held call (its number, its tool and every argument) and its state."""
+    calls = [c for c in proposal["calls"] if isinstance(c, dict)]
+    lines = "<br>".join(html.escape(say("view.held_call", n=c.get("n"), call=_short(shown.one_line(c), 600),
+                                        state=_name(c.get("state")))) for c in calls[:20])
+    head = html.escape(say("view.held", number=_short(str(proposal.get("number")), NAME)))
+    return f'<p><b>{head}</b><br><span class="said">{lines}</span></p>'
 
 
 def _table(timeline, say):
