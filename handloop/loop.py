@@ -8,19 +8,17 @@ so the audit encodes each one once and each request extends the previous one bet
 every way out of the loop sets status and reason and writes the audit file, an exception of our own
 included (`run()` records it `error/internal` with its one line: never left `running`, and --resume goes on
 from the last audited turn); turn numbers and tokens continue across resumes. A turn's trace record says what
-the cut of an MCP result dropped (toolset.Cut) the first time it drops it: once per tool and path in a run; an
-answer's record says why it was not taken as a proposal when it looked like one (`not_offer`, memory.why_not_offer,
-and its line among the notes, in the agent's language).
-What the loop itself tells the model (a nudge) is a user
-message named "loop", recorded as such and never taken for the user's reply; a nudge to act forces the next
-step's call, pushed once more when the forced call was blocked for its arguments or by a rule (`forcing`); the
-final-answer
-instruction goes into the system message of that one request, never into the record. When the
-user confirms a write the guard blocked, the loop itself issues that exact call in the next turn
-instead of asking the model (`confirmed_call`: an assistant message named "loop", paired with its
-tool message like any other); the model is asked only for its answer after it, and is sent its own call answered
-by that result (context.projected: the approval stays in the record). Everything
-the loop says is in the run's agent's language (texts/__init__.py); the system prompt is the agent's own.
+the cut of an MCP result dropped (toolset.Cut) the first time it drops it: once per tool and path in a run.
+What the loop itself tells the model (a nudge) is a user message named "loop", recorded as such and never taken for
+the user's reply; what follows a model answer is steer.py's (done, suspended, or a nudge); a nudge to act forces
+the call of the tool it names (the next step, or for an offer in words the write offered: the user is then shown
+that exact call), pushed once more when the forced call was blocked for its arguments or by a rule (`forcing`);
+the final-answer instruction goes into the system message of that one request, never into the record. When the
+user approves held calls, the loop itself issues exactly those calls, as held, in the next turn instead of asking
+the model (`confirmed_call`: an assistant message named "loop", paired with its tool messages like any other); the
+model is asked only for its answer after it, and is sent its own call answered by that result (context.projected:
+the approval stays in the record). Everything the loop says is in the run's agent's language (texts/__init__.py);
+the system prompt is the agent's own.
 
 What a turn does to the world (ask the model, run the allowed calls) is not done here: `turns()`
 yields it (Ask, Execute) and is sent what came of it, so one order of a turn serves every way of
