@@ -221,7 +221,8 @@ def nudge(r, kind, problems=()):
     and its tool, which the re-ask forces (forcing). Returns the text."""
     parts = [r.say(f"nudge.{kind}"), *(r.say(f"nudge.problem.{p}") for p in problems)]
     step = r.memory.target(kind) if kind in FORCING else None
-    text = " ".join(parts + (_next(r, step) if isinstance(step, str) else []))
+    named = ([r.say("nudge.next", tool=step)] if kind == "offer" else _next(r, step)) if isinstance(step, str) else []
+    text = " ".join(parts + named)
     r.messages.append({"role": "user", "name": LOOP_NAME, "content": text})
     r.memory.absorb_nudge(text)
     return text

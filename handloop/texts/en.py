@@ -13,7 +13,7 @@ EN = {
     "nudge.problem.markup": "A tag like <tool_name .../> is not a tool call and is never run.",
     "nudge.echo": "[system] Your reply only repeats a tool result; that is no answer for the user. Go on with the task.",
     "nudge.step": "[system] The task is not finished and its next step can be done now: call it; do not reply with text only.",
-    "nudge.offer": "[system] Nothing is proposed yet: an offer in words is not a proposal, and the user can only confirm an exact call. Make the call now; it does not run: the user is shown it, every argument, and it runs only once they confirm.",
+    "nudge.offer": "[system] The user can only confirm an exact call: make it now (it does not run; the user is shown it to confirm).",
     "proposal.call": "#{n} {tool}",
     "proposal.no_args": "(no arguments)",
     "proposal.shows": "the tool adds: {shows}",
