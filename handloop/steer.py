@@ -9,6 +9,8 @@ a held call the user approved (confirmation/, guards.py), and no module that dec
 Invariants: reads the memory (memory.py, duck-typed: this module does not import it) and words; changes nothing;
 the same memory and answer always give the same verdict, so a resume steers as the live run did.
 """
+import re
+
 from .texts import words
 
 
@@ -21,13 +23,31 @@ def offering(memory, text):
         return None
     if words.markup(text, memory.tool_names) or "write" in memory.unbacked(text):
         return None
-    named = [t.name for t in memory.write_tools if words.mentions(text, t.name, t.description)]
+    named = _closest(text, [t.name for t in memory.write_tools if words.mentions(text, t.name, t.description)])
     step = memory.next_step()
     if len(named) == 1:
         return named[0]
     if memory.kinds.get(step) == "write":
         return step
     return memory.write_tools[0].name if len(memory.write_tools) == 1 else True
+
+
+def _closest(text, names):
+    """Of the write tools an answer names a verb of, the one whose name it spells out ("modify pending order items",
+    or modify_pending_order_items itself), else those whose names' words it holds most of, outside other identifiers
+    (the "payment" of payment_method_id names no payment write)."""
+    plain = words.plain(text)
+    spelled = [n for n in names if words.names_in(plain, n.lower(), n.lower().replace("_", " ").replace("-", " "))]
+    if len(spelled) == 1:
+        return spelled
+    prose = IDENTIFIER.sub(" ", plain)
+    score = {n: sum(words.names_in(prose, w) for w in n.lower().replace("-", "_").split("_") if len(w) > 2)
+             for n in names}
+    best = max(score.values(), default=0)
+    return [n for n in names if score[n] == best]
+
+
+IDENTIFIER = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)+")      # a snake_case name in a text: an argument, not prose
 
 
 def verdict(memory, written_calls=(), text="", echo=False):
