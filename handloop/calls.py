@@ -16,6 +16,10 @@ tool of an agent that uses it may be called "user"); a tool declared `outside=Tr
 user's trust boundary: a URL fetched, a search, a message sent) names a Source for every argument that can carry
 text, and none of them is its own results.
 
+A tool's arguments are closed: a call with an argument outside its schema's `properties` never runs, whatever the
+schema's `additionalProperties` says (an empty `properties` takes none), unless the tool declares
+`open_arguments=True` (then `additionalProperties` decides, as JSON Schema does); an outside tool never may.
+
 Invariants: imports only texts/__init__.py (the catalogue, which imports only leaves), the leaf texts/stated.py (how a
 source's argument paths read; USER), values.py, errors.py and signature.py (which imports only values.py), so any layer
 may import it; holds no state; each declaration fact is defined here once. Texts come from the caller's catalogue (`say`,
@@ -264,6 +268,8 @@ class Tool:
     keep: tuple = ()                          # result fields compaction keeps whole, however long
     outside: bool = False                     # its arguments leave the user's trust boundary (a URL fetched, a
                                               # search, a message sent): every one that can carry text is sourced
+    open_arguments: bool = False              # it takes arguments beyond its schema's `properties` (as its
+                                              # `additionalProperties` says); never an outside tool
     absorb: Callable | None = None            # absorb(facts, args, result): a success into this tool's facts
                                               # (add or replace entries; never mutate a value stored before)
     render: Callable | None = None            # render(facts) -> lines of the memory block
@@ -406,8 +412,19 @@ def _tool_problems(tool):
             problems.append(f"rules entry {rule!r} must be a Rule")
         elif rule.tools:
             problems.append(f"rule {rule.name!r}: a tool's rule applies to that tool; tools= is for an agent's rule")
-    return problems + _outside_problems(tool.name, tool.kind, tool.outside, tool.sources, props) + \
+    return problems + _open_problems(tool) + _outside_problems(tool.name, tool.kind, tool.outside, tool.sources, props) + \
         _signature_problems(tool, props)
+
+
+def _open_problems(tool):
+    """A tool takes arguments outside its schema's `properties` only when it declares so (`open_arguments`), and
+    an outside tool never does (an argument no Source names would carry text out)."""
+    if not isinstance(tool.open_arguments, bool):
+        return [f"open_arguments={tool.open_arguments!r} must be True or False"]
+    if tool.open_arguments and tool.outside is True:
+        return ["open_arguments=True: an outside tool takes only the arguments its schema's properties name (each "
+                "one sourced)"]
+    return []
 
 
 def _outside_problems(name, kind, outside, sources, props):
