@@ -10,7 +10,11 @@ provenance (every source of the call holds, for each element of a list argument 
 source's alternatives: texts/stated.py, as the judge reads it), rule, unconfirmed write. `rule`: a call that breaks
 one of the agent's rules (calls.Rule, its tool's or the agent's: `check(args, facts)` over the run's facts as of the
 decision, texts/rules.py) is blocked with the rule's reason before it can become a proposal, so the user is never
-asked to confirm it; a rule's code that fails is the agent's fault (a HookError, as a hook's).
+asked to confirm it; a rule decides over what would have run: the run's successful calls so far and the writes
+decided before it in the same turn, in the order they would run (allowed, or put to the user in the same proposal:
+a batch is judged as a whole, when it is proposed and when the confirmed calls run); it is given deep, read-only
+copies of the arguments and facts (what runs is what was held, whatever a rule does); a rule's code that fails (one
+that changes what it was given included) is the agent's fault (a HookError, as a hook's).
 
 Calls earlier in the same turn count as they will have happened: each decision is made against
 a fork of memory into which the calls decided before it were folded by memory's own fold (a
@@ -67,6 +71,7 @@ def screen(pending, memory, budget=None, preview=None, outcomes=None):
         for call in turn.unknown:                 # ran in that batch: now their outcomes are known
             if outcomes is not None and call.id in outcomes:
                 turn.view.absorb(call, outcomes[call.id].result, counted=True)
+        turn.beside = [c for c in turn.beside if c not in turn.unknown]     # now facts, when they succeeded
         turn.unknown = []
 
 
@@ -81,6 +86,8 @@ def _batch(turn, calls, budget, preview):
             later.append(call)
             continue
         decision = turn.decide(call, budget)
+        if call.kind == "write" and (decision.allowed or decision.propose):
+            turn.beside.append(call)                  # it will run (or, confirmed, would): the next rules see it
         if decision.allowed:
             allowed.append(call)
             result = preview(call, turn.view) if preview and call.kind == "state" else None
@@ -110,6 +117,8 @@ class _Turn:
         self.place = {id(c): i for i, c in enumerate(pending, 1)}   # a call's place in the request
         self.signatures = {}                         # signature -> the place of its first call
         self.unknown = []                            # calls of this batch whose outcome is not known yet
+        self.beside = []                             # writes decided to run (or put to the user) whose outcome
+                                                     # is not known yet, in the order they would run
 
     def depends(self, call):
         """Whether this write needs the outcome of a call allowed in the current batch."""
@@ -221,7 +230,9 @@ class _Turn:
 
     def rule(self, call, budget):
         """The first of the agent's rules over this call that it breaks, by the rule's own reason (the model can
-        correct the call); the facts are the run's as of this decision, the turn's earlier calls included."""
+        correct the call); the facts are the run's as of this decision, the turn's earlier calls included, and the
+        writes decided before it in this turn that would run with it (allowed, or put to the user: `beside`), with
+        no result yet."""
         for rule in self.view.agent.rules_for(call.tool):
             reason = self._broken(call, rule)
             if reason:
@@ -231,7 +242,8 @@ class _Turn:
     def _broken(self, call, rule):
         """Why `call` breaks `rule` ('' when it keeps it): the rule's own code, run as a hook of the tool."""
         label = f"rule {rule.name}"
-        value = hooked(call.name, label, rule.check, dict(call.args or {}), self.view.facts_for_rules())
+        value = hooked(call.name, label, rule.check, rules.read_only(call.args or {}),
+                       self.view.facts_for_rules([(c.name, c.args, None) for c in self.beside]))
         try:
             return rules.reason_of(value)
         except TypeError as exc:

@@ -330,9 +330,10 @@ class Memory:
             return list(self.said)
         return [r for result in self.results.get(tool, ()) for r in stated.records_at(result, path)]
 
-    def facts_for_rules(self):
-        """The run's facts as the agent's rules read them (texts/rules.py): every successful call so far."""
-        return rules.Facts(self.done)
+    def facts_for_rules(self, beside=()):
+        """The run's facts as the agent's rules read them (texts/rules.py): every successful call so far, then
+        `beside`, the (tool, arguments, None) of the writes decided before the call in its turn, not run yet."""
+        return rules.Facts((*self.done, *beside))
 
     def contradicted(self, text):
         """[(tool, argument, {values named}, {values written})] where an answer names a value the receipts of the

@@ -5,7 +5,9 @@ answer after a write names a value its receipt contradicts (`contradicted`).
 - A rule (calls.Rule) is the agent's own code: `check(args, facts)` returns why a call breaks it, or None. The
   guards give it the facts of the run before the call (its earlier turns, and the calls of the same turn decided
   before it, with their outcomes); the judge gives it the same facts read from the record (the calls that took
-  effect before it).
+  effect before it). A rule is given deep, read-only copies (`read_only`) of the call's arguments and of the
+  facts: changing them raises TypeError (the rule's code fails, as any hook's), so what runs is what was held, byte
+  for byte, whatever a rule does.
 - An answer contradicts a write's receipt when, for an `id`, `choice` or `date` effect argument of a write that
   took effect, it names values of that argument and none of them is a value the writes of that tool used (the
   receipt's field of that name, else the argument written): "it rains, so I booked the Suite" over a Deluxe
@@ -14,7 +16,56 @@ answer after a write names a value its receipt contradicts (`contradicted`).
 Invariants: imports no project module but stated.py and words.py (leaves); pure functions of plain data; a rule's
 own code is never run here (its callers run it and say what its failure is).
 """
+import copy
+
 from . import stated, words
+
+READ_ONLY = "a rule's arguments and facts are read-only (copy.deepcopy(args) gives a copy it may change)"
+
+
+def _refused(self, *args, **kwargs):
+    raise TypeError(READ_ONLY)
+
+
+class ReadOnlyDict(dict):
+    """A JSON object a rule reads: a dict for every reading (isinstance, json.dumps, ==), a TypeError for every
+    change; copy.copy and copy.deepcopy of it are plain, changeable dicts."""
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refused
+
+    def __copy__(self):
+        return dict(self)
+
+    def __deepcopy__(self, memo):
+        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
+
+    def __reduce_ex__(self, protocol):
+        return dict, (dict(self),)
+
+
+class ReadOnlyList(list):
+    """A JSON array a rule reads: a list for every reading, a TypeError for every change; its copies are plain
+    lists."""
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = append = extend = insert = remove = pop = clear = sort = \
+        reverse = _refused
+
+    def __copy__(self):
+        return list(self)
+
+    def __deepcopy__(self, memo):
+        return [copy.deepcopy(v, memo) for v in self]
+
+    def __reduce_ex__(self, protocol):
+        return list, (list(self),)
+
+
+def read_only(value):
+    """A deep, read-only copy of a JSON value (what a rule is given): nothing a rule does to it reaches the call
+    that runs, the record or the run's facts; a change raises TypeError (READ_ONLY)."""
+    if isinstance(value, dict):
+        return ReadOnlyDict({k: read_only(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return ReadOnlyList(read_only(v) for v in value)
+    return value
 
 
 class Facts:
@@ -23,7 +74,7 @@ class Facts:
     with `results(tool)`, `calls(tool)` or `last(tool, **fields)`."""
 
     def __init__(self, done=()):
-        self._done = [(str(tool), args if isinstance(args, dict) else {}, stated.returned(result))
+        self._done = [(str(tool), read_only(args if isinstance(args, dict) else {}), read_only(stated.returned(result)))
                       for tool, args, result in done]
 
     def calls(self, tool):
