@@ -35,7 +35,8 @@ arguments; after a proposal in words, an argument sourced from the tool an effec
 come from that same record, one sourced elsewhere must be stated; a write carrying a value the user never
 saw is not run: it becomes the new proposal, stating it. Arguments neither effects nor sourced are free.
 Provenance reads each declared Source before any call runs, whatever its kind: a tool's results, or the user's own
-messages (`Source.user`: the value appears in what the user wrote, texts/stated.py `typed`; the model is told which
+messages (`Source.user`: a value the user typed whole, not a part of a longer run they typed, texts/stated.py
+`typed`; the model is told which
 tool's result it came from instead). A write refused so never becomes a proposal; a tool declared `outside` has a
 Source on every argument that can carry text (calls.py refuses it otherwise), so no value a read brought in leaves.
 """
