@@ -264,7 +264,8 @@ class Tool:
                                               # "date" | "count" (pairs, or a dict {argument: how}); the
                                               # proposal shown and the idempotency key
     aliases: dict = dataclasses.field(default_factory=dict)   # choice value -> other names users read
-    units: dict = dataclasses.field(default_factory=dict)     # count argument -> the words after its number
+    units: dict = dataclasses.field(default_factory=dict)     # count argument (or a number the receipt gives)
+                                                              # -> the words after its number
     keep: tuple = ()                          # result fields compaction keeps whole, however long
     outside: bool = False                     # its arguments leave the user's trust boundary (a URL fetched, a
                                               # search, a message sent): every one that can carry text is sourced
@@ -498,7 +499,8 @@ def _signature_problems(tool, props):
 def declared_tool(tool, rules=None):
     """One tool as a run records it and the judge reads it: kind, requires, sources (with their alternatives,
     `any`; a source of the user's words has tool "user"), `outside` when declared, and a write's effect with the values each choice may take (the schema's enum, with its aliases), the
-    units of its counts and its list arguments (`lists`: each element one effect value); the names of the rules its
+    units of its counts (and of any number it declares units for: what an answer states it in) and its list arguments
+    (`lists`: each element one effect value); the names of the rules its
     calls must keep (`rules`, default its own), when it has any."""
     out = {"kind": tool.kind, "requires": list(tool.requires), "effect": [list(e) for e in tool.effect],
            "sources": [s.declared() for s in tool.sources]}
@@ -514,6 +516,8 @@ def declared_tool(tool, rules=None):
         out["choices"] = {arg: {v: list(names) for v, names in choices(tool, arg).items()}
                           for arg, how in tool.effect if how == "choice"}
         out["units"] = {arg: list(tool.units.get(arg, ())) for arg, how in tool.effect if how == "count"}
+        out["units"].update({arg: list(units) for arg, units in tool.units.items() if isinstance(units, (list, tuple))
+                             and arg not in out["units"]})      # a number field's units: what an answer says it in
     return out
 
 

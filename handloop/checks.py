@@ -41,8 +41,8 @@ rules:
   Transcript.rules); without it the check is pending (not_declared). A rule named like a check of AGENT_CHECKS is
   that check (the Xi'an agent's rule and its check read the weather with the same code);
 - answer_matches_receipt (when the agent has a write): the run's final answer names no other value of a write's
-  id, choice or date effect than the receipts of the writes that took effect (texts/rules.py, as the printout
-  notes it); pending when no write took effect or no final answer came after it.
+  id, choice or date effect than the receipts of the writes that took effect, nor another number beside the name
+  or a declared unit of a number of their receipts (an amount, a count; texts/rules.py, as the printout notes it); pending when no write took effect or no final answer came after it.
 A check the declaration gives nothing to judge (no planning, no requires or plan, no sources, no write) is not
 applicable: judge() leaves it out and not_applicable() says why; a declaration that leaves no check at all gets
 one pending verdict, never an empty pass.
@@ -456,7 +456,7 @@ def _beside(t, call):
 
 # ---- what the final answer says of the writes ----
 def answer_matches_receipt(t):
-    """The final answer, after the writes that took effect, names no other room, id or date than their receipts
+    """The final answer, after the writes that took effect, names no other room, id, date, amount or count than their receipts
     (texts/rules.py reads it, as the run's printout does)."""
     writes = t.ok(*t.agent.writes)
     final = _final_answer(t)

@@ -28,8 +28,9 @@ only) ends with its answer, as a run of an agent without a write tool does; an a
 that only gives a tool result back (`echoed`) is never an offer, and is nudged like a call written as text.
 `render()` projects memory into the system message (context.py lays out what is sent), in the
 agent's language. What the agent's rules read of the run is every successful call so far (`done`, given to a rule as
-texts/rules.Facts), and an answer that ends the run is read against the writes' receipts (`contradicted`: another
-room, id or date than a receipt says), both as the judge reads them (texts/rules.py).
+texts/rules.Facts), then the writes decided before the call in its turn (the guards give them), and an answer that
+ends the run is read against the writes' receipts (`contradicted`: another room, id, date, amount or count than a
+receipt says), both as the judge reads them (texts/rules.py).
 """
 import json
 
@@ -337,8 +338,9 @@ class Memory:
 
     def contradicted(self, text):
         """[(tool, argument, {values named}, {values written})] where an answer names a value the receipts of the
-        writes made contradict (texts/rules.py): another room, id or date than the write's. Read once the answer is
-        absorbed: an answer that left a proposal in force speaks of the next write, and contradicts nothing."""
+        writes made contradict (texts/rules.py): another room, id, date, amount or count than the write's. Read once
+        the answer is absorbed: an answer that left a proposal in force speaks of the next write, and contradicts
+        nothing."""
         if self.current is not None:
             return []
         declared = {t.name: t for t in self.write_tools}
