@@ -269,6 +269,8 @@ class Tool:
     keep: tuple = ()                          # result fields compaction keeps whole, however long
     outside: bool = False                     # its arguments leave the user's trust boundary (a URL fetched, a
                                               # search, a message sent): every one that can carry text is sourced
+    ordered: tuple = ()                       # list effect arguments whose order is part of the write (a route's
+                                              # stops); every other list effect is a set of its items
     open_arguments: bool = False              # it takes arguments beyond its schema's `properties` (as its
                                               # `additionalProperties` says); never an outside tool
     absorb: Callable | None = None            # absorb(facts, args, result): a success into this tool's facts
@@ -398,6 +400,11 @@ def _tool_problems(tool):
             problems.append(f"effect entry {item!r} must be (argument of the tool, one of {', '.join(EFFECTS)})")
     if tool.kind == "write" and not effect:
         problems.append("a write must declare effect: the (argument, how) pairs that define what it does")
+    lists = {item[0] for item in effect if isinstance(item, (tuple, list)) and len(item) == 2 and
+             _is_array(props.get(item[0]))}
+    problems += [f"ordered entry {name!r} must be an effect argument whose schema is an array (a list whose order "
+                 "is part of the write)" for name in (tool.ordered if isinstance(tool.ordered, (tuple, list)) else
+                                                       [tool.ordered]) if name not in lists]
     problems += [f"takes={name!r} is not one of {', '.join(CONTEXT)}" for name in tool.takes if name not in CONTEXT]
     if "idempotency_key" in tool.takes and tool.kind != "write":
         problems.append("takes idempotency_key, which only a write gets (kind='write')")
@@ -498,7 +505,7 @@ def _signature_problems(tool, props):
 
 def declared_tool(tool, rules=None):
     """One tool as a run records it and the judge reads it: kind, requires, sources (with their alternatives,
-    `any`; a source of the user's words has tool "user"), `outside` when declared, and a write's effect with the values each choice may take (the schema's enum, with its aliases), the
+    `any`; a source of the user's words has tool "user"), `outside` and `ordered` when declared, and a write's effect with the values each choice may take (the schema's enum, with its aliases), the
     units of its counts (and of any number it declares units for: what an answer states it in) and its list arguments
     (`lists`: each element one effect value); the names of the rules its
     calls must keep (`rules`, default its own), when it has any."""
@@ -506,6 +513,8 @@ def declared_tool(tool, rules=None):
            "sources": [s.declared() for s in tool.sources]}
     if tool.outside:                     # recorded only when declared: an older record reads as before
         out["outside"] = True
+    if tool.ordered:
+        out["ordered"] = list(tool.ordered)
     named = [r.name for r in (tool.rules if rules is None else rules)]
     if named:
         out["rules"] = named
@@ -519,6 +528,15 @@ def declared_tool(tool, rules=None):
         out["units"].update({arg: list(units) for arg, units in tool.units.items() if isinstance(units, (list, tuple))
                              and arg not in out["units"]})      # a number field's units: what an answer says it in
     return out
+
+
+def unordered_effects(tool):
+    """The effect arguments of `tool` whose lists are sets of their items (the same items in another order are the
+    same write): all of them but those it declares `ordered`. Its idempotency key and the check that a write was
+    made already read them so."""
+    if tool is None:
+        return set()
+    return {arg for arg, _ in tool.effect} - set(tool.ordered)
 
 
 def _is_array(schema):

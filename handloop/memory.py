@@ -37,7 +37,7 @@ import json
 from . import texts
 from .texts import rules, stated, words
 from .agents import Agent
-from .calls import HookError, declared_tool, hooked
+from .calls import HookError, declared_tool, hooked, unordered_effects
 from .proposals import Proposals
 from .values import cut
 
@@ -491,9 +491,9 @@ class Memory:
 
     def written(self, call):
         """This very write already made (the same tool and every argument the same, as its idempotency key
-        covers them): {"receipt": what it returned}, or None. A list is the same whatever the order of its
-        elements (stated.identity)."""
-        effects = {k for k, _ in call.tool.effect} if call.tool and call.tool.effect else set()
+        covers them): {"receipt": what it returned}, or None. An effect's list is the same whatever the order of its
+        elements (stated.identity), unless its tool declares it `ordered`."""
+        effects = unordered_effects(call.tool)
         this = stated.identity(call.args, effects)
         return next(({"receipt": w["receipt"]} for w in self.writes if w["tool"] == call.name and
                      stated.identity(w["call"], effects) == this), None)

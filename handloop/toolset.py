@@ -34,7 +34,7 @@ from . import mcp_tools
 from . import plan
 from . import texts
 from .agents import Agent
-from .calls import Call, Tool, ToolError, by_user
+from .calls import Call, Tool, ToolError, by_user, unordered_effects
 from .servers import DESCRIPTION_LIMIT, field_path, field_tree, needed
 from .texts.stated import identity
 from .values import closed, normalise, settled, valid_text, validate, wrapped
@@ -93,13 +93,25 @@ def _depth(value):
 
 
 def idempotency_key(run_id, call):
-    """Covers the run, the tool and every argument the call carries: the write as the user was shown it and
-    confirmed it (two messages to one recipient with other bodies are two writes; the same call again is one). An
-    effect's list is the same effect whatever the order of its elements (texts/stated.identity)."""
-    effects = {k for k, _ in call.tool.effect} if call.tool and call.tool.effect else set()
-    body = json.dumps({"run": run_id, "tool": call.name, "args": identity(call.args, effects)}, sort_keys=True,
-                      ensure_ascii=False)
+    """Covers the run, the tool and every argument the call carries, in a canonical form: the write as the user was
+    shown it and confirmed it (two messages to one recipient with other bodies are two writes; the same call again is
+    one). An effect's list is a set of its items, the same effect whatever their order (texts/stated.identity), unless
+    the tool declares its order part of the write (`ordered`); a number is the same number however it is written
+    (120 and 120.0)."""
+    args = identity(_numbers(call.args or {}), unordered_effects(call.tool))
+    body = json.dumps({"run": run_id, "tool": call.name, "args": args}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _numbers(value):
+    """`value` with every whole float an int (120.0 → 120): one number, one form."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    return value
 
 
 class ToolSet:
