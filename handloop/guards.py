@@ -72,7 +72,7 @@ def screen(pending, memory, budget=None, preview=None, outcomes=None):
         for call in turn.unknown:                 # ran in that batch: now their outcomes are known
             if outcomes is not None and call.id in outcomes:
                 turn.view.absorb(call, outcomes[call.id].result, counted=True)
-        turn.beside = [c for c in turn.beside if c not in turn.unknown]     # now facts, when they succeeded
+        turn.beside = [c for c in turn.beside if all(c is not u for u in turn.unknown)]   # now facts, if they succeeded
         turn.unknown = []
 
 
