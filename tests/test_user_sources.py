@@ -353,11 +353,12 @@ def test_an_mcp_tool_may_be_declared_outside_and_its_rule_is_checked():
     ("informations.com/news", False), ("www.informations.com", False), ("EUR", True),
     ("+493012345678", True), ("3012345678", False), ("4111111111111111", True), ("1111111111111111", False),
     ("2026-10-01", True), ("2026", False), ("10-01", False), ("1.50", True), ("bob@example.com", True),
-    ("example.com", False), ("B2", True), ("B1", True)])
+    ("example.com", False), ("B2", True), ("B1", True), ("www.our-company.com", True), ("company.com", False)])
 def test_how_a_value_is_found_in_what_the_user_wrote(value, typed):
     from handloop.texts import stated
     said = ["Read https://www.informations.com/news, pay 50 EUR to DE89 3704 0044 0532 0130 00", "寄到北京市朝阳区三里屯",
-            "Call +49 30 1234 5678, card 4111 1111 1111 1111, on 2026-10-01 pay 1.50 to bob@example.com for B1 and B2"]
+            "Call +49 30 1234 5678, card 4111 1111 1111 1111, on 2026-10-01 pay 1.50 to bob@example.com for B1 and B2",
+            "Post it to www.our-company.com.They sent it"]                 # a full stop before a capital ends a run
     assert stated.typed(value, said) is typed
     assert not stated.typed(value, [])
 

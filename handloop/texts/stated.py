@@ -44,6 +44,7 @@ is the caller's: the records of that tool's successful results before the write,
 import json
 import math
 import re
+import unicodedata
 
 from . import words
 
@@ -155,7 +156,8 @@ def typed(value, said):
     model's text or a loop message): a string, or a number written as digits, found in one message compared in
     NFKC lower case, whitespace inside the value or the text left out (an IBAN typed in groups of four, or not), and
     found whole: it neither starts nor ends inside a run of Latin letters and digits the user typed (`_cut`). A run
-    goes on over one of JOINERS between two letters or digits (2026-10-01, bob@example.com, 1.50), over a comma
+    goes on over one of JOINERS between two letters or digits (2026-10-01, bob@example.com, 1.50; not a full stop
+    before a capital letter, a sentence's end: "www.our-company.com.They"), over a comma
     between two digits (1,50), and over one blank between two groups that both hold a digit (an IBAN, a card, a
     phone number written in groups: "DE89 3704 0044 0532 0130 00" is one value, and neither "DE89370400440532" nor
     "00440532013000" is typed). So 50 is not read in 150 or 1.50, an IBAN not in a longer one, a part of a grouped
@@ -164,8 +166,8 @@ def typed(value, said):
     text = _typed_form(value)
     if text is None:
         return False
-    found = re.compile(r"\s*".join(map(re.escape, text)))
-    return any(isinstance(t, str) and _whole(found, words.plain(t)) for t in said)
+    found = re.compile(r"\s*".join(map(re.escape, text)), re.IGNORECASE)
+    return any(isinstance(t, str) and _whole(found, unicodedata.normalize("NFKC", t)) for t in said)
 
 
 def _whole(found, text):
@@ -190,13 +192,15 @@ def _cut(text, at, inward):
         return True
     if not 0 <= beyond < len(text) or not _alnum(text[beyond]):
         return False
+    if text[out] == "." and text[out + 1].isupper():
+        return False                                      # a sentence's end: "www.our-company.com.They sent..."
     if text[out] in JOINERS or (text[out] == "," and text[inner].isdigit() and text[beyond].isdigit()):
         return True
     return text[out].isspace() and _has_digit(text, inner, inward) and _has_digit(text, beyond, -inward)
 
 
 def _alnum(char):
-    return "0" <= char <= "9" or "a" <= char <= "z"
+    return "0" <= char <= "9" or "a" <= char.lower() <= "z"
 
 
 def _has_digit(text, at, inward):
