@@ -42,6 +42,11 @@ def at_most_150(args, facts):
     return "At most 150 may be paid in a run; with this bill it would be " + str(total) + "." if total > 150 else None
 
 
+def b1_first(args, facts):
+    paid = [a["bill_id"] for a, _ in facts.calls("pay_bill")]
+    return None if args["bill_id"] == "B1" or "B1" in paid else "Pay B1 (the rent) first."
+
+
 def mutates(args, facts):
     args["details"]["memo"] = args["details"]["memo"].upper() + " (CHECKED)"
     return None
@@ -132,6 +137,22 @@ def test_a_rule_sees_the_writes_decided_before_it_in_its_batch(bank, tmp_path, l
     assert done.returncode == 0, done.stdout + done.stderr
     assert read_audit(tmp_path / "audit", "r")["status"] == "done"
     assert paid(tmp_path) == [("B1", 120, "rent")] and sum(a for _, a, _ in paid(tmp_path)) <= 150
+    assert run("--check", "r", "--strict", "--agent", str(path)).returncode == 0
+
+
+def test_a_rule_that_needs_a_write_decided_before_it_holds_when_the_confirmed_batch_runs(bank, tmp_path):
+    # B2 and B3 may be paid once B1 is: proposed together after B1, confirmed once, all three run in one batch
+    # (each rule decided over the writes before it, at the proposal and again when the confirmed calls run)
+    path, run = bank("b1_first")
+    assert run("--agent", str(path), "--run-id", "r").returncode == 0
+    data = read_audit(tmp_path / "audit", "r")
+    assert [[c["bill_id"] for c in p["calls"]] for p in data["memory"]["proposals"]] == [["B1", "B2", "B3"]]
+    done = run("--agent", str(path), "--confirm", "r")
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = read_audit(tmp_path / "audit", "r")
+    assert data["status"] == "done" and not [r for _, r in results(data) if r.get("blocked_by") == "rule"]
+    assert paid(tmp_path) == [(b, a, m) for b, (a, m) in BILLS.items()]
+    assert [p["state"] for p in data["memory"]["proposals"]] == ["executed"]
     assert run("--check", "r", "--strict", "--agent", str(path)).returncode == 0
 
 
