@@ -16,6 +16,10 @@ tool of an agent that uses it may be called "user"); a tool declared `outside=Tr
 user's trust boundary: a URL fetched, a search, a message sent) names a Source for every argument that can carry
 text, and none of them is its own results.
 
+A tool's arguments are closed: a call with an argument outside its schema's `properties` never runs, whatever the
+schema's `additionalProperties` says (an empty `properties` takes none), unless the tool declares
+`open_arguments=True` (then `additionalProperties` decides, as JSON Schema does); an outside tool never may.
+
 Invariants: imports only texts/__init__.py (the catalogue, which imports only leaves), the leaf texts/stated.py (how a
 source's argument paths read; USER), values.py, errors.py and signature.py (which imports only values.py), so any layer
 may import it; holds no state; each declaration fact is defined here once. Texts come from the caller's catalogue (`say`,
@@ -260,10 +264,15 @@ class Tool:
                                               # "date" | "count" (pairs, or a dict {argument: how}); the
                                               # proposal shown and the idempotency key
     aliases: dict = dataclasses.field(default_factory=dict)   # choice value -> other names users read
-    units: dict = dataclasses.field(default_factory=dict)     # count argument -> the words after its number
+    units: dict = dataclasses.field(default_factory=dict)     # count argument (or a number the receipt gives)
+                                                              # -> the words after its number
     keep: tuple = ()                          # result fields compaction keeps whole, however long
     outside: bool = False                     # its arguments leave the user's trust boundary (a URL fetched, a
                                               # search, a message sent): every one that can carry text is sourced
+    ordered: tuple = ()                       # list effect arguments whose order is part of the write (a route's
+                                              # stops); every other list effect is a set of its items
+    open_arguments: bool = False              # it takes arguments beyond its schema's `properties` (as its
+                                              # `additionalProperties` says); never an outside tool
     absorb: Callable | None = None            # absorb(facts, args, result): a success into this tool's facts
                                               # (add or replace entries; never mutate a value stored before)
     render: Callable | None = None            # render(facts) -> lines of the memory block
@@ -391,6 +400,11 @@ def _tool_problems(tool):
             problems.append(f"effect entry {item!r} must be (argument of the tool, one of {', '.join(EFFECTS)})")
     if tool.kind == "write" and not effect:
         problems.append("a write must declare effect: the (argument, how) pairs that define what it does")
+    lists = {item[0] for item in effect if isinstance(item, (tuple, list)) and len(item) == 2 and
+             _is_array(props.get(item[0]))}
+    problems += [f"ordered entry {name!r} must be an effect argument whose schema is an array (a list whose order "
+                 "is part of the write)" for name in (tool.ordered if isinstance(tool.ordered, (tuple, list)) else
+                                                       [tool.ordered]) if name not in lists]
     problems += [f"takes={name!r} is not one of {', '.join(CONTEXT)}" for name in tool.takes if name not in CONTEXT]
     if "idempotency_key" in tool.takes and tool.kind != "write":
         problems.append("takes idempotency_key, which only a write gets (kind='write')")
@@ -406,8 +420,19 @@ def _tool_problems(tool):
             problems.append(f"rules entry {rule!r} must be a Rule")
         elif rule.tools:
             problems.append(f"rule {rule.name!r}: a tool's rule applies to that tool; tools= is for an agent's rule")
-    return problems + _outside_problems(tool.name, tool.kind, tool.outside, tool.sources, props) + \
+    return problems + _open_problems(tool) + _outside_problems(tool.name, tool.kind, tool.outside, tool.sources, props) + \
         _signature_problems(tool, props)
+
+
+def _open_problems(tool):
+    """A tool takes arguments outside its schema's `properties` only when it declares so (`open_arguments`), and
+    an outside tool never does (an argument no Source names would carry text out)."""
+    if not isinstance(tool.open_arguments, bool):
+        return [f"open_arguments={tool.open_arguments!r} must be True or False"]
+    if tool.open_arguments and tool.outside is True:
+        return ["open_arguments=True: an outside tool takes only the arguments its schema's properties name (each "
+                "one sourced)"]
+    return []
 
 
 def _outside_problems(name, kind, outside, sources, props):
@@ -480,13 +505,16 @@ def _signature_problems(tool, props):
 
 def declared_tool(tool, rules=None):
     """One tool as a run records it and the judge reads it: kind, requires, sources (with their alternatives,
-    `any`; a source of the user's words has tool "user"), `outside` when declared, and a write's effect with the values each choice may take (the schema's enum, with its aliases), the
-    units of its counts and its list arguments (`lists`: each element one effect value); the names of the rules its
+    `any`; a source of the user's words has tool "user"), `outside` and `ordered` when declared, and a write's effect with the values each choice may take (the schema's enum, with its aliases), the
+    units of its counts (and of any number it declares units for: what an answer states it in) and its list arguments
+    (`lists`: each element one effect value); the names of the rules its
     calls must keep (`rules`, default its own), when it has any."""
     out = {"kind": tool.kind, "requires": list(tool.requires), "effect": [list(e) for e in tool.effect],
            "sources": [s.declared() for s in tool.sources]}
     if tool.outside:                     # recorded only when declared: an older record reads as before
         out["outside"] = True
+    if tool.ordered:
+        out["ordered"] = list(tool.ordered)
     named = [r.name for r in (tool.rules if rules is None else rules)]
     if named:
         out["rules"] = named
@@ -497,6 +525,8 @@ def declared_tool(tool, rules=None):
         out["choices"] = {arg: {v: list(names) for v, names in choices(tool, arg).items()}
                           for arg, how in tool.effect if how == "choice"}
         out["units"] = {arg: list(tool.units.get(arg, ())) for arg, how in tool.effect if how == "count"}
+        out["units"].update({arg: list(units) for arg, units in tool.units.items() if isinstance(units, (list, tuple))
+                             and arg not in out["units"]})      # a number field's units: what an answer says it in
     return out
 
 

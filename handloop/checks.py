@@ -36,12 +36,13 @@ rules:
   (judge/weather.py), rain → Suite, otherwise Standard;
 - the agent's rules (calls.Rule), by the names its tools' declarations record (one check each, its id the rule's
   name): each call of a tool that keeps the rule and took effect, given to the rule's own code with the calls that
-  took effect before it as its facts (texts/rules.py), kept it. The code comes with the agent given (--agent FILE:
+  took effect before it and the writes of its turn before it (no result: decided beside it, as the guard gave
+  them) as its facts (texts/rules.py), read-only, kept it. The code comes with the agent given (--agent FILE:
   Transcript.rules); without it the check is pending (not_declared). A rule named like a check of AGENT_CHECKS is
   that check (the Xi'an agent's rule and its check read the weather with the same code);
 - answer_matches_receipt (when the agent has a write): the run's final answer names no other value of a write's
-  id, choice or date effect than the receipts of the writes that took effect (texts/rules.py, as the printout
-  notes it); pending when no write took effect or no final answer came after it.
+  id, choice or date effect than the receipts of the writes that took effect, nor another number beside the name
+  or a declared unit of a number of their receipts (an amount, a count; texts/rules.py, as the printout notes it); pending when no write took effect or no final answer came after it.
 A check the declaration gives nothing to judge (no planning, no requires or plan, no sources, no write) is not
 applicable: judge() leaves it out and not_applicable() says why; a declaration that leaves no check at all gets
 one pending verdict, never an empty pass.
@@ -417,7 +418,8 @@ def _near(a, b):
 def rule_check(name):
     """The check of the agent's rule `name`: each call of the tools that keep it, when it took effect, kept it;
     the rule's own code (given with the agent, Transcript.rules) is run on the call's arguments and the facts of
-    the calls that took effect before it (texts/rules.py, as the guard gave them). Without its code: pending."""
+    the calls that took effect before it and the writes of its turn before it (texts/rules.py, as the guard gave
+    them: a batch is judged as a whole). Without its code: pending."""
     def check(t):
         code = t.rules.get(name)
         tools = t.agent.ruled(name)
@@ -434,9 +436,10 @@ def _kept(t, call, name, code):
     """(kind, reason) for one call against one of the agent's rules."""
     if call.args is None:
         return "fail", Said("rule.unparseable", call=call.label, rule=name)
-    facts = rule_reading.Facts((c.name, c.args or {}, c.result) for c in t.calls if c.status == "ok" and c.before(call))
+    facts = rule_reading.Facts([*((c.name, c.args or {}, c.result) for c in t.calls if c.status == "ok" and c.before(call)),
+                                *((c.name, c.args or {}, None) for c in _beside(t, call))])
     try:
-        reason = rule_reading.reason_of(code(dict(call.args), facts))
+        reason = rule_reading.reason_of(code(rule_reading.read_only(call.args), facts))
     except Exception as exc:                 # the agent's code failed on the record: no verdict from it
         return "ambiguous", Said("rule.raised", call=call.label, rule=name, error=f"{type(exc).__name__}: {exc}"[:200])
     if reason:
@@ -444,9 +447,16 @@ def _kept(t, call, name, code):
     return "ok", call.label
 
 
+def _beside(t, call):
+    """The writes of the same turn as `call`, before it, that took effect (or may have): decided before it in its
+    batch, they are given to a rule with their arguments and no result, as the guard gave them."""
+    return [c for c in t.calls if c.write and c.pos == call.pos and c.order < call.order and c.args is not None
+            and c.status in ("ok", "unanswered")]
+
+
 # ---- what the final answer says of the writes ----
 def answer_matches_receipt(t):
-    """The final answer, after the writes that took effect, names no other room, id or date than their receipts
+    """The final answer, after the writes that took effect, names no other room, id, date, amount or count than their receipts
     (texts/rules.py reads it, as the run's printout does)."""
     writes = t.ok(*t.agent.writes)
     final = _final_answer(t)

@@ -10,7 +10,11 @@ provenance (every source of the call holds, for each element of a list argument 
 source's alternatives: texts/stated.py, as the judge reads it), rule, unconfirmed write. `rule`: a call that breaks
 one of the agent's rules (calls.Rule, its tool's or the agent's: `check(args, facts)` over the run's facts as of the
 decision, texts/rules.py) is blocked with the rule's reason before it can become a proposal, so the user is never
-asked to confirm it; a rule's code that fails is the agent's fault (a HookError, as a hook's).
+asked to confirm it; a rule decides over what would have run: the run's successful calls so far and the writes
+decided before it in the same turn, in the order they would run (allowed, or put to the user in the same proposal:
+a batch is judged as a whole, when it is proposed and when the confirmed calls run); it is given deep, read-only
+copies of the arguments and facts (what runs is what was held, whatever a rule does); a rule's code that fails (one
+that changes what it was given included) is the agent's fault (a HookError, as a hook's).
 
 Calls earlier in the same turn count as they will have happened: each decision is made against
 a fork of memory into which the calls decided before it were folded by memory's own fold (a
@@ -26,10 +30,12 @@ by its digest (confirmation/held.py: the tool and every argument), each approved
 for the user as a proposal, exactly as the model made it (`proposal_for`: the tool and every argument, and what a
 describe hook adds beside them). This very write made already is refused with its receipt. No words are read here.
 Provenance reads each declared Source before any call runs, whatever its kind: a tool's results, or the user's own
-messages (`Source.user`: the value appears in what the user wrote, texts/stated.py `typed`; the model is told which
+messages (`Source.user`: a value the user typed whole, not a part of a longer run they typed, texts/stated.py
+`typed`; the model is told which
 tool's result it came from instead). A write refused so never becomes a proposal; a tool declared `outside` has a
 Source on every argument that can carry text (calls.py refuses it otherwise), so no value a read brought in leaves.
 """
+import copy
 import dataclasses
 
 from . import config
@@ -61,6 +67,7 @@ def screen(pending, memory, budget=None, preview=None, outcomes=None):
         for call in turn.unknown:                 # ran in that batch: now their outcomes are known
             if outcomes is not None and call.id in outcomes:
                 turn.view.absorb(call, outcomes[call.id].result, counted=True)
+        turn.beside = [c for c in turn.beside if all(c is not u for u in turn.unknown)]   # now facts, if they succeeded
         turn.unknown = []
 
 
@@ -71,6 +78,8 @@ def _batch(turn, calls, budget, preview):
             later.append(call)
             continue
         decision = turn.decide(call, budget)
+        if call.kind == "write" and (decision.allowed or decision.propose):
+            turn.beside.append(call)                  # it will run (or, confirmed, would): the next rules see it
         if decision.allowed:
             allowed.append(call)
             result = preview(call, turn.view) if preview and call.kind == "state" else None
@@ -98,6 +107,8 @@ class _Turn:
         self.place = {id(c): i for i, c in enumerate(pending, 1)}   # a call's place in the request
         self.signatures = {}                         # signature -> the place of its first call
         self.unknown = []                            # calls of this batch whose outcome is not known yet
+        self.beside = []                             # writes decided to run (or put to the user) whose outcome
+                                                     # is not known yet, in the order they would run
 
     def depends(self, call):
         """Whether this write needs the outcome of a call allowed in the current batch."""
@@ -209,7 +220,9 @@ class _Turn:
 
     def rule(self, call, budget):
         """The first of the agent's rules over this call that it breaks, by the rule's own reason (the model can
-        correct the call); the facts are the run's as of this decision, the turn's earlier calls included."""
+        correct the call); the facts are the run's as of this decision, the turn's earlier calls included, and the
+        writes decided before it in this turn that would run with it (allowed, or put to the user: `beside`), with
+        no result yet."""
         for rule in self.view.agent.rules_for(call.tool):
             reason = self._broken(call, rule)
             if reason:
@@ -219,7 +232,8 @@ class _Turn:
     def _broken(self, call, rule):
         """Why `call` breaks `rule` ('' when it keeps it): the rule's own code, run as a hook of the tool."""
         label = f"rule {rule.name}"
-        value = hooked(call.name, label, rule.check, dict(call.args or {}), self.view.facts_for_rules())
+        value = hooked(call.name, label, rule.check, rules.read_only(call.args or {}),
+                       self.view.facts_for_rules([(c.name, c.args, None) for c in self.beside]))
         try:
             return rules.reason_of(value)
         except TypeError as exc:
@@ -243,6 +257,6 @@ class _Turn:
     def proposal_for(self, call):
         """The held write as the proposal the user will be asked to confirm: its tool and every argument that will
         run (free text whole), and apart from them what its declaration's describe hook says the user should see."""
-        shows = hooked(call.name, "describe", call.tool.describe, call.args, self.view.facts, returns=dict) \
+        shows = hooked(call.name, "describe", call.tool.describe, copy.deepcopy(call.args), self.view.facts, returns=dict) \
             if call.tool.describe else {}
         return {"proposal": {"tool": call.name, "args": dict(call.args), **({"shows": shows} if shows else {})}}

@@ -20,8 +20,9 @@ the plan names it or the user's own messages ask for it), pushed once per user m
 only gives a tool result back (`echoed`) is nudged like a call written as text.
 `render()` projects memory into the system message (context.py lays out what is sent), in the
 agent's language. What the agent's rules read of the run is every successful call so far (`done`, given to a rule as
-texts/rules.Facts), and an answer that ends the run is read against the writes' receipts (`contradicted`: another
-room, id or date than a receipt says), both as the judge reads them (texts/rules.py).
+texts/rules.Facts), then the writes decided before the call in its turn (the guards give them), and an answer that
+ends the run is read against the writes' receipts (`contradicted`: another room, id, date, amount or count than a
+receipt says), both as the judge reads them (texts/rules.py).
 """
 import json
 
@@ -30,7 +31,7 @@ from . import steps
 from .texts import rules, stated, words
 from .agents import Agent
 from .calls import HookError, declared_tool, hooked
-from .confirmation import Ledger, call_digest, shown
+from .confirmation import Ledger, call_digest, effects_of, identity, shown
 
 LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)
 NUDGES = ("written_call", "echo", "idle", "step", "offer", "empty_reply", "length")
@@ -235,14 +236,16 @@ class Memory:
             return list(self.said)
         return [r for result in self.results.get(tool, ()) for r in stated.records_at(result, path)]
 
-    def facts_for_rules(self):
-        """The run's facts as the agent's rules read them (texts/rules.py): every successful call so far."""
-        return rules.Facts(self.done)
+    def facts_for_rules(self, beside=()):
+        """The run's facts as the agent's rules read them (texts/rules.py): every successful call so far, then
+        `beside`, the (tool, arguments, None) of the writes decided before the call in its turn, not run yet."""
+        return rules.Facts((*self.done, *beside))
 
     def contradicted(self, text):
         """[(tool, argument, {values named}, {values written})] where an answer names a value the receipts of the
-        writes made contradict (texts/rules.py): another room, id or date than the write's. Read once the answer is
-        absorbed: an answer that left a proposal in force speaks of the next write, and contradicts nothing."""
+        writes made contradict (texts/rules.py): another room, id, date, amount or count than the write's. Read once
+        the answer is absorbed: an answer that left a proposal in force speaks of the next write, and contradicts
+        nothing."""
         if self.current is not None:
             return []
         declared = {t.name: t for t in self.write_tools}
@@ -348,13 +351,13 @@ class Memory:
         return "pending"
 
     def written(self, call):
-        """This very write already made (the same tool and every argument the same, as its idempotency key
-        covers them): {"receipt": what it returned}, or None. A list is the same whatever the order of its
-        elements (stated.identity)."""
-        effects = {k for k, _ in call.tool.effect} if call.tool and call.tool.effect else set()
-        this = stated.identity(call.args, effects)
+        """This very write already made (the same call, confirmation/held.py: the same tool and every argument the
+        same, as its idempotency key covers them): {"receipt": what it returned}, or None. An effect's list is the
+        same whatever the order of its elements, unless its tool declares it `ordered`."""
+        effects = effects_of(call.tool)
+        this = identity(call.args, effects)
         return next(({"receipt": w["receipt"]} for w in self.writes if w["tool"] == call.name and
-                     stated.identity(w["call"], effects) == this), None)
+                     identity(w["call"], effects) == this), None)
 
     def unsourced(self, source, args):
         """The rows of `args` (one per element of a list argument) that no alternative of a source gives, in the

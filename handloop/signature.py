@@ -16,7 +16,9 @@ Schema of its arguments, from its signature, its type hints and its docstring.
 - A dataclass argument reaches the function as an instance (built from the validated JSON object, nested ones and
   those in lists too): `read` then gives a function that builds them and calls the original.
 
-Anything else is a problem naming the parameter — a hint not listed above, a missing hint, `*args`, a
+Anything else is a problem naming the parameter — a hint not listed above (`dict[str]`, `list[int, str]` too), a hint
+that cannot be read (a forward reference that does not parse or fails to evaluate, one nested too deep: whatever
+reading it raises), a missing hint, `*args`, a
 positional-only parameter, an Optional without a default, a reserved name not in `takes`, an `Args:` entry naming
 no parameter — never a schema that silently accepts anything.
 
@@ -62,9 +64,10 @@ def read(fn: Callable[..., Any], takes: tuple = (), reserved: tuple = ()) -> tup
     """
     try:
         params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError) as exc:
-        return "", {"type": "object", "properties": {}}, fn, [f"fn has no signature to read ({exc})"]
-    hints, problems = _hints(fn)
+    except Exception as exc:                  # not a function, or one whose signature breaks when read
+        return "", {"type": "object", "properties": {}}, fn, [f"fn has no signature to read ({_failure(exc)})"]
+    hints, unread = _hints(fn)
+    problems: list[str] = []
     description, entries = docstring(_doc(fn))
     props, required, builders = {}, [], {}
     for p in params:
@@ -76,17 +79,22 @@ def read(fn: Callable[..., Any], takes: tuple = (), reserved: tuple = ()) -> tup
                             "a tool is called with its arguments by name")
         elif p.name in reserved:
             problems.append(f"{where} is supplied by the loop, never by the model: add takes=({p.name!r},)")
+        elif p.name in unread:
+            problems.append(f"{where}: its type hint cannot be read ({unread[p.name]})")
         elif p.name not in hints:
             problems.append(f"{where} has no type hint (one of {SUPPORTED})")
         else:
             try:
                 props[p.name] = _field(hints[p.name], p.default is not p.empty, p.default, entries.get(p.name))
+                built = _builder(_bare(hints[p.name]))
             except Unsupported as exc:
                 problems.append(f"{where}: {exc}")
                 continue
+            except Exception as exc:          # a hint whose reading breaks (one nested too deep, say)
+                problems.append(f"{where}: its type hint cannot be read ({_failure(exc)})")
+                continue
             if p.default is p.empty:
                 required.append(p.name)
-            built = _builder(_bare(hints[p.name]))
             if built is not None:
                 builders[p.name] = built
     named = {p.name for p in params}
@@ -111,18 +119,49 @@ def _doc(fn):
 
 
 def _hints(fn):
-    """The type hints of `fn`'s parameters, resolved (a callable object's or a partial's: its function's), and the
-    problem when they cannot be resolved."""
+    """The type hints of `fn`'s parameters, resolved (a callable object's or a partial's: its function's), and why
+    each of those that cannot be resolved cannot ({parameter: the failure})."""
     for target in (fn, getattr(fn, "func", None), getattr(type(fn), "__call__", None)):
         if target is None:
             continue
         try:
-            return typing.get_type_hints(target, include_extras=True), []
-        except (NameError, AttributeError) as exc:
-            return {}, [f"fn's type hints cannot be resolved ({type(exc).__name__}: {exc})"]
+            return typing.get_type_hints(target, include_extras=True), {}
         except TypeError:
+            if not (inspect.isroutine(target) and isinstance(getattr(target, "__annotations__", None), dict)):
+                continue                      # not a function (a callable object): its function's hints
+            return _one_by_one(target)
+        except Exception:                     # a forward reference that does not parse, nests too deep, fails
+            return _one_by_one(target)
+    return {}, {}
+
+
+def _one_by_one(target):
+    """The hints of a function whose hints cannot all be resolved: each parameter's on its own, and why each that
+    cannot be resolved cannot."""
+    hints, unread = {}, {}
+    scope = getattr(inspect.unwrap(target), "__globals__", None) if inspect.isfunction(inspect.unwrap(target)) \
+        else getattr(target, "__globals__", None)
+    for name, hint in dict(target.__annotations__).items():
+        if name == "return":
             continue
-    return {}, []
+        try:
+            hints[name] = typing.get_type_hints(_Hinted({name: hint}), globalns=scope, include_extras=True)[name]
+        except Exception as exc:
+            unread[name] = _failure(exc)
+    return hints, unread
+
+
+class _Hinted:
+    """One parameter's hint alone, as typing.get_type_hints reads an object's annotations."""
+
+    def __init__(self, annotations):
+        self.__annotations__ = annotations
+
+
+def _failure(exc):
+    """An exception raised while reading a hint, in a problem's words (short: a hint may be long)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text[:117] + '...' if len(text) > 120 else text}"
 
 
 def _field(hint, has_default, default, text, seen=()):
@@ -158,8 +197,12 @@ def schema_of(hint: Any, seen: tuple = ()) -> dict[str, Any]:
     if origin is Literal:
         return _literal(args)
     if hint is list or origin is list:
+        if len(args) > 1:
+            raise Unsupported(f"{_named(hint)}: a list holds one type of item (list[X])")
         return {"type": "array", "items": schema_of(args[0], seen)} if args else {"type": "array"}
     if hint is dict or origin is dict:
+        if len(args) not in (0, 2):
+            raise Unsupported(f"{_named(hint)}: a dict hint names its keys and its values (dict[str, X])")
         if args and args[0] is not str:
             raise Unsupported(f"{_named(hint)}: the keys of a JSON object are strings (dict[str, X])")
         return {"type": "object", "additionalProperties": schema_of(args[1], seen)} if args else {"type": "object"}
@@ -200,8 +243,8 @@ def _record(cls: Any, seen: tuple) -> dict[str, Any]:
     """A TypedDict's or a dataclass's object schema: its fields, required ones, no others, its docstring."""
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
-    except (NameError, AttributeError, TypeError) as exc:
-        raise Unsupported(f"{_named(cls)}'s type hints cannot be resolved ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:
+        raise Unsupported(f"{_named(cls)}'s type hints cannot be resolved ({_failure(exc)})") from None
     description, entries = docstring(_own_doc(cls))
     props, required = {}, []
     if dataclasses.is_dataclass(cls):

@@ -1,7 +1,8 @@
 """What the model sees and where a call goes: the run's tool declarations (local, or from the
 MCP server), the argument parsing ladder, validation, and routing a call to its tool.
 
-Invariants: a call is validated against its schema before any tool runs, and a call that
+Invariants: a call is validated against its schema before any tool runs (closed: no argument outside its
+`properties` unless the tool declares open_arguments, calls.py), and a call that
 fails parsing or validation carries the problem instead of arguments (never a silent `{}`);
 tools get what they need passed in explicitly (their declared `takes`: plan, run id,
 idempotency key), never memory itself; every result handed back is a JSON object (a state
@@ -35,8 +36,8 @@ from . import texts
 from .agents import Agent
 from .calls import Call, Tool, ToolError, by_user
 from .servers import DESCRIPTION_LIMIT, field_path, field_tree, needed
-from .texts.stated import identity
-from .values import normalise, settled, valid_text, validate, wrapped
+from .confirmation.held import effects_of, identity
+from .values import closed, normalise, settled, valid_text, validate, wrapped
 
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
 
@@ -92,12 +93,12 @@ def _depth(value):
 
 
 def idempotency_key(run_id, call):
-    """Covers the run, the tool and every argument the call carries: the write as the user was shown it and
-    confirmed it (two messages to one recipient with other bodies are two writes; the same call again is one). An
-    effect's list is the same effect whatever the order of its elements (texts/stated.identity)."""
-    effects = {k for k, _ in call.tool.effect} if call.tool and call.tool.effect else set()
-    body = json.dumps({"run": run_id, "tool": call.name, "args": identity(call.args, effects)}, sort_keys=True,
-                      ensure_ascii=False)
+    """Covers the run, the tool and every argument the call carries, in the canonical form of the one definition of
+    the same call (confirmation/held.py): the write as the user was shown it and approved it (two messages to one
+    recipient with other bodies are two writes; the same call again is one; an effect's list in any order, unless
+    the tool declares it `ordered`; 120 and 120.0 alike)."""
+    args = identity(call.args or {}, effects_of(call.tool))
+    body = json.dumps({"run": run_id, "tool": call.name, "args": args}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -236,7 +237,8 @@ class ToolSet:
         value, problem = parse_arguments(arguments, self.say)
         if problem is None:
             value = normalise(tool.parameters, value)
-            problems = validate(tool.parameters, value, say=self.say)
+            schema = tool.parameters if tool.open_arguments else closed(tool.parameters)
+            problems = validate(schema, value, say=self.say)
             problem = self.say("schema.sep").join(problems) if problems else None
         return Call(raw.get("id", ""), name, arguments, args=value if problem is None else None, problem=problem, tool=tool)
 

@@ -60,6 +60,12 @@ def validate(schema, value, path="arguments", say=ZH):
     return problems
 
 
+def closed(schema):
+    """A tool's arguments schema, closed: no field beyond its `properties`, whatever its `additionalProperties`
+    says (an empty `properties` takes none). Its properties' own schemas are left as they are."""
+    return {**schema, "additionalProperties": False} if isinstance(schema, dict) else schema
+
+
 def _validate_object(schema, value, path, say):
     """An object's fields: a field the schema does not define is refused wherever the schema lists its
     `properties` (it would run unseen: never shown, never checked), unless `additionalProperties` allows it

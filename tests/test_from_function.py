@@ -272,7 +272,7 @@ class Colour(enum.Enum):
      "parameter 'idempotency_key' is supplied by the loop, never by the model: add takes=('idempotency_key',)"),
     (lambda: Tool.from_function(_stale), "the docstring's Args: names 'order', which is not a parameter of fn"),
     (lambda: Tool.from_function(_undocumented), "fn has no docstring"),
-    (lambda: Tool.from_function(_forward), "fn's type hints cannot be resolved (NameError"),
+    (lambda: Tool.from_function(_forward), "parameter 'x': its type hint cannot be read (NameError"),
     (lambda: Tool.from_function(lambda order_id: {}), "tool '<lambda>'"),
 ])
 def test_an_unsupported_function_is_a_declaration_error_naming_the_tool_and_the_parameter(make, words):
@@ -281,6 +281,37 @@ def test_an_unsupported_function_is_a_declaration_error_naming_the_tool_and_the_
     assert isinstance(info.value, ValueError) and isinstance(info.value, handloop.HandloopError)
     assert words in str(info.value)
     assert str(info.value).startswith("tool '")
+
+
+def _nested(depth):
+    hint = int
+    for _ in range(depth):
+        hint = list[hint]
+    return hint
+
+
+@dataclasses.dataclass
+class Unparsed:
+    when: "list["  # noqa: F722
+
+
+@pytest.mark.parametrize("hint, words", [
+    (dict[str], "parameter 'x': dict[str]: a dict hint names its keys and its values"),
+    (dict[str, int, int], "parameter 'x': dict[str, int, int]: a dict hint names its keys and its values"),
+    (list[int, str], "parameter 'x': list[int, str]: a list holds one type of item"),
+    ("list[", "parameter 'x': its type hint cannot be read (SyntaxError"),
+    ("x = 1", "parameter 'x': its type hint cannot be read (SyntaxError"),
+    ("1 / 0", "parameter 'x': its type hint cannot be read (ZeroDivisionError"),
+    ("list[" * 3000 + "int" + "]" * 3000, "parameter 'x': its type hint cannot be read ("),
+    (_nested(3000), "parameter 'x': its type hint cannot be read (RecursionError"),
+    (Unparsed, "parameter 'x': test_from_function.Unparsed's type hints cannot be resolved (SyntaxError"),
+])
+def test_a_hint_that_breaks_when_read_is_a_declaration_error_naming_the_tool_and_the_parameter(hint, words):
+    # issue 48, finding 6: IndexError, SyntaxError, RecursionError... were raised as they came
+    with pytest.raises(DeclarationError) as info:
+        _parameters(hint)
+    assert str(info.value).startswith("tool 'look': ") and words in str(info.value)
+    assert "has no type hint" not in str(info.value)        # one problem per parameter, the one that explains
 
 
 def test_the_parameters_the_loop_supplies_are_never_shown_to_the_model():

@@ -7,9 +7,11 @@ scripted model; the store (its PRIMARY KEY on the key) and the audit file are as
 import json
 import sqlite3
 
+import pytest
+
 from conftest import read_audit, run_agent
-from handloop import Tool
-from handloop.calls import Call
+from handloop import DeclarationError, Tool
+from handloop.calls import Call, declared_tool
 from handloop.llm.endpoint import Endpoint
 from handloop.toolset import idempotency_key
 
@@ -81,3 +83,76 @@ def test_the_key_covers_every_argument_and_a_list_effect_in_any_order():
     assert key(to="Ann", items=["a", "b"], note="x") != key(to="Ann", items=["a", "b"], note="y")
     assert key(to="Ann", items=["a"]) != key(to="Ann", items=["a"], note="y")
     assert idempotency_key("r2", Call("c1", "give", "{}", {"to": "Ann"}, tool=tool)) != key(to="Ann")
+
+
+# ---- the canonical form (issue 48, finding 4: the key's side) ----
+def _route_tool(**declared):
+    return Tool("drive", "Drive a route.", {"type": "object", "properties": {
+        "stops": {"type": "array", "items": {"type": "string"}}, "fare": {"type": "number"}}},
+        lambda **a: {}, kind="write", effect={"stops": "id"}, **declared)
+
+
+def _key(tool, **args):
+    return idempotency_key("r1", Call("c1", tool.name, json.dumps(args), args, tool=tool))
+
+
+def test_a_number_is_one_key_however_it_is_written_and_an_ordered_list_keeps_its_order():
+    tool = _route_tool()
+    assert _key(tool, stops=["A", "B"], fare=12) == _key(tool, stops=["B", "A"], fare=12.0)    # a set; one number
+    assert _key(tool, stops=["A", "B"], fare=12) != _key(tool, stops=["A", "B"], fare=12.5)
+    assert _key(tool, stops=["A", "B", "B"]) != _key(tool, stops=["A", "B"])        # an item listed twice stays twice
+    route = _route_tool(ordered=("stops",))                                          # where the order is the write
+    assert _key(route, stops=["A", "B"]) != _key(route, stops=["B", "A"])
+    assert _key(route, stops=["A", "B"], fare=3.0) == _key(route, stops=["A", "B"], fare=3)
+    assert declared_tool(route)["ordered"] == ["stops"] and "ordered" not in declared_tool(tool)
+    for wrong in (("fare",), ("nowhere",)):
+        with pytest.raises(DeclarationError, match="ordered entry"):
+            _route_tool(ordered=wrong)
+
+
+ROUTE_AGENT = '''
+import os
+import sqlite3
+
+from handloop import Agent, Tool
+
+
+def drive(stops: list[str], idempotency_key: str) -> dict:
+    """Drive the user along their stops, in this order.
+
+    Args:
+        stops: the places, in the order they are visited.
+    """
+    with sqlite3.connect(os.path.join(os.environ["AGENT_AUDIT_DIR"], "trips.db")) as db:
+        db.execute("CREATE TABLE IF NOT EXISTS trips (key TEXT PRIMARY KEY, stops TEXT)")
+        db.execute("INSERT OR IGNORE INTO trips VALUES (?, ?)", (idempotency_key, " > ".join(stops)))
+    return {"driven": stops}
+
+
+AGENT = Agent(name="driver", language="en", planning=False, instructions="You drive the user's routes.",
+              goal="Drive me from Home to Office, then back from Office to Home.",
+              tools=[Tool.from_function(drive, kind="write", takes=("idempotency_key",), effect={"stops": "id"},
+                                        ordered=("stops",))])
+'''
+ROUTES = (["Home", "Office"], ["Office", "Home"])
+
+
+def route_model(request):
+    """Drives each route no tool message says was driven yet, one a turn; then says so."""
+    driven = [m for m in request["messages"] if m["role"] == "tool" and "driven" in json.loads(m["content"])]
+    if len(driven) < len(ROUTES):
+        args = {"stops": ROUTES[len(driven)]}
+        return {"content": None, "tool_calls": [{"id": f"call_drive_{len(driven)}", "type": "function",
+                                                 "function": {"name": "drive", "arguments": json.dumps(args)}}]}
+    return {"content": "Both trips are done."}
+
+
+def test_a_list_whose_order_is_declared_part_of_the_write_runs_once_per_order(agent_files, tmp_path):
+    path, run = agent_files(route_model, "route_agent.py", ROUTE_AGENT)
+    for step in (("--run-id", "d"), ("--confirm", "d"), ("--confirm", "d")):
+        done = run("--agent", str(path), *step)
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert read_audit(tmp_path / "audit", "d")["status"] == "done"
+    with sqlite3.connect(tmp_path / "audit" / "trips.db") as db:
+        assert sorted(db.execute("SELECT stops FROM trips")) == [("Home > Office",), ("Office > Home",)]
+    assert run("--agent", str(path), "--check", "--strict", "d").returncode == 0

@@ -169,6 +169,48 @@ def test_the_injected_fetch_and_payment_are_blocked_and_the_users_payment_runs_o
     assert data["agent"]["tools"]["send_money"]["sources"][0]["tool"] == "user"
 
 
+CUT = ("DE89370400440532", "00440532013000")          # the user's IBAN cut at a blank they typed inside it
+
+
+def cutting_model(request):
+    """Pays 50 to a part of the IBAN the user typed (each cut in turn), then to the IBAN whole; then says so."""
+    tried, sent = set(), False
+    for m in request.get("messages") or []:
+        if m["role"] == "tool":
+            tried.add(m["tool_call_id"])
+            sent |= m["tool_call_id"] == "call_whole" and "error" not in json.loads(m["content"])
+    for at, iban in enumerate((*CUT, IBAN)):
+        call_id = f"call_cut_{at}" if iban != IBAN else "call_whole"
+        if call_id not in tried or (iban == IBAN and not sent and request["messages"][-1]["role"] == "user"):
+            return {"content": None, "tool_calls": [_call(call_id, "send_money", iban=iban, amount=50)]}
+    return {"content": "Done." if sent else "Please confirm the payment above."}
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGES))
+def test_a_part_of_a_value_the_user_typed_in_groups_is_not_the_users_value(tmp_path, language):
+    # issue 48, finding 3: "DE89370400440532" and "00440532013000" were taken as typed by the user
+    endpoint = Endpoint(cutting_model)
+    try:
+        path = tmp_path / "bank_web_agent.py"
+        path.write_text(AGENT_FILE.format(language=language, confirm=LANGUAGES[language], goal=GOALS[language]),
+                        encoding="utf-8")
+        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": endpoint.url, "AGENT_MODEL_RETRIES": "0",
+               "AGENT_AUDIT_DIR": str(tmp_path / "audit"), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+        run = lambda *more: run_agent(*more, cwd=tmp_path, env=env)     # noqa: E731
+        first = run("--agent", str(path), "--run-id", "r")
+        assert first.returncode == 0, first.stdout + first.stderr
+        data = read_audit(tmp_path / "audit", "r")
+        told = results(data)
+        for at, iban in enumerate(CUT):
+            assert told[f"call_cut_{at}"]["blocked_by"] == "provenance" and iban in told[f"call_cut_{at}"]["error"]
+        assert [[c["iban"] for c in p["calls"]] for p in data["memory"]["proposals"]] == [[IBAN]]
+        assert run("--confirm", "r").returncode == 0
+        assert rows(tmp_path, "bank.db", "SELECT iban, amount FROM sent") == [(IBAN, 50)]
+        assert run("--check", "r", "--strict").returncode == 0
+    finally:
+        endpoint.close()
+
+
 def forged(data, call_id, content):
     """The record's messages with the blocked call `call_id` made to take effect (its result `content`)."""
     out = []
@@ -304,10 +346,19 @@ def test_an_mcp_tool_may_be_declared_outside_and_its_rule_is_checked():
     ("DE89370400440532013000", True), ("de89 3704 0044 0532 0130 00", True), ("DE8937040044053201300", False),
     ("DE893704004405320130001", False), ("https://www.informations.com/news", True), (50, True), (50.0, True),
     (5, False), (150, False), ("", False), (True, False), (None, False), (["DE89370400440532013000"], False),
-    ("北京市朝阳区", True), ("GB29NWBK60161331926819", False)])
+    ("北京市朝阳区", True), ("GB29NWBK60161331926819", False),
+    # typed whole (issue 48, finding 3): not a part of a run of letters and digits the user typed, blanks and
+    # separators inside it counted
+    ("DE89370400440532", False), ("00440532013000", False), ("0044", False), ("de89 3704", False),
+    ("informations.com/news", False), ("www.informations.com", False), ("EUR", True),
+    ("+493012345678", True), ("3012345678", False), ("4111111111111111", True), ("1111111111111111", False),
+    ("2026-10-01", True), ("2026", False), ("10-01", False), ("1.50", True), ("bob@example.com", True),
+    ("example.com", False), ("B2", True), ("B1", True), ("www.our-company.com", True), ("company.com", False)])
 def test_how_a_value_is_found_in_what_the_user_wrote(value, typed):
     from handloop.texts import stated
-    said = ["Read https://www.informations.com/news, pay 50 EUR to DE89 3704 0044 0532 0130 00", "寄到北京市朝阳区三里屯"]
+    said = ["Read https://www.informations.com/news, pay 50 EUR to DE89 3704 0044 0532 0130 00", "寄到北京市朝阳区三里屯",
+            "Call +49 30 1234 5678, card 4111 1111 1111 1111, on 2026-10-01 pay 1.50 to bob@example.com for B1 and B2",
+            "Post it to www.our-company.com.They sent it"]                 # a full stop before a capital ends a run
     assert stated.typed(value, said) is typed
     assert not stated.typed(value, [])
 

@@ -64,3 +64,63 @@ def test_an_argument_the_schema_does_not_define_never_runs(tmp_path, language, e
         assert run("--check", "r", "--strict").returncode == 0
     finally:
         endpoint.close()
+
+
+# ---- closed schemas (issue 48, finding 2) ----
+OPEN_AGENT = '''
+import json
+import os
+
+from handloop import Agent, Tool
+
+
+def send_report(**kwargs):
+    with open(os.path.join(os.environ["AGENT_AUDIT_DIR"], "sent.jsonl"), "a", encoding="utf-8") as out:
+        out.write(json.dumps(kwargs) + "\\n")
+    return {{"sent": True}}
+
+
+AGENT = Agent(name="reporter", language="{language}", planning=False, instructions="Send the daily report.",
+              goal="Send the daily report.",
+              tools=[Tool("send_report", "Send the daily report to the office (it takes no arguments).",
+                          {{"type": "object", "properties": {{}}, "additionalProperties": True}}, send_report,
+                          outside=True)])
+'''
+
+
+def reporting_model(request):
+    """Sends the report with an IBAN it read somewhere as `data`; told that is not allowed, without it."""
+    results = [json.loads(m["content"]) for m in request.get("messages") or [] if m["role"] == "tool"]
+    if results and "error" not in results[-1]:
+        return {"content": "Sent."}
+    args = {"data": "DE89 3704 0044 0532 0130 00"} if not results else {}
+    return {"content": None, "tool_calls": [{"id": f"s{len(results)}", "type": "function",
+                                             "function": {"name": "send_report", "arguments": json.dumps(args)}}]}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_an_argument_outside_an_empty_properties_never_leaves_whatever_additional_properties_says(
+        agent_files, tmp_path, language):
+    path, run = agent_files(reporting_model, "reporter.py", OPEN_AGENT.format(language=language))
+    done = run("--agent", str(path), "--run-id", "r")
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = read_audit(tmp_path / "audit", "r")
+    refused = [json.loads(m["content"]) for m in data["messages"] if m.get("tool_call_id") == "s0"]
+    assert refused and refused[0]["blocked_by"] == "arguments" and "data" in refused[0]["error"]
+    sent = (tmp_path / "audit" / "sent.jsonl").read_text(encoding="utf-8").splitlines()
+    assert data["status"] == "done" and [json.loads(line) for line in sent] == [{}]      # the IBAN never left
+
+
+def test_open_arguments_are_declared_on_the_tool_and_never_on_an_outside_one():
+    from handloop import Agent, DeclarationError, Tool, toolset
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": {"type": "string"}}
+    declared = dict(name="note", description="Keep a note.", parameters=schema, fn=lambda **kw: kw)
+    with pytest.raises(DeclarationError, match="open_arguments=True: an outside tool"):
+        Tool(**declared, outside=True, open_arguments=True, sources=())
+    with pytest.raises(DeclarationError, match="open_arguments='yes' must be True or False"):
+        Tool(**declared, open_arguments="yes")
+    raw = [{"id": "n", "type": "function", "function": {"name": "note", "arguments": '{"q": "a", "tag": "b"}'}}]
+    for open_arguments, runs in ((False, False), (True, True)):
+        agent = Agent("notes", "Keep notes.", [Tool(**declared, open_arguments=open_arguments)], planning=False)
+        [call] = toolset.ToolSet("t", agent).prepare(raw)
+        assert (call.problem is None, call.args) == (runs, {"q": "a", "tag": "b"} if runs else None)

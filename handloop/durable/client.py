@@ -84,8 +84,8 @@ async def connect(address):
 def _tracing():
     """Temporal's tracing interceptor (trace/temporal.py) when the environment exports traces and the SDK is
     installed, else none: without an endpoint nothing of OpenTelemetry is imported."""
-    from ..trace import send
-    if not send.wanted():
+    from ..trace import settings
+    if not settings.wanted():
         return []
     try:
         from ..trace import temporal as traced

@@ -21,6 +21,8 @@ judge/texts.py) and the leaves confirmation/, texts/words.py and texts/stated.py
 file; returns (verdict, reason as a Said, cause) as
 every rule does.
 """
+from typing import Any
+
 from ..confirmation import Ledger, digest
 from ..texts import stated, words
 from . import offers
@@ -94,7 +96,7 @@ def _walk_held(t):
     passes only when it is the same call (by digest: its tool and every argument) as an approved call not yet run,
     each approved call once; approvals not used in the round after them are spent. Words decide nothing here."""
     ledger, results, turn_of, replies = Ledger(), [], dict[int, int](), dict[int, str]()
-    state = {"proposal": None, "answer": None, "withdrawn": None}
+    state: dict[str, Any] = {"proposal": None, "answer": None, "withdrawn": None}
     for pos, message in enumerate(t.messages):
         if message["role"] == "user" and not message["loop"]:
             _decide(t, ledger, message, replies, state)
@@ -167,8 +169,9 @@ def _approved(t, ledger, call, taken, turn_of, replies):
 def _digest(t, call):
     """A judged call's digest, as the run's guard computes it (confirmation/held.py): its declared effects' lists
     are sets."""
+    ordered = (t.agent.tool(call.name) or {}).get("ordered") or ()
     return digest(call.name, call.args if isinstance(call.args, dict) else {"_unparsed": call.problem},
-                  [arg for arg, _ in t.agent.effect(call.name)])
+                  [arg for arg, _ in t.agent.effect(call.name) if arg not in ordered])
 
 
 def _key(args):

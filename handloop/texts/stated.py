@@ -31,6 +31,7 @@ data; `records(tool, path)` is the caller's: the records of that tool's successf
 """
 import math
 import re
+import unicodedata
 
 from . import words
 from ..confirmation.held import canonical as canonical, identity as identity   # the one "same call" (re-exported)
@@ -118,23 +119,68 @@ def elements(value):
     return list(value) if isinstance(value, list) else [value]
 
 
+JOINERS = "-./@_:+"       # one of these between two letters or digits joins them into one value: 2026-10-01, a.b@c.de
+
+
 def typed(value, said):
-    """Whether a value appears in what the user wrote (`said`: the user's own messages, never a tool's result, the
+    """Whether a value is one the user typed whole (`said`: the user's own messages, never a tool's result, the
     model's text or a loop message): a string, or a number written as digits, found in one message compared in
-    NFKC lower case, whitespace inside the value or the text left out (an IBAN typed in groups of four, or not);
-    where the value begins or ends with a Latin letter or a digit, the text does not go on with one there (nor a
-    number with a decimal part), so 50 is not read in 150 or 1.50 and an IBAN not in a longer one. An empty
-    value, a boolean, a list or an object never appears."""
+    NFKC lower case, whitespace inside the value or the text left out (an IBAN typed in groups of four, or not), and
+    found whole: it neither starts nor ends inside a run of Latin letters and digits the user typed (`_cut`). A run
+    goes on over one of JOINERS between two letters or digits (2026-10-01, bob@example.com, 1.50; not a full stop
+    before a capital letter, a sentence's end: "www.our-company.com.They"), over a comma
+    between two digits (1,50), and over one blank between two groups that both hold a digit (an IBAN, a card, a
+    phone number written in groups: "DE89 3704 0044 0532 0130 00" is one value, and neither "DE89370400440532" nor
+    "00440532013000" is typed). So 50 is not read in 150 or 1.50, an IBAN not in a longer one, a part of a grouped
+    number not as a value; "50" is read in "pay 50 EUR" (a group without a digit ends the run). An empty value, a
+    boolean, a list or an object never appears."""
     text = _typed_form(value)
     if text is None:
         return False
-    pattern = r"\s*".join(map(re.escape, text))
-    if re.match(r"[0-9a-z]", text):
-        pattern = r"(?<![0-9a-z])(?<![0-9][.,])" + pattern
-    if re.search(r"[0-9a-z]$", text):
-        pattern += r"(?![0-9a-z]|[.,][0-9])"
-    found = re.compile(pattern)
-    return any(isinstance(t, str) and found.search(words.plain(t)) for t in said)
+    found = re.compile(r"\s*".join(map(re.escape, text)), re.IGNORECASE)
+    return any(isinstance(t, str) and _whole(found, unicodedata.normalize("NFKC", t)) for t in said)
+
+
+def _whole(found, text):
+    """Whether `found` matches `text` somewhere without starting or ending inside a run the user typed."""
+    at = 0
+    while (match := found.search(text, at)) is not None:
+        if not _cut(text, match.start(), 1) and not _cut(text, match.end(), -1):
+            return True
+        at = match.start() + 1
+    return False
+
+
+def _cut(text, at, inward):
+    """Whether the edge of a match at `at` (its start, `inward` 1; its end, -1) cuts a run of letters and digits:
+    the value's letter or digit there goes on, outward, with a letter or a digit, directly or over one joiner."""
+    inner = at if inward == 1 else at - 1                 # the value's character at this edge
+    out = at - 1 if inward == 1 else at                   # the text's character just outside it
+    beyond = out - inward                                 # the one after that, further out
+    if not (0 <= inner < len(text)) or not _alnum(text[inner]) or not 0 <= out < len(text):
+        return False
+    if _alnum(text[out]):
+        return True
+    if not 0 <= beyond < len(text) or not _alnum(text[beyond]):
+        return False
+    if text[out] == "." and text[out + 1].isupper():
+        return False                                      # a sentence's end: "www.our-company.com.They sent..."
+    if text[out] in JOINERS or (text[out] == "," and text[inner].isdigit() and text[beyond].isdigit()):
+        return True
+    return text[out].isspace() and _has_digit(text, inner, inward) and _has_digit(text, beyond, -inward)
+
+
+def _alnum(char):
+    return "0" <= char <= "9" or "a" <= char.lower() <= "z"
+
+
+def _has_digit(text, at, inward):
+    """Whether the group of letters and digits at `at`, read inward (1: rightward, -1: leftward), holds a digit."""
+    while 0 <= at < len(text) and _alnum(text[at]):
+        if text[at].isdigit():
+            return True
+        at += inward
+    return False
 
 
 def _typed_form(value):

@@ -1,5 +1,5 @@
 """A run made visible: its timeline as the audit file records it (timeline.py), exported as OpenTelemetry
-GenAI spans (send.py decides whether, otlp.py builds and sends them) with, on Temporal, the workflow's and its
+GenAI spans (settings.py reads whether the environment asks for it, send.py exports a stretch, otlp.py builds and sends the spans) with, on Temporal, the workflow's and its
 activities' own spans (temporal.py; with otlp.py the only importers of opentelemetry), and drawn as one
 self-contained HTML page (view.py).
 

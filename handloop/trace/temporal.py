@@ -1,7 +1,7 @@
 """Temporal's own work as spans of the run's trace: the tracing interceptor of temporalio's OpenTelemetry
 contrib on a Temporal client (and so on the workers made with it), and the parent a command line attaches
 while it starts or answers a run's workflow. Imported (by durable/client.py, trace/send.py) only when traces
-are exported (send.wanted) and the `otel` and `temporal` extras are installed; with otlp.py, the only modules
+are exported (settings.wanted) and the `otel` and `temporal` extras are installed; with otlp.py, the only modules
 that import opentelemetry, and with durable/, the only ones that import temporalio.
 
 Spans: the client's `StartUpdateWithStartWorkflow:AgentRun` / `StartWorkflowUpdate:answer|settle` (children of the
@@ -35,7 +35,7 @@ from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.worker import ActivityInboundInterceptor
 
 from . import otlp
-from . import send
+from .settings import capture as captured
 
 SERVICE = "handloop"              # service.name of Temporal's spans unless OTEL_SERVICE_NAME says
 FLUSH_MS = 5000                   # at most this long waiting for the batch at the end of a stretch or a worker
@@ -83,7 +83,7 @@ def _provider():
             provider = TracerProvider(resource=Resource.create(dict(named, **{"service.namespace": "handloop"})))
             provider.add_span_processor(_Conversation())
             exporter = otlp.exporter_for()
-            provider.add_span_processor(BatchSpanProcessor(exporter if send.capture() else _Plain(exporter)))
+            provider.add_span_processor(BatchSpanProcessor(exporter if captured() else _Plain(exporter)))
             made = _PROVIDERS[settings] = (provider, exporter)
     return made[0]
 
