@@ -99,8 +99,8 @@ def user_says(task: str, r: Any) -> tuple[str, str] | None:
     """What the task's user answers a suspended run: ("confirm" | "reply", text), or None (nothing more)."""
     language = r.agent.language
     if r.reason == "awaiting_confirmation":
-        calls = (r.proposal or {}).get("calls") or []
-        if all(_right_call(task, c.get("tool"), {k: v for k, v in c.items() if k != "tool"}, r) for c in calls):
+        calls = [c for c in (r.proposal or {}).get("calls") or [] if c.get("state") == "proposed"]
+        if calls and all(_right_call(task, c.get("tool"), c.get("args") or {}, r) for c in calls):
             return "confirm", r.agent.confirm[0]
         return "reply", DECLINE[language]
     return "reply", GO_ON[language]

@@ -59,6 +59,9 @@ def verdict(memory, written_calls=(), text="", echo=False):
     after the write, the user did not decline) is nudged once per ready step and per user message; then the
     run waits for the user, unless the run wants no write (`wanted`: none asked by the user nor named by the
     plan): then the answer ends it, as for an agent without a write tool."""
+    offer = _offer_push(memory) if memory.writable and not memory.ledger.waiting() else None
+    if memory.current is None and (memory.writes or memory.declined) and not offer:
+        return "done", "final_answer"         # the write made (or declined), and no other offered: the answer
     if written_calls and "written_call" not in memory.nudged:
         return "nudge", "written_call"
     if echo and "echo" not in memory.nudged:
@@ -67,13 +70,10 @@ def verdict(memory, written_calls=(), text="", echo=False):
         return ("nudge", "idle") if not memory.progress and "idle" not in memory.nudged else ("done", "final_answer")
     if memory.ledger.waiting():
         return "suspended", "awaiting_confirmation"
-    step = memory.next_step()
-    push = step is not None and step not in memory.pushed
-    offer = _offer_push(memory)
     if offer:
         return "nudge", offer
-    if memory.current is None and (memory.writes or memory.declined):
-        return "done", "final_answer"
+    step = memory.next_step()
+    push = step is not None and step not in memory.pushed
     if push and memory.kinds.get(step) == "write":     # a write the run wants is ready: ask for its call
         return "nudge", "step"
     if not echo and words.asks(text):       # a question reaches the user
