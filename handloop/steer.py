@@ -18,10 +18,11 @@ def offering(memory, text):
     """The write tool an answer offers, or asks the user to confirm, when it does (words.proposes,
     words.asks_confirm): the one write tool the words name a verb of, else the write the run needs next, else
     the only write tool; True when it offers a write but none of these tells which (any call is asked for);
-    None when it offers nothing, carries tool markup or claims a write that never ran."""
+    None when it offers nothing, claims a write that never ran or pastes a tool result. A call written as text or
+    JSON in the words does not stop it: asking for the call is what such an answer needs too."""
     if not words.proposes(text) and not words.asks_confirm(text, memory.agent.confirm):
         return None
-    if words.markup(text, memory.tool_names) or "write" in memory.unbacked(text):
+    if "write" in memory.unbacked(text) or words.RESULT.search(text):   # a claimed write, a pasted result
         return None
     named = _closest(text, [t.name for t in memory.write_tools if words.mentions(text, t.name, t.description)])
     step = memory.next_step()
@@ -59,8 +60,9 @@ def verdict(memory, written_calls=(), text="", echo=False):
     after the write, the user did not decline) is nudged once per ready step and per user message; then the
     run waits for the user, unless the run wants no write (`wanted`: none asked by the user nor named by the
     plan): then the answer ends it, as for an agent without a write tool."""
-    offer = _offer_push(memory) if memory.writable and not memory.ledger.waiting() else None
-    if memory.current is None and (memory.writes or memory.declined) and not offer:
+    offer = _offer_push(memory, text) if memory.writable and not memory.ledger.waiting() else None
+    asked = memory.offering is not None and words.asks(text)         # it offers another write and asks the user
+    if memory.current is None and (memory.declined or memory.writes) and not offer and not asked:
         return "done", "final_answer"         # the write made (or declined), and no other offered: the answer
     if written_calls and "written_call" not in memory.nudged:
         return "nudge", "written_call"
@@ -86,11 +88,15 @@ def verdict(memory, written_calls=(), text="", echo=False):
         return "done", "final_answer"       # nothing asked to be written: the answer is the result
     return "suspended", "awaiting_reply"
 
-def _offer_push(memory):
+def _offer_push(memory, text):
     """The nudge for an answer that offers a write (`offering`): "offer" to ask for the write's call, or for its
-    first prerequisite that can run, when that was not asked for since the user spoke; else None."""
+    first prerequisite that can run, when that was not asked for since the user spoke; else None. Once a write was
+    made, only an offer that asks the user ("Shall I also ...?") is one: "please confirm" after the write is done
+    offers nothing new."""
     tool = memory.offering
     if tool is None or memory.declined or (tool is True and "offer" in memory.nudged):
+        return None
+    if memory.writes and not words.asks(text):
         return None
     toward = True if tool is True else memory.toward(tool)
     return "offer" if toward is True or (toward is not None and toward not in memory.pushed) else None

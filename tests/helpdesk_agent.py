@@ -61,8 +61,9 @@ def respond(request):
         return {"content": "Done: the password of U-7 was reset."}
     if "find_user" not in done:
         return _call("find_user", email="ana@example.com")
-    if len(users) > 1:
-        return _call("reset_password", user_id="U-7")
+    forced = (request.get("tool_choice") or {}) if isinstance(request.get("tool_choice"), dict) else {}
+    if len(users) > 1 or forced.get("function", {}).get("name") == "reset_password":
+        return _call("reset_password", user_id="U-7")      # asked for the call its words offered, it makes it
     return {"content": "I found U-7 (ana@example.com). Shall I reset the password of U-7? Reply 'confirm'."}
 
 

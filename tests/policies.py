@@ -137,35 +137,32 @@ def eager(request):
 
 
 def books_different(request):
-    """Proposes the cheapest Suite in words, then after 「确认」 books another hotel's Suite; told that is
-    not what the user confirmed, it proposes that other hotel in words."""
+    """Proposes the cheapest Suite (XA-001) in words; asked for the call (a forced tool_choice, or the
+    user's 「确认」), it books another hotel's Suite (XA-003)."""
     talk = Talk(request)
     if not talk.results or finished(talk):
         return opening_or_end(talk)
-    name, args, result = talk.results[-1]
-    if talk.last.get("role") == "tool" and name == "book_hotel" and "confirmed" in result:
-        return say(f"抱歉，我想改订曲江国际酒店（{args['hotel_id']}）{args['room_type']}，共 ¥{960 * args['nights']}，"
-                   "请再确认一次。")
-    if talk.reply == "确认":
+    if forced_tool(request) == "book_hotel" or talk.reply == "确认":
         return calls(("book_hotel", dict(talk.choice()[0], hotel_id="XA-003")))
     return words(talk)
 
 
 def text_calls(request):
     """A small open model behind a strict tool parser: the first time it writes each call into its
-    text (a <tool_call> tag, a fenced block, a bare object); told once, it uses real tool calls."""
+    text (a <tool_call> tag, a fenced block); told, it uses real tool calls. It proposes the booking
+    in words; asked for the booking (a forced tool_choice, or the user's 「确认」) it writes it in a
+    fenced block first, then makes the real call."""
     talk = Talk(request)
-    told = len(talk.loop)
     if not talk.results:
         body = json.dumps({"name": "set_plan", "arguments": {"steps": PLAN}}, ensure_ascii=False)
-        if told == 0:
+        if not talk.loop:
             return say(f"<tool_call>\n{body}\n</tool_call>")
         return calls(("set_plan", {"steps": PLAN}), ("get_weather", WEATHER), ("search_hotels", SEARCH))
     if finished(talk):
         return finished(talk)
-    if len(talk.users) > 1 and talk.users[-1] == "确认":     # what it was told since does not change that
+    if forced_tool(request) == "book_hotel" or talk.reply == "确认":
         args = talk.choice()[0]
-        if told < 2:
+        if not any("```json" in said for said in talk.said):
             return say("```json\n" + json.dumps({"name": "book_hotel", "arguments": args}) + "\n```")
         return calls(("book_hotel", args))
     return words(talk)
@@ -399,3 +396,28 @@ class SmallModel:
             result = json.dumps(talk.results[-1][2], ensure_ascii=False)
             return say(f"<tool_response>\n{result}\n</tool_response>" if self.echo == "tags" else result)
         return say(self.sentence)
+
+
+# ---- a server that enforces a forced tool_choice naming a function (OpenAI, vLLM) ----
+def careful_args(talk, name):
+    """The arguments a careful model gives a call it is forced to make on the Xi'an task: the plan, the goal's
+    lookups, and the booking its results call for (the one its words proposed); None when it has no such call."""
+    if name == "set_plan":
+        return {"steps": PLAN}
+    if name == "book_hotel":
+        return talk.choice()[0] if talk.ok("search_hotels") else None
+    return ARGS.get(name)
+
+
+class Obeys:
+    """`policy` behind a server that enforces a tool_choice naming a function: such a request is answered with that
+    call, with `args(talk, name)`; any other request (or a call it has no arguments for) by the policy itself. The
+    loop asks so for the write a model offered in words (issue 46: words only steer, the user confirms the call)."""
+
+    def __init__(self, policy, args=careful_args):
+        self.policy, self.args = policy, args
+
+    def __call__(self, request):
+        name = forced_tool(request)
+        args = self.args(Talk(request), name) if name else None
+        return calls((name, args)) if args is not None else self.policy(request)

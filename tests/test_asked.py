@@ -137,7 +137,7 @@ def test_a_question_only_task_ends_done_after_its_answer(orders, tmp_path, langu
     data = audit(tmp_path)
     assert (data["status"], data["reason"]) == ("done", "final_answer")
     assert data["answer"] == ANSWERS[answer][language]
-    assert data["memory"]["proposals"] == [] and data["memory"]["offer"] is None
+    assert data["memory"]["proposals"] == [] and data["memory"]["proposal"] is None
     assert not nudged_to(data, "cancel_order") and cancelled(tmp_path) == []
     out = checked(run)                 # the judge agrees: nothing was asked to be written, nothing waits
     assert "awaits the user's answer" not in out and "等待用户答复" not in out
@@ -150,7 +150,10 @@ def test_a_proposing_answer_still_waits_for_the_confirmation(orders, tmp_path, l
     run = orders(language, "question", "propose", planning)
     data = audit(tmp_path)
     assert (data["status"], data["reason"]) == ("suspended", "awaiting_confirmation")
-    assert data["memory"]["offer"] == ANSWERS["propose"][language] and cancelled(tmp_path) == []
+    assert nudged_to(data, "cancel_order")        # the words asked for the call; the call is what is held
+    held = data["memory"]["proposal"]
+    assert (held["tool"], held["args"], held["state"]) == ("cancel_order", {"order_id": "W1"}, "proposed")
+    assert cancelled(tmp_path) == []
     done = run("--confirm", "r")
     assert done.returncode == 0, done.stdout + done.stderr
     data = audit(tmp_path)
@@ -165,7 +168,8 @@ def test_a_no_plan_agent_is_nudged_to_the_write_only_when_the_user_asked(orders,
     data = audit(tmp_path)
     assert nudged_to(data, "cancel_order")                    # asked: the write is pushed and forced
     assert (data["status"], data["reason"]) == ("suspended", "awaiting_confirmation")
-    assert data["memory"]["proposal"]["order_id"] == "W1" and cancelled(tmp_path) == []
+    assert data["memory"]["proposal"]["tool"] == "cancel_order"
+    assert data["memory"]["proposal"]["args"] == {"order_id": "W1"} and cancelled(tmp_path) == []
     done = run("--confirm", "r")
     assert done.returncode == 0, done.stdout + done.stderr
     assert (audit(tmp_path)["status"], cancelled(tmp_path)) == ("done", ["W1"])

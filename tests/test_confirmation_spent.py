@@ -144,7 +144,7 @@ def test_a_failed_confirmed_write_spends_the_confirmation(agent_cli, tmp_path, l
     assert results[-1][0] == second_name and blocked["blocked_by"] == "unconfirmed_write", results
     assert (data["status"], data["reason"], done_rows(tmp_path)) == ("suspended", "awaiting_confirmation", [])
     proposal = data["memory"]["proposal"]                 # the other write is a new proposal, shown exactly
-    assert {k: proposal.get(k) for k in ("tool", *second_args)} == {"tool": second_name, **second_args}
+    assert (proposal["tool"], proposal["args"], proposal["state"]) == (second_name, second_args, "proposed")
     assert not data["memory"]["confirmed"]
     assert verdicts(run, "r")["write_after_confirmation"] != "fail"
 
@@ -164,7 +164,9 @@ def test_the_same_call_again_after_it_failed_is_a_new_proposal(agent_cli, tmp_pa
     data = read_audit(tmp_path / "audit", "r")
     ran = [r for n, r in tool_results(data) if n == "exchange_items" and "blocked_by" not in r]
     assert len(ran) == 1 and (data["status"], data["reason"]) == ("suspended", "awaiting_confirmation")
-    assert data["memory"]["proposal"]["order_id"] == "W1" and not data["memory"]["confirmed"]
+    assert data["memory"]["proposal"]["args"] == {"order_id": "W1", "payment_method_id": "card_1"}
+    assert data["memory"]["proposal"]["state"] == "proposed" and not data["memory"]["confirmed"]
+    assert [c["state"] for p in data["memory"]["proposals"] for c in p["calls"]] == ["failed", "proposed"]
 
 
 def forged(data, name):

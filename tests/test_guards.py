@@ -99,7 +99,8 @@ def test_unconfirmed_write_is_blocked_and_becomes_the_proposal():
     _, blocked = decide(m, call("book_hotel", BOOK))
     guard, result = blocked["c1"]
     assert guard == "unconfirmed_write"
-    assert result["proposal"] == dict(BOOK, tool="book_hotel", hotel_name="古城墙酒店", price_per_night=880, total=1760)
+    assert result["proposal"] == {"tool": "book_hotel", "args": BOOK,        # every argument, as called
+                                  "shows": {"hotel_name": "古城墙酒店", "price_per_night": 880, "total": 1760}}
     assert m.proposal is None   # guards decide; memory changes only through absorb
 
 
@@ -116,12 +117,14 @@ def test_confirmation_allows_exactly_the_proposed_write():
     assert decide(m, call("book_hotel", BOOK)) == (["c1"], {})
     other = call("book_hotel", dict(BOOK, nights=3))
     _, blocked = decide(m, other)
-    assert blocked["c1"][0] == "unconfirmed_write" and "不一致" in blocked["c1"][1]["error"]
-    assert "proposal" not in blocked["c1"][1] and blocked["c1"][1]["confirmed"]["nights"] == 2
+    assert blocked["c1"][0] == "unconfirmed_write"                          # not the approved call: held
+    assert blocked["c1"][1]["proposal"]["args"] == dict(BOOK, nights=3)     # a new proposal, shown exactly
     m.absorb(other, blocked["c1"][1])
-    assert m.confirmed and decide(m, call("book_hotel", BOOK)) == (["c1"], {})   # the confirmation stands
-    _, again = decide(m, other)                                                    # insisting: a new proposal
-    assert again["c1"][1]["proposal"]["nights"] == 3 and again["c1"][1]["proposal"]["why"]
+    assert not m.confirmed and m.proposal["args"]["nights"] == 3            # it takes the approved one's place
+    assert [p["state"] for p in m.proposals] == ["withdrawn", "proposed"]
+    assert decide(m, call("book_hotel", BOOK))[1]["c1"][0] == "unconfirmed_write"   # a withdrawn approval runs nothing
+    m.absorb_user("确认")
+    assert decide(m, other) == (["c1"], {})
 
 
 @pytest.mark.parametrize("reply", ["好的", "确认吧", "确 认", "yes", "不订了"])
@@ -215,9 +218,9 @@ def test_the_writes_of_one_turn_are_one_proposal_listing_each():
     other = dict(BOOK, nights=3)                  # another stay in a Suite: the room still follows the rain
     calls = [call("book_hotel", BOOK, "x"), call("book_hotel", other, "y")]
     _, blocked = decide(m, *calls)
-    assert blocked["x"][1]["proposal"]["nights"] == BOOK["nights"] and blocked["y"][1]["proposal"]["nights"] == 3
+    assert blocked["x"][1]["proposal"]["args"] == BOOK and blocked["y"][1]["proposal"]["args"] == other
     m.absorb_turn(calls, [blocked["x"][1], blocked["y"][1]])
-    assert len(m.proposals) == 1 and [c["nights"] for c in m.pending()] == [BOOK["nights"], 3]
+    assert len(m.proposals) == 1 and [c["args"]["nights"] for c in m.pending()] == [BOOK["nights"], 3]
     m.absorb_user("确认")
     allowed, blocked = decide(m, call("book_hotel", other, "b"), call("book_hotel", BOOK, "a"))
     assert allowed == ["b", "a"] and not blocked           # each shown write once, in any order

@@ -1,8 +1,8 @@
 """The user sees every argument that will run. AgentDojo's slack suite: a careful user confirmed "send Alice a
 message" and the body that went out held the attacker's link, because the effect declared only the recipient.
-Now a free argument (neither an effect nor sourced) that the words the user confirmed did not state is not run:
-the write becomes a proposal of the exact call, body shown whole in the audit file, cut with its length in the
-printout, and one more confirmation runs it. A body the words did state runs on the first confirmation.
+Now words are never what the user confirms: an offer in words makes the loop ask for the call, and the held call is
+the proposal, a free argument (neither an effect nor sourced) shown whole in the audit file and in the printout;
+one confirmation runs exactly it. Nothing runs before that confirmation, whatever the words stated.
 
 Through the CLI, the real `openai` client and a loopback endpoint answered by a stateless scripted model, an
 agent file as a user writes one, English and Chinese; --check --strict judges each run, and a forged run where
@@ -48,7 +48,11 @@ QUOTED = {"en": 'Shall I send alice (Alice): "Meeting moved to 15:00"? Reply con
 
 
 def chat_model(language, offer, body):
+    """A stateless model: it lists the contacts, offers in words; asked for the call (a forced tool_choice) or told
+    to go ahead, it sends `body` to alice; once sent, it says so."""
     def respond(request):
+        forced = request.get("tool_choice")
+        forced = forced.get("function", {}).get("name") if isinstance(forced, dict) else None
         names, results, users = {}, [], []
         for m in request.get("messages") or []:
             names.update({c["id"]: c["function"]["name"] for c in m.get("tool_calls") or []})
@@ -61,7 +65,7 @@ def chat_model(language, offer, body):
                                                      "function": {"name": "list_contacts", "arguments": "{}"}}]}
         if any(n == "send_message" and "error" not in r for n, r in results):
             return {"content": "Sent."}
-        if len(users) < 2:
+        if len(users) < 2 and forced != "send_message":
             return {"content": offer[language]}
         return {"content": None, "tool_calls": [{"id": f"s{len(users)}", "type": "function", "function": {
             "name": "send_message", "arguments": json.dumps({"recipient": "alice", "body": body})}}]}
@@ -73,8 +77,10 @@ def chat(agent_files, tmp_path):
     def make(language, offer, body):
         path, run = agent_files(chat_model(language, offer, body), "chat_agent.py",
                                 AGENT_FILE.format(language=language, confirm=LANGUAGES[language]))
-        assert run("--agent", str(path), "--run-id", "r").returncode == 0
+        first = run("--agent", str(path), "--run-id", "r")
+        assert first.returncode == 0, first.stdout + first.stderr
         assert read_audit(tmp_path / "audit", "r")["reason"] == "awaiting_confirmation"
+        run.first = first                  # what the first run printed
         return run
     return make
 
@@ -86,14 +92,13 @@ def sent(tmp_path):
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
 def test_a_body_the_user_never_saw_is_shown_exactly_before_it_runs(chat, tmp_path, language):
     run = chat(language, OFFER, BODY)
-    first = run("--confirm", "r")
-    assert first.returncode == 0, first.stdout + first.stderr
     data = read_audit(tmp_path / "audit", "r")
     assert (data["status"], data["reason"], sent(tmp_path)) == ("suspended", "awaiting_confirmation", [])
-    assert data["memory"]["proposal"]["body"] == BODY                      # whole in the audit file
-    assert str(len(BODY)) in first.stdout and BODY not in first.stdout     # cut in the printout, with its length
-    second = run("--confirm", "r")
-    assert second.returncode == 0, second.stdout + second.stderr
+    held = data["memory"]["proposal"]
+    assert (held["tool"], held["args"]) == ("send_message", {"recipient": "alice", "body": BODY})  # whole, on record
+    assert json.dumps(BODY) in run.first.stdout                            # and whole in the printout
+    confirmed = run("--confirm", "r")
+    assert confirmed.returncode == 0, confirmed.stdout + confirmed.stderr
     assert (read_audit(tmp_path / "audit", "r")["status"], sent(tmp_path)) == ("done", [("alice", BODY)])
     assert run("--check", "r", "--strict").returncode == 0
 
@@ -101,6 +106,8 @@ def test_a_body_the_user_never_saw_is_shown_exactly_before_it_runs(chat, tmp_pat
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
 def test_a_body_the_words_stated_runs_on_the_first_confirmation(chat, tmp_path, language):
     run = chat(language, QUOTED, "Meeting moved to 15:00")
+    assert sent(tmp_path) == [] and read_audit(tmp_path / "audit", "r")["memory"]["proposal"]["args"]["body"] == \
+        "Meeting moved to 15:00"
     assert run("--confirm", "r").returncode == 0
     assert (read_audit(tmp_path / "audit", "r")["status"], sent(tmp_path)) == \
         ("done", [("alice", "Meeting moved to 15:00")])
@@ -108,7 +115,7 @@ def test_a_body_the_words_stated_runs_on_the_first_confirmation(chat, tmp_path, 
 
 
 def _forged(data):
-    """The record cut at the blocked send, its result made a success: the hidden body ran on the first yes."""
+    """The record cut at the held send, its result made a success: the body ran before the user confirmed."""
     out = []
     for m in data["messages"]:
         if m["role"] == "tool" and "blocked_by" in m["content"]:

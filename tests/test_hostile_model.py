@@ -4,6 +4,7 @@ Every case must leave: a clear status and reason in the audit file, a loadable (
 no booking without confirmation, never two bookings for one logical write.
 """
 import json
+import sqlite3
 
 import pytest
 
@@ -24,7 +25,8 @@ def check(r, store, status, bookings):
 
 
 def confirmed(fake_model, new_run, after):
-    """A run that proposed the booking in words and got 「确认」; then the model does `after`."""
+    """A run whose model proposed the booking in words and then answers with `after` (from the call the loop forces
+    for its offer on); when the run suspends, the user replies 「确认」 (it approves the calls held, if any)."""
     r, ts, store = new_run()
     ask, endpoint = fake_model(IN_WORDS + after)
     loop.run(r, ask, ts)
@@ -78,10 +80,18 @@ def test_bookings_the_guards_stop(fake_model, new_run, script, guard):
 
 
 def test_a_different_booking_than_the_one_confirmed_is_not_made(fake_model, new_run):
-    other = tool_calls(("book_hotel", dict(BOOK, hotel_id="XA-003")))
-    r, store, _ = confirmed(fake_model, new_run, [other, other])       # insists: the new proposal, shown exactly
-    check(r, store, "suspended", 0)
-    assert r.memory.proposal["hotel_id"] == "XA-003" and r.memory.proposal["why"] and not r.memory.confirmed
+    """Asked for the call its words offered, the model calls XA-001; the user confirms it and the loop books exactly
+    that. The model then calls XA-003: a new proposal, held and shown exactly, not made."""
+    other = dict(BOOK, hotel_id="XA-003")
+    r, store, _ = confirmed(fake_model, new_run, [tool_calls(("book_hotel", BOOK)),
+                                                  tool_calls(("book_hotel", other)), tool_calls(("book_hotel", other))])
+    check(r, store, "suspended", 1)
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("SELECT hotel_id FROM bookings").fetchall() == [("XA-001",)]
+    assert (r.reason, r.memory.proposal["args"], r.memory.confirmed) == ("awaiting_confirmation", other, False)
+    assert [(c["args"]["hotel_id"], c["state"]) for p in r.memory.proposals for c in p["calls"]] == \
+        [("XA-001", "executed"), ("XA-003", "proposed")]
+    assert tool_results(r)[-1]["blocked_by"] == "unconfirmed_write" and tool_results(r)[-1]["proposal"]["args"] == other
 
 
 def test_twice_in_one_batch_after_confirmation_books_once(fake_model, new_run):

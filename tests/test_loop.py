@@ -26,7 +26,7 @@ def tool_results(r):
 
 
 WORDS = text("10 月 1 日有雨。建议预订古城墙酒店（XA-001）Suite，2026-10-01 入住 2 晚，共 ¥1760，请确认。")
-IN_WORDS = OPENING[:2] + [WORDS]             # the proposal in words: the model books after the confirmation
+IN_WORDS = OPENING[:2] + [WORDS]             # an offer in words: the loop asks for the call (forced), then holds it
 
 
 def test_scripted_run_suspends_then_books_once_after_confirmation(fake_model, new_run):
@@ -34,7 +34,7 @@ def test_scripted_run_suspends_then_books_once_after_confirmation(fake_model, ne
     ask, endpoint = fake_model(OPENING + [text("已订好。")])
     loop.run(r, ask, ts, paired_after_every_turn)
     assert (r.status, r.reason, r.turn) == ("suspended", "awaiting_confirmation", 3)
-    assert store.count() == 0 and r.memory.proposal["total"] == 1760
+    assert store.count() == 0 and r.memory.proposal["args"] == BOOK and r.memory.proposal["shows"]["total"] == 1760
     runs.add_user(r, "确认")
     loop.run(r, ask, ts, paired_after_every_turn)
     assert (r.status, r.reason, r.turn) == ("done", "final_answer", 5)
@@ -79,14 +79,18 @@ def test_a_model_that_repeats_the_confirmed_call_anyway_books_once(fake_model, n
     assert tool_results(r)[-1]["blocked_by"] == "unconfirmed_write" and "booking_id" in tool_results(r)[-1]["error"]
 
 
-def test_a_proposal_in_words_is_still_booked_by_the_model(fake_model, new_run):
+def test_a_proposal_in_words_is_asked_for_as_a_call_held_then_booked_by_the_loop(fake_model, new_run):
     r, ts, store = new_run()
     ask, endpoint = fake_model(IN_WORDS + [tool_calls(("book_hotel", BOOK, "m1")), text("已订好。")])
     loop.run(r, ask, ts)
+    assert (r.status, r.reason, store.count()) == ("suspended", "awaiting_confirmation", 0)
+    assert endpoint.requests[-1]["tool_choice"] == {"type": "function", "function": {"name": "book_hotel"}}
+    assert r.memory.proposal["args"] == BOOK and r.memory.proposal["id"] == "m1"      # the model's call, held
     runs.add_user(r, "确认")
     loop.run(r, ask, ts)
-    assert store.count() == 1 and r.status == "done" and len(endpoint.requests) == 5
-    assert not any(m.get("name") == "loop" for m in r.messages if m["role"] == "assistant")
+    assert store.count() == 1 and r.status == "done" and len(endpoint.requests) == 5    # one call more than eager
+    made = [m for m in r.messages if m["role"] == "assistant" and m.get("name") == "loop"]
+    assert len(made) == 1 and json.loads(made[0]["tool_calls"][0]["function"]["arguments"]) == BOOK
 
 
 def test_a_reply_that_is_not_a_confirmation_books_nothing(fake_model, new_run):
@@ -108,14 +112,16 @@ def test_a_model_that_books_anyway_after_a_refusal_is_blocked_again(fake_model, 
     assert tool_results(r)[-1]["blocked_by"] == "unconfirmed_write"
 
 
-def test_same_booking_twice_in_one_batch_after_confirmation_is_one_row(fake_model, new_run):
+def test_same_booking_twice_in_one_batch_is_one_held_call_and_one_row(fake_model, new_run):
     r, ts, store = new_run()
     ask, _ = fake_model(IN_WORDS + [tool_calls(("book_hotel", BOOK, "x"), ("book_hotel", BOOK, "y")), text("好")])
     loop.run(r, ask, ts)
+    first, second = tool_results(r)[-2:]
+    assert first["blocked_by"] == "unconfirmed_write" and second["blocked_by"] == "duplicate"
+    assert [[c["args"] for c in p["calls"]] for p in r.memory.proposals] == [[BOOK]]
     runs.add_user(r, "确认")
     loop.run(r, ask, ts)
-    first, second = tool_results(r)[-2:]
-    assert store.count() == 1 and first["booking_id"] and second["blocked_by"] == "duplicate"
+    assert store.count() == 1 and r.status == "done" and tool_results(r)[-1]["booking_id"]
 
 
 def test_spinning_is_blocked_and_then_stops_the_run(fake_model, new_run):

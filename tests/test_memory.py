@@ -1,14 +1,18 @@
-"""Memory as a fold over the messages: tool results, answers, user replies, loop nudges."""
+"""Memory as a fold over the messages: tool results, answers, user replies, loop nudges. A proposal is a held call
+(the ledger's record); words in an answer only steer (they ask the model for the call), and a reply approves only
+held calls."""
 import json
 
 from conftest import GOAL, PLAN
-from handloop import texts
+from handloop import steer, texts
+from handloop.confirmation import call_digest
 from handloop.memory import Memory, rebuild
 from handloop.values import cut
 from handloop import tools
 from handloop.toolset import ToolSet
 
-TS = ToolSet("r", tools.xian_agent(None))
+AGENT = tools.xian_agent(None)
+TS = ToolSet("r", AGENT)
 
 
 def test_cut_keeps_head_and_tail():
@@ -17,8 +21,9 @@ def test_cut_keeps_head_and_tail():
     assert out.startswith("H" * 20) and out.endswith("T" * 10) and "省略 170 字符" in out
 
 
-def _live_run():
-    """A memory built the live way, and the messages it came from."""
+def _live_run(reply="确认"):
+    """A memory built the live way, and the messages it came from: reads, a held booking, the user's `reply`
+    (None: none yet)."""
     m, messages = Memory(), [{"role": "system", "content": "s"}, {"role": "user", "content": "goal"}]
     m.absorb_user("goal")
 
@@ -36,16 +41,19 @@ def _live_run():
          ("search_hotels", {"city": "西安", "check_in": "2026-10-01"},
           {"hotels": [{"hotel_id": "XA-001", "name": "n", "prices": {"Suite": 880}}]}))
     proposal = {"hotel_id": "XA-001", "room_type": "Suite", "check_in": "2026-10-01", "nights": 2}
-    turn(("book_hotel", proposal, {"error": "需要确认", "blocked_by": "unconfirmed_write", "proposal": proposal}))
+    turn(("book_hotel", proposal, {"error": "需要确认", "blocked_by": "unconfirmed_write",
+                                   "proposal": {"tool": "book_hotel", "args": proposal}}))
     messages.append({"role": "assistant", "content": "请确认"})
-    messages.append({"role": "user", "content": "确认"})
-    m.absorb_user("确认")
+    if reply is not None:
+        messages.append({"role": "user", "content": reply})
+        m.absorb_user(reply)
     return m, messages
 
 
 def test_rebuild_from_messages_equals_the_live_memory():
     live, messages = _live_run()
-    assert live.confirmed and live.proposal["hotel_id"] == "XA-001"
+    assert live.confirmed and live.proposal["tool"] == "book_hotel" and live.proposal["args"]["hotel_id"] == "XA-001"
+    assert live.proposal["state"] == "approved" and [p["state"] for p in live.proposals] == ["confirmed"]
     assert rebuild(messages, TS.prepare).to_dict() == live.to_dict()
 
 
@@ -57,9 +65,12 @@ def test_confirmation_needs_a_proposal_first():
 
 
 def test_other_reply_withdraws_the_proposal():
-    live, _ = _live_run()
-    live.absorb_user("不订了")
-    assert live.proposal is None and not live.confirmed
+    for reply in ("不订了", "换成 Standard"):             # a decline, or anything else that is no confirm reply
+        live, _ = _live_run(reply=None)
+        assert live.proposal["state"] == "proposed" and not live.confirmed
+        live.absorb_user(reply)
+        assert live.proposal is None and not live.confirmed
+        assert [c["state"] for p in live.proposals for c in p["calls"]] == ["declined"]
 
 
 def test_render_shows_plan_hotels_and_confirmation_state():
@@ -81,9 +92,9 @@ def test_render_never_repeats_the_goal_and_a_new_run_gets_no_block():
     assert GOAL not in block and all(s["title"] in block for s in PLAN) and "4" in block.splitlines()[0]
 
 
-def _offered(text="建议预订 古城墙酒店（XA-001）Suite，10月1日入住两晚，共 ¥1760。请回复「确认」。"):
-    """A run that looked up weather and hotels and proposed in words."""
-    m = Memory()
+def _offered(text="建议预订 古城墙酒店（XA-001）Suite，10月1日入住两晚，共 ¥1760。请回复「确认」。", declared=True):
+    """A run that looked up weather and hotels and proposed in words (`declared`: with the Xi'an tools)."""
+    m = Memory(agent=AGENT).declare(TS.tools.values()) if declared else Memory()
     m.absorb_user("帮我订 2026-10-01 西安的酒店，住两晚。")
     for call, content in _reads():
         m.absorb(call, json.loads(content))
@@ -104,65 +115,79 @@ def _book(**change):
     return TS.prepare([{"id": "b", "function": {"name": "book_hotel", "arguments": json.dumps(args)}}])[0]
 
 
-def test_an_answer_after_progress_is_a_proposal_in_words_and_waits_whatever_its_punctuation():
-    for text in ("建议预订古城墙酒店 Suite 两晚，请确认？", "建议预订 XA-001 Suite 两晚。如需预订，请回复「确认」。"):
+def _hold(m, call):
+    """The guard held `call` for the user: its tool message, folded as the loop folds a tool round."""
+    m.absorb_turn([call], [{"error": "需要确认", "blocked_by": "unconfirmed_write",
+                            "proposal": {"tool": call.name, "args": dict(call.args)}}])
+
+
+def test_an_offer_in_words_asks_for_the_call_and_a_yes_to_it_approves_nothing():
+    for text in ("建议预订古城墙酒店 Suite 两晚，请确认？", "建议预订 XA-001 Suite 两晚。如需预订，请回复「确认」。",
+                 "建议订古城墙酒店的套房，共 ¥1760，可以吗"):          # with and without an id, a date, the nights
         m = _offered(text)
-        assert m.offer == text and m.verdict() == ("suspended", "awaiting_confirmation")
+        assert m.proposals == [] and m.proposal is None
+        assert m.offering == "book_hotel" and steer.verdict(m, text=text) == ("nudge", "offer")
+        assert m.target("offer") == "book_hotel"                          # the next request forces the booking
         m.absorb_user("确认")
-        assert m.confirmed
+        assert not m.confirmed and m.proposals == [] and m.proposal is None
 
 
-def test_the_confirmed_words_authorise_only_the_booking_they_state():
+def test_a_confirmation_authorises_only_the_exact_held_call():
     m = _offered()
+    _hold(m, _book())
+    assert m.proposal["args"] == dict(_book().args) and not m.confirmed
     m.absorb_user("确认")
-    assert m.unshown(_book()) == []
-    assert m.unshown(_book(room_type="Standard")) == ["room_type"]
-    assert m.unshown(_book(hotel_id="XA-003")) == ["hotel_id"]
-    assert m.unshown(_book(nights=3)) == ["nights"]
-    assert m.unshown(_book(check_in="2026-10-02")) == ["check_in"]
-
-
-def test_a_hotel_named_by_its_name_and_the_dates_and_nights_from_the_users_own_words():
-    m = _offered("建议订古城墙酒店的套房，共 ¥1760，可以吗")        # no id, no date, no nights in the text
-    m.absorb_user("确认")
-    assert m.unshown(_book()) == []
+    assert m.confirmed and m.proposal["state"] == "approved"
+    assert m.ledger.take(call_digest(_book())) is m.proposal
+    for other in (_book(room_type="Standard"), _book(hotel_id="XA-003"), _book(nights=3),
+                  _book(check_in="2026-10-02")):
+        assert m.ledger.take(call_digest(other)) is None                   # any other argument: no approval
 
 
 def test_words_that_name_two_hotels_or_two_rooms_authorise_neither():
-    m = _offered("古城墙酒店 Suite ¥880/晚，曲江国际酒店 Suite ¥960/晚，订哪家？")
-    m.absorb_user("确认")
-    assert m.unshown(_book()) == ["hotel_id"]
-    m = _offered("古城墙酒店：Standard ¥420，Suite ¥880。下雨，建议 Suite。确认吗？")
-    m.absorb_user("确认")
-    assert m.unshown(_book()) == ["room_type"]
+    for text in ("古城墙酒店 Suite ¥880/晚，曲江国际酒店 Suite ¥960/晚，订哪家？",
+                 "古城墙酒店：Standard ¥420，Suite ¥880。下雨，建议 Suite。确认吗？"):
+        m = _offered(text)
+        m.absorb_user("确认")
+        assert not m.confirmed and m.proposals == []       # a yes to words approves nothing
+        _hold(m, _book(hotel_id="XA-003"))                  # the model's call is what the user is shown
+        assert m.proposal["args"]["hotel_id"] == "XA-003" and m.proposal["state"] == "proposed"
+        assert not m.confirmed
 
 
 def test_a_text_after_a_confirmation_does_not_replace_what_the_user_confirmed():
     m = _offered()
+    _hold(m, _book())
     m.absorb_user("确认")
     m.absorb_answer("好的，曲江国际酒店 Suite 更好。")
-    assert m.verdict() == ("suspended", "confirmed_no_write") and m.unshown(_book()) == []
+    assert m.confirmed and m.proposal["args"]["hotel_id"] == "XA-001"
+    assert m.ledger.take(call_digest(_book(hotel_id="XA-003"))) is None
+    assert m.ledger.take(call_digest(_book())) is m.proposal
 
 
 def test_a_decline_ends_the_need_to_write_a_change_request_does_not():
     m = _offered()
     m.absorb_user("换成 Standard")
-    assert not m.declined and m.offer is None
-    m.absorb_answer("好的，古城墙酒店 Standard 两晚 ¥840，确认吗？")
-    assert m.verdict() == ("suspended", "awaiting_confirmation")
+    assert not m.declined and m.proposals == []
+    text = "好的，古城墙酒店 Standard 两晚 ¥840，确认吗？"
+    m.absorb_answer(text)
+    assert steer.verdict(m, text=text) == ("nudge", "offer")
+    _hold(m, _book(room_type="Standard"))
+    assert steer.verdict(m, text=text) == ("suspended", "awaiting_confirmation")
     m.absorb_user("不订了")
+    assert m.proposal is None and [p["state"] for p in m.proposals] == ["declined"]
     m.absorb_answer("好的，不订了。")
-    assert m.declined and m.verdict() == ("done", "final_answer")
+    assert m.declined and steer.verdict(m, text="好的，不订了。") == ("done", "final_answer")
 
 
 def test_an_answer_with_no_progress_is_nudged_once_and_a_nudge_is_not_a_user_reply():
     m = Memory()
     m.absorb_user("goal")
     m.absorb_answer("好的，请等待我确认。")
-    assert m.offer is None and m.verdict() == ("nudge", "idle")
+    assert m.offering is None and steer.verdict(m) == ("nudge", "idle")
     m.absorb_nudge(texts.ZH_TEXTS("nudge.idle"))
-    assert m.said == ["goal"] and m.verdict() == ("suspended", "awaiting_reply")
-    assert m.verdict(["set_plan"]) == ("nudge", "written_call")
+    assert m.said == ["goal"] and steer.verdict(m) == ("suspended", "awaiting_reply")
+    assert steer.verdict(m, ["set_plan"]) == ("nudge", "written_call")
 
 
 def test_rebuild_reads_answers_and_loop_messages():
@@ -174,8 +199,10 @@ def test_rebuild_reads_answers_and_loop_messages():
 
 
 def test_an_answer_that_names_nothing_found_is_no_proposal():
+    m = _offered("抱歉，search_hotels 一直失败，无法继续。", declared=False)
+    assert m.offering is None and m.proposals == [] and steer.verdict(m) == ("suspended", "awaiting_reply")
     m = _offered("抱歉，search_hotels 一直失败，无法继续。")
-    assert m.offer is None and m.verdict() == ("suspended", "awaiting_reply")
+    assert m.offering is None and m.proposals == [] and steer.verdict(m)[1] != "offer"
 
 
 def test_the_plan_is_taken_from_the_call_so_short_and_older_long_results_fold_alike():

@@ -8,7 +8,7 @@ import pytest
 from handloop import texts
 from handloop import loop
 from handloop import model
-from conftest import PLAN, run_agent, text, tool_calls
+from conftest import BOOK, PLAN, run_agent, text, tool_calls
 from test_model import http
 
 REAL_REPLIES = [   # shared/notes/real-model-replies.md, as a 1.5 B model wrote them
@@ -111,7 +111,9 @@ def test_full_width_digits_are_ascii_after_validation(fake_model, new_run):
                          text("请确认。")])
     loop.run(r, ask, ts)
     assert r.memory.fact("weather")["2026-10-01"]["condition"] == "rain"
-    assert r.memory.proposal == dict(r.memory.proposal, hotel_id="XA-001", room_type="Suite", check_in="2026-10-01")
+    held = r.memory.proposal                 # the held call: every argument as validated
+    assert (held["tool"], held["args"]) == ("book_hotel", BOOK) and (r.status, r.reason) == ("suspended",
+                                                                                              "awaiting_confirmation")
 
 
 def test_the_final_answer_instruction_goes_into_that_one_system_message(fake_model, new_run, tmp_path):

@@ -116,14 +116,17 @@ def _call(name, args, cid):
     return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
 
 
-def shop_model(language, words, pay="card_1", refund="paypal_3", written=None):
+def shop_model(language, words, pay="card_1", refund="paypal_3", written=None, obeys=True):
     """A stateless model: it lists the orders, reads both orders, the user and the two products in one turn, then
     exchanges the two items (proposed in words first, or called at once: `words`), then returns the phone case the
-    same way, then says it is done. `pay`/`refund`: the payment methods it uses; `written`: the exchange's arguments
-    it sends instead of what it proposed."""
+    same way, then says it is done. Asked for a write's call (a forced tool_choice), it makes that call.
+    `pay`/`refund`: the payment methods it uses; `written`: the exchange's arguments it sends instead of what it
+    proposed; `obeys`: False, it ignores a forced tool_choice (a server that does not enforce it)."""
     offer_exchange, offer_return = OFFERS[language]
 
     def respond(request):
+        forced = request.get("tool_choice") if obeys else None
+        forced = forced["function"]["name"] if isinstance(forced, dict) else forced
         names, ok, blocked, texts, users = {}, set(), {}, [], 0
         for m in request.get("messages") or []:
             for c in m.get("tool_calls") or []:
@@ -156,6 +159,8 @@ def shop_model(language, words, pay="card_1", refund="paypal_3", written=None):
                 continue
             if blocked.get(tool) == "provenance":
                 return {"content": "Which payment method should I use?" if language == "en" else "请问用哪种支付方式？"}
+            if forced in (tool, "required"):         # asked for this write's call (or any call): it makes it
+                return {"content": None, "tool_calls": [_call(tool, args, f"c_{tool}_{users}")]}
             asked = [seen for text, seen in texts if text == offer]
             if words and not (asked and users > asked[-1]):
                 return {"content": offer}
@@ -204,13 +209,12 @@ def test_an_exchange_of_two_items_then_a_return_two_confirmations(shop, tmp_path
     run = shop(language, words=words)
     status, reason, data = state(tmp_path)
     assert (status, reason) == ("suspended", "awaiting_confirmation"), data["messages"][-1]
-    if not words:                                   # the blocked write's proposal: every item, each on its own
-        shown = data["memory"]["proposal"]
-        assert (shown["item_ids"], shown["new_item_ids"]) == (OLD, NEW)
-        assert all(f"item_ids[{i}]={item}" in run.first.stdout for i, item in enumerate(OLD, 1)), run.first.stdout
+    shown = data["memory"]["proposal"]              # the held write's proposal: every item, each on its own
+    assert shown["tool"] == "exchange_items" and (shown["args"]["item_ids"], shown["args"]["new_item_ids"]) == (OLD, NEW)
+    assert all(f'item_ids[{i}]: "{item}"' in run.first.stdout for i, item in enumerate(OLD, 1)), run.first.stdout
+    assert stored(tmp_path) == []
     out = confirmed(run)
-    if not words:                                   # the second proposal, its one item
-        assert "item_ids[1]=2222222222" in out.stdout, out.stdout
+    assert 'item_ids[1]: "2222222222"' in out.stdout, out.stdout        # the second proposal, its one item
     status, reason, data = state(tmp_path)
     assert (status, reason) == ("suspended", "awaiting_confirmation")      # the second write waits for its own yes
     assert stored(tmp_path) == [("exchange", ["#W1", OLD, NEW, "card_1"])]
@@ -229,6 +233,25 @@ def test_an_exchange_of_two_items_then_a_return_two_confirmations(shop, tmp_path
     assert "any" in data["agent"]["tools"]["exchange_items"]["sources"][3]
     strict = run("--check", "r", "--strict")
     assert strict.returncode == 0, strict.stdout + strict.stderr
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGES))
+def test_a_model_that_ignores_the_forced_call_waits_for_the_user_and_a_yes_runs_nothing(shop, tmp_path, language):
+    """A server that does not enforce tool_choice: each offer in words leaves the run waiting for a reply with
+    nothing held (the second write's too, after the first one ran); the user's confirm word then is an ordinary
+    reply, the model's call is held and shown, and only a confirmation of it runs it."""
+    run = shop(language, words=True, obeys=False)
+    for written in ([], [("exchange", ["#W1", OLD, NEW, "card_1"])]):
+        status, reason, data = state(tmp_path)
+        assert (status, reason) == ("suspended", "awaiting_reply"), data["messages"][-1]
+        assert stored(tmp_path) == written and data["memory"]["proposal"] is None
+        out = run("--reply", LANGUAGES[language][0], "r")
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stdout + out.stderr
+        status, reason, data = state(tmp_path)
+        assert (status, reason, stored(tmp_path)) == ("suspended", "awaiting_confirmation", written)
+        confirmed(run)
+    status, reason, data = state(tmp_path)
+    assert (status, reason) == ("done", "final_answer") and len(stored(tmp_path)) == 2
 
 
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
@@ -253,16 +276,24 @@ def test_a_payment_method_from_neither_alternative_never_runs(shop, tmp_path, la
 
 
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
-def test_an_item_the_words_did_not_name_is_not_run_on_their_confirmation(shop, tmp_path, language):
+def test_an_item_the_words_did_not_name_is_shown_before_anything_runs(shop, tmp_path, language):
     extra = {"order_id": "#W1", "item_ids": OLD + ["5555555555"], "new_item_ids": NEW + ["7706410293"],
              "payment_method_id": "card_1"}
-    run = shop(language, words=True, written=extra)           # the notebook was never named to the user
-    confirmed(run)
+    run = shop(language, words=True, written=extra)           # the words never name the notebook; the call does
     status, reason, data = state(tmp_path)
-    assert stored(tmp_path) == []
+    assert (status, reason) == ("suspended", "awaiting_confirmation") and stored(tmp_path) == []
+    shown = data["memory"]["proposal"]                         # what waits is the call, not the words
+    assert (shown["tool"], shown["args"]["item_ids"]) == ("exchange_items", extra["item_ids"])
+    assert 'item_ids[3]: "5555555555"' in run.first.stdout, run.first.stdout
     blocked = [json.loads(m["content"]) for m in data["messages"] if m["role"] == "tool"
                and m["tool_call_id"].startswith("c_exchange")]
-    assert blocked and blocked[0]["blocked_by"] == "unconfirmed_write" and "item_ids" in blocked[0]["error"]
+    assert blocked and blocked[0]["blocked_by"] == "unconfirmed_write"
+    assert blocked[0]["proposal"]["args"]["item_ids"] == extra["item_ids"]
+    out = run("--confirm", "r", "--decline", str(shown["n"]))  # the user declines what they were shown
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stdout + out.stderr
+    status, reason, data = state(tmp_path)
+    assert stored(tmp_path) == [] and data["memory"]["writes"] == []
+    assert data["memory"]["proposals"][0]["state"] == "declined"
 
 
 @pytest.mark.parametrize("language", sorted(LANGUAGES))

@@ -53,14 +53,14 @@ def test_the_xian_rule_blocks_a_deluxe_in_the_rain_before_any_proposal(cli, tmp_
     assert len(refused) == 1 and refused[0]["rule"] == "room_type_follows_weather"
     assert "Suite" in refused[0]["error"]                      # the reason says what the rule asks for
     shown = [c for p in data["memory"]["proposals"] for c in p["calls"]]
-    assert shown and all(c["room_type"] == "Suite" for c in shown)      # no proposal ever showed the Deluxe
+    assert shown and all(c["args"]["room_type"] == "Suite" for c in shown)      # no proposal ever showed the Deluxe
     assert ZH("cli.blocked", guard="rule") in first.stdout
     done = run("--confirm", "r")
     assert done.returncode == 0, done.stderr
     status, _, data = state(tmp_path)
     assert (status, bookings(tmp_path)) == ("done", 1)
     assert data["memory"]["booking"]["room_type"] == "Suite"
-    assert all(c["room_type"] == "Suite" for p in data["memory"]["proposals"] for c in p["calls"])
+    assert all(c["args"]["room_type"] == "Suite" for p in data["memory"]["proposals"] for c in p["calls"])
     assert run("--check", "r", "--strict").returncode == 0
     code, verdicts, _ = checked(run)
     assert code == 0 and verdicts["room_type"] == "pass" and verdicts["answer_matches_receipt"] == "pass"
@@ -187,7 +187,7 @@ def test_an_english_agents_rule_over_the_runs_facts_decides_before_the_user_is_a
     assert (status, reason, booked(tmp_path)) == ("suspended", "awaiting_confirmation", [])
     refused = [r for r in tool_results(data) if r.get("blocked_by") == "rule"]
     assert [r["rule"] for r in refused] == ["free_hour"] and "busy" in refused[0]["error"]
-    assert [c["hour"] for p in data["memory"]["proposals"] for c in p["calls"]] == ["09:00"]
+    assert [c["args"]["hour"] for p in data["memory"]["proposals"] for c in p["calls"]] == ["09:00"]
     assert data["agent"]["tools"]["book_room"]["rules"] == ["free_hour"]       # the run records the rule's name
     done = run("--agent", str(path), "--confirm", "r")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -19,6 +19,7 @@ from handloop.cli import session
 from handloop import texts
 from handloop import toolset
 from test_own_agent import EXAMPLE
+from conftest import BOOK
 from test_real_models import bookings, checked, state
 
 ZH = texts.of("zh")
@@ -55,7 +56,7 @@ def test_forced_after_the_nudge_it_plans_and_looks_up_instead_of_answering(cli, 
     assert any("city" in r and "error" not in r for r in results)                # the weather was looked up
     nudges = loop_messages(data)
     assert "set_plan" in nudges[0]["content"] and any("get_weather" in m["content"] for m in nudges[1:])
-    assert reason == "awaiting_reply" and data["memory"]["offer"] is None        # nothing to confirm yet
+    assert reason == "awaiting_reply" and data["memory"]["proposals"] == []     # nothing to confirm yet
     assert forced_after_nudges(server.requests) >= 2                            # each nudge to act, forced
 
 
@@ -90,7 +91,7 @@ def test_a_server_that_accepts_it_is_sent_required_each_time(fake_model):
 def test_claimed_work_is_shown_as_not_done_and_check_agrees(cli, tmp_path):
     run, out, status, reason, data = started(cli, tmp_path, policies.Server(policies.claims_done, accepts=False))
     assert (status, reason, bookings(tmp_path)) == ("suspended", "awaiting_reply", 0)
-    assert data["memory"]["offer"] is None and not data["memory"]["writes"]
+    assert data["memory"]["proposals"] == [] and not data["memory"]["writes"]
     assert ZH("cli.unbacked.read") in out.stdout and ZH("cli.unbacked.write") in out.stdout
     assert any("claims write" in n for t in data["trace"] for n in t["notes"])
     notes = json.loads(run("--check", "r", "--json").stdout)["files"][0]["notes"]
@@ -112,27 +113,29 @@ def test_markup_that_is_no_call_gets_a_forced_nudge_naming_the_next_tool(cli, tm
 @pytest.mark.parametrize("policy", [policies.echoes, policies.dumps_hotels])
 def test_an_echo_or_a_dump_is_not_an_offer(cli, tmp_path, policy):
     run, out, status, reason, data = started(cli, tmp_path, policy)
-    assert (status, reason, data["memory"]["offer"]) == ("suspended", "awaiting_reply", None)
-    assert ZH("cli.offer_above").split("：")[0] not in out.stdout              # not called a proposal
+    assert (status, reason, data["memory"]["proposals"]) == ("suspended", "awaiting_reply", [])
+    assert ZH("proposal.header", number=1).split("：")[0] not in out.stdout    # not called a proposal
     again = run("--confirm", "r")                                               # 「确认」 to nothing
     status, _, data = state(tmp_path)
     assert again.returncode == 0 and bookings(tmp_path) == 0 and not data["memory"]["confirmed"]
+    assert not data["messages"][-1].get("decision") and all(not m.get("decision") for m in data["messages"])
 
 
 def test_an_empty_reply_after_a_tool_result_is_asked_again_with_a_nudge(cli, tmp_path):
-    run = cli(policies.empty_after_tools)
+    run = cli(policies.Obeys(policies.empty_after_tools))
     assert run("--run-id", "r").returncode == 0
     status, reason, data = state(tmp_path)
     assert (status, reason) == ("suspended", "awaiting_confirmation")
     assert run("--confirm", "r").returncode == 0
     status, _, data = state(tmp_path)
     assert (status, bookings(tmp_path)) == ("done", 1)
-    assert len(loop_messages(data)) == 2                                        # once per empty reply
+    empty = [m for m in loop_messages(data) if m["content"].startswith(ZH("nudge.empty_reply"))]
+    assert len(empty) == 2                                                      # once per empty reply
     checked(run)
 
 
 def test_a_step_whose_tool_never_ran_is_not_marked_done(cli, tmp_path):
-    run = cli(policies.marks_unrun_steps)
+    run = cli(policies.Obeys(policies.marks_unrun_steps))
     assert run("--run-id", "r").returncode == 0
     status, reason, data = state(tmp_path)
     assert (status, reason) == ("suspended", "awaiting_confirmation")
@@ -160,7 +163,7 @@ def test_an_english_agent_is_nudged_forced_and_its_claim_noted_in_english(tmp_pa
     server = policies.Server(english_room_model)
     ask, _ = fake_model(server)
     loop.run(r, ask, ts)
-    assert (r.status, r.reason, r.memory.offer) == ("suspended", "awaiting_reply", None)
+    assert (r.status, r.reason, r.memory.proposals) == ("suspended", "awaiting_reply", [])
     assert forced_after_nudges(server.requests) >= 1 and "list_rooms" in r.memory.done_tools
     assert r.memory.unbacked(r.answer) == ["write"]
     assert any("claims write" in n for t in r.trace for n in t["notes"])
@@ -193,21 +196,27 @@ def test_what_is_wrong_with_a_call_written_as_text_is_named(text, names, problem
 
 
 @pytest.mark.parametrize("text, offer", [
-    ("建议预订曲江国际酒店（XA-003）Suite 两晚，共 ¥1920，请确认。", True),
-    ("Shall I book XA-003, a Suite, for two nights?", True),
-    ("XA-001 或 XA-003 都有 Suite，你想订哪家？", False),                   # two ids: no one booking
-    ("建议预订 XA-003，Suite 或 Standard 都行。", False),                    # two choices
-    ("好的，请等待我确认。", False),                                         # names nothing
-    ('<tool_response>\n{"message":"已收到预订请求，请确认后预订。"}\n</tool_response>', False),
-    ("已为你预订曲江国际酒店（XA-003）Suite，订单号 789012。", False),         # claims a write that did not happen
+    ("建议预订曲江国际酒店（XA-003）Suite 两晚，共 ¥1920，请确认。", "book_hotel"),
+    ("Shall I book XA-003, a Suite, for two nights?", "book_hotel"),
+    ("XA-001 或 XA-003 都有 Suite，你想订哪家？", "book_hotel"),             # two ids: the call shows which
+    ("建议预订 XA-003，Suite 或 Standard 都行。", "book_hotel"),              # two choices: the same
+    ("好的，请等待我确认。", None),                                          # names nothing
+    ('<tool_response>\n{"message":"已收到预订请求，请确认后预订。"}\n</tool_response>', None),
+    ("已为你预订曲江国际酒店（XA-003）Suite，订单号 789012。", None),          # claims a write that did not happen
 ])
-def test_an_offer_names_exactly_one_id_and_choice_and_is_words(text, offer, tmp_path):
-    from handloop import tools
+def test_an_offer_in_words_only_asks_for_the_call_and_is_never_a_proposal(text, offer, tmp_path):
+    """Words steer: an offer is answered by asking for its write's call (the offer nudge); it holds nothing,
+    and a 「确认」 to it approves nothing."""
+    from handloop import steer, tools
     ts = toolset.ToolSet("t", tools.xian_agent(tools.BookingStore(tmp_path / "b.db")))
     memory = loop.Memory(agent=ts.agent).declare(ts.tools.values())
+    memory.absorb_user("帮我订 2026-10-01 西安的酒店，住两晚。")
     search = ts.prepare([{"id": "s", "function": {"name": "search_hotels", "arguments": json.dumps(policies.SEARCH)}}])
     memory.absorb(search[0], ts.run(search[0], memory))
-    assert memory.offers(text) is offer
+    memory.absorb_answer(text)
+    assert memory.offering == offer and (steer.verdict(memory, text=text) == ("nudge", "offer")) is bool(offer)
+    memory.absorb_user("确认")
+    assert memory.proposals == [] and memory.proposal is None and not memory.confirmed
 
 
 @pytest.mark.parametrize("text, claimed", [
@@ -306,9 +315,12 @@ def proposed_and_booked(cli, tmp_path, server, *first):
     assert run("--confirm", "r").returncode == 0
     status, reason, data = state(tmp_path)
     assert status == "done" and len(data["memory"]["writes"]) == 1
-    for stretch in forced_names(server.requests).values():       # one push per step and per user message
-        named = [n for n in stretch if n]
-        assert len(named) == len(set(named))
+    before, after = server.requests[:to_proposal], server.requests[to_proposal:]   # the model is not sent the
+    for requests in (before, after):                              # confirmation: its stretches are split here
+        for stretch in forced_names(requests).values():           # one push per step and per user message
+            named = [n for n in stretch if n]
+            assert len(named) == len(set(named))
+    assert proposal["tool"] not in [policies.forced_tool(q) for q in after]     # the write made is never pushed again
     return to_proposal, len(server.requests), proposal, data
 
 
@@ -325,8 +337,8 @@ SMALL = [   # (what the model does, what its server accepts of a forced tool_cho
 def test_a_small_model_forced_step_by_step_ends_on_a_proposal_and_books_once(cli, tmp_path, model, accepts):
     server = policies.Server(model, accepts=accepts)
     run_calls, _, proposal, data = proposed_and_booked(cli, tmp_path, server)
-    assert proposal["hotel_id"] == "XA-001" and proposal["room_type"] == "Suite"    # rain, the cheapest Suite
-    assert (proposal["check_in"], proposal["nights"]) == ("2026-10-01", 2)
+    assert proposal["tool"] == "book_hotel" and proposal["args"] == {          # rain, the cheapest Suite
+        "hotel_id": "XA-001", "room_type": "Suite", "check_in": "2026-10-01", "nights": 2}
     assert bookings(tmp_path) == 1
     receipt = data["memory"]["writes"][0]["args"]
     assert {k: receipt[k] for k in ("hotel_id", "room_type")} == {"hotel_id": "XA-001", "room_type": "Suite"}
@@ -363,30 +375,43 @@ def test_the_small_model_behind_a_server_that_forces_nothing_comes_back_to_the_u
 def test_an_echoed_result_is_neither_the_answer_nor_an_offer(cli, tmp_path, echo):
     server = policies.Server(policies.SmallModel(echo=echo), accepts=True)
     _, out, status, reason, data = started(cli, tmp_path, server)
-    assert (status, reason) == ("suspended", "awaiting_confirmation") and data["memory"]["offer"] is None
+    assert (status, reason) == ("suspended", "awaiting_confirmation")
+    held = data["memory"]["proposals"][0]                   # the forced call, held; the echo is not its words
+    assert (held["words"], [c["tool"] for c in held["calls"]]) == (None, ["book_hotel"])
     echoes = [m["content"] for m in data["messages"] if m["role"] == "assistant" and not m.get("tool_calls")]
     assert echoes and all(e.strip() not in data["answer"] for e in echoes)          # never the answer shown
     assert ZH("cli.echo") in out.stdout
 
 
-def test_a_good_models_question_reaches_the_user_unforced(cli, tmp_path):
+QUESTION = "XA-001 和 XA-003 都有 Suite，你想订哪一家？"
+
+
+def test_a_good_models_question_reaches_the_user_when_it_makes_no_call(cli, tmp_path):
+    """The booking is ready: the loop asks once for its call (forced); a model that asks the user instead, again,
+    has its question reach the user, with nothing held."""
     def asks(request):
         talk = policies.Talk(request)
         if not talk.results:
             return policies.opening_or_end(talk)
-        return policies.say("XA-001 和 XA-003 都有 Suite，你想订哪一家？")
+        return policies.say(QUESTION)
     server = policies.Server(asks)
     _, _, status, reason, data = started(cli, tmp_path, server)
-    assert (status, reason) == ("suspended", "awaiting_reply") and not loop_messages(data)
-    assert not any(policies.forced(q) for q in server.requests)
+    assert (status, reason, data["answer"], data["memory"]["proposals"]) == (
+        "suspended", "awaiting_reply", QUESTION, [])
+    assert [policies.forced_tool(q) for q in server.requests if policies.forced(q)] == ["book_hotel"]
+    assert len(loop_messages(data)) == 1 and bookings(tmp_path) == 0
 
 
 @pytest.mark.parametrize("policy", [policies.words_question, policies.words_statement])
-def test_a_good_models_offer_reaches_the_user_unforced(cli, tmp_path, policy):
-    server = policies.Server(policy)
+def test_a_good_models_offer_in_words_is_asked_for_its_call_once_and_the_call_is_held(cli, tmp_path, policy):
+    server = policies.Server(policies.Obeys(policy))
     _, _, status, reason, data = started(cli, tmp_path, server)
-    assert (status, reason) == ("suspended", "awaiting_confirmation") and data["memory"]["offer"]
-    assert not loop_messages(data) and not any(policies.forced(q) for q in server.requests)
+    assert (status, reason, bookings(tmp_path)) == ("suspended", "awaiting_confirmation", 0)
+    held = [(c["tool"], c["args"], c["state"]) for p in data["memory"]["proposals"] for c in p["calls"]]
+    assert held == [("book_hotel", BOOK, "proposed")]
+    forced = [q for q in server.requests if policies.forced(q)]
+    assert len(loop_messages(data)) == 1 and [policies.forced_tool(q) for q in forced] == ["book_hotel"]
+    assert forced[0]["messages"][-1].get("name") == "loop"
 
 
 def test_a_model_that_never_calls_even_when_forced_is_pushed_once_per_step(cli, tmp_path):
@@ -407,7 +432,8 @@ def test_the_english_agent_without_planning_is_forced_through_its_requires_to_a_
     import sqlite3
     server = policies.Server(policies.SmallModel(policies.room_args, sentence="Sure, please confirm the plan first."))
     to_proposal, to_booking, proposal, data = proposed_and_booked(cli, tmp_path, server, "--agent", EXAMPLE)
-    assert (proposal["room_id"], proposal["day"], proposal["hour"]) == ("R-202", "2026-12-03", "10:00")
+    assert (proposal["tool"], proposal["args"]) == ("book_room", {"room_id": "R-202", "day": "2026-12-03",
+                                                                  "hour": "10:00"})
     assert {q["tool_choice"]["function"]["name"] for q in server.requests if policies.forced(q)} == \
         {"list_rooms", "get_calendar", "book_room"}
     said = json.dumps(loop_messages(data), ensure_ascii=False)

@@ -70,7 +70,8 @@ def test_a_list_effect_and_a_second_write_in_one_run(fake_model, tmp_path):
     assert len(ran) == 2 and all(len(args["item_ids"]) >= 1 for _, args in ran)
     proposals = audit["memory"]["proposals"]
     assert [p["state"] for p in proposals] == ["executed", "executed"]
-    assert [p["calls"][0]["item_ids"] for p in proposals] == [args["item_ids"] for _, args in ran]
+    assert [p["calls"][0]["args"]["item_ids"] for p in proposals] == [args["item_ids"] for _, args in ran]
+    assert all(len(p["calls"]) == 1 and p["calls"][0]["state"] == "executed" for p in proposals)
     assert agent.confirmations == 2 and audit["status"] == "done"
     assert "fail" not in _verdicts(agent.run.path).values()
 

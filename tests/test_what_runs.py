@@ -1,6 +1,7 @@
-"""An argument the schema does not define never runs: after the user confirmed "pay B1, 120", a call that adds
-a `memo` (or a nested `details` object) the tool's schema does not list is refused before it runs, as a
-validation error the model can act on; the write runs only as declared, once.
+"""An argument the schema does not define never runs: asked for the call it offered in words ("pay B1, 120"), a
+model that adds a `memo` (or a nested `details` object) the tool's schema does not list is refused before anything
+is held or runs, as a validation error the model can act on; the call as declared is held, shown, and runs once
+confirmed, once.
 
 Through the CLI, the real `openai` client and a loopback endpoint answered by a stateless scripted model; the
 bank agent of tests/test_many_writes.py, English and Chinese."""
@@ -18,9 +19,11 @@ EXTRA = {"memo": {"memo": "send to IBAN DE89 3704 0044 0532 0130 00"},
 
 
 def offering_model(language, extra):
-    """Lists the bills, proposes B1 in words; once the user confirmed, pays it with `extra` arguments, and
-    without them once told they are not allowed."""
+    """Lists the bills, proposes B1 in words; asked for the call (a forced tool_choice) or told to go ahead, pays
+    it with `extra` arguments, and without them once told they are not allowed."""
     def respond(request):
+        forced = request.get("tool_choice")
+        forced = forced.get("function", {}).get("name") if isinstance(forced, dict) else None
         names, results, users = {}, [], []
         for m in request.get("messages") or []:
             names.update({c["id"]: c["function"]["name"] for c in m.get("tool_calls") or []})
@@ -31,9 +34,9 @@ def offering_model(language, extra):
         if not results:
             return {"content": None, "tool_calls": [{"id": "l1", "type": "function",
                                                      "function": {"name": "list_bills", "arguments": "{}"}}]}
-        if len(users) < 2:
-            return {"content": OFFER[language]}
         pays = [r for n, r in results if n == "pay_bill"]
+        if len(users) < 2 and forced != "pay_bill" and not pays:
+            return {"content": OFFER[language]}
         if pays and "error" not in pays[-1]:
             return {"content": "Paid B1."}
         args = {"bill_id": "B1", "amount": 120, **({} if pays else extra)}
@@ -53,13 +56,16 @@ def test_an_argument_the_schema_does_not_define_never_runs(tmp_path, language, e
                "AGENT_AUDIT_DIR": str(tmp_path / "audit"), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
         run = lambda *more: run_agent(*more, cwd=tmp_path, env=env)    # noqa: E731
         assert run("--agent", str(path), "--run-id", "r").returncode == 0
-        assert read_audit(tmp_path / "audit", "r")["reason"] == "awaiting_confirmation"
-        done = run("--confirm", "r")
-        assert done.returncode == 0, done.stdout + done.stderr
         data = read_audit(tmp_path / "audit", "r")
+        assert data["reason"] == "awaiting_confirmation" and paid(tmp_path) == []
         refused = [json.loads(m["content"]) for m in data["messages"] if m["role"] == "tool" and
                    m["tool_call_id"] == "p0"]
         assert refused and refused[0]["blocked_by"] == "arguments" and extra in refused[0]["error"]
+        held = [c for p in data["memory"]["proposals"] for c in p["calls"]]     # only the call as declared
+        assert [(c["tool"], c["args"]) for c in held] == [("pay_bill", {"bill_id": "B1", "amount": 120})]
+        done = run("--confirm", "r")
+        assert done.returncode == 0, done.stdout + done.stderr
+        data = read_audit(tmp_path / "audit", "r")
         assert (data["status"], paid(tmp_path)) == ("done", [("B1", 120)])
         assert run("--check", "r", "--strict").returncode == 0
     finally:
