@@ -5,10 +5,12 @@ Three runs of our loop, each request captured as sent (the JSON of the tool sche
 JSON of the messages, in order):
 
 - the Xi'an run with a model that proposes in words: turn 1 set_plan + get_weather +
-  search_hotels in one reply; turn 2 the proposal as text; the user's 「确认」 (runs.add_user);
-  turn 3 book_hotel; turn 4 the final answer;
+  search_hotels in one reply; turn 2 the proposal as text, answered by the loop's offer nudge (the
+  one message asking for the exact call, which the next request forces); turn 3 book_hotel, held
+  by the unconfirmed-write guard: the run suspends; the user's 「确认」 (runs.answer, Resume.CONFIRM)
+  approves the held call and the loop makes it itself (no model request); turn 4 the final answer;
 - the 50-read task (`reads_run`): set_plan, the weather and a hotel search, then one search a turn
-  for 49 more check-in dates (results of about 330 characters), then a question to the user;
+  for 49 more check-in dates (results of about 330 characters), then the booking, held for the user;
 - the 200-turn run of history.py (about 2 KB search_hotels results), compaction budget as
   configured (config.COMPACT_BUDGET).
 
@@ -236,9 +238,10 @@ def _summary(recorder):
 
 # ---- the two runs ----
 def xian_replies(eager=False, planning=True):
-    """The scripted model of the Xi'an run: it proposes in words (then books after the user's
-    confirmation), or (eager) calls book_hotel before asking, as the peers' approval flows do (the
-    blocked call is the proposal the user sees; confirmed, the loop makes it, the model answers);
+    """The scripted model of the Xi'an run: it proposes in words, then, asked for the call (the loop's offer
+    nudge, the call forced), calls book_hotel, held as the proposal the user sees; or (eager) calls book_hotel
+    before asking, as the peers' approval flows do. Either way, confirmed, the loop makes the held call itself
+    and the model's last reply is its answer;
     set_plan beside the two reads unless the agent plans not (`planning` False)."""
     plan = [workload.call("c1", "set_plan", {"steps": workload.PLAN})] if planning else []
     opening = lambda: workload.calls_message(*plan, workload.call("c2", "get_weather", workload.WEATHER),  # noqa: E731
@@ -251,8 +254,8 @@ def xian_replies(eager=False, planning=True):
 
 
 def xian_run(eager=False, planning=True):
-    """The Xi'an run, proposal in words (or an eager booking blocked as the proposal), with every
-    request captured; `planning` False: the Xi'an agent without planning (no planning tools sent, no set_plan)."""
+    """The Xi'an run, proposal in words then the forced call held (or an eager booking held at once), the user's
+    confirmation, the loop's booking and the answer, with every request captured; `planning` False: the Xi'an agent without planning (no planning tools sent, no set_plan)."""
     folder = tempfile.mkdtemp(prefix="bench-cache-", dir=os.environ.get("BENCH_TMP"))
     try:
         agent = workload.AGENT if planning else dataclasses.replace(workload.AGENT, planning=False)
@@ -262,7 +265,7 @@ def xian_run(eager=False, planning=True):
         loop.run(r, recorder, ts)
         if (r.status, r.reason) != ("suspended", "awaiting_confirmation"):
             raise RuntimeError(f"Xi'an run: the proposal ended {r.status}/{r.reason}, not awaiting confirmation")
-        runs.add_user(r, tools.CONFIRM[0])
+        runs.answer(r, runs.Resume.CONFIRM)          # approves the held booking; the loop makes it
         loop.run(r, recorder, ts)
         if r.status != "done" or r.memory.fact("booking") is None:
             raise RuntimeError(f"Xi'an run ended {r.status}/{r.reason} without a booking: {r.detail}")
@@ -276,19 +279,21 @@ READS = 50
 
 def reads_replies(reads=READS):
     """A long run of reads: set_plan, the weather and the first hotel search, then one search a turn for the next
-    check-in dates (distinct arguments: no spin), then a question to the user; `reads` searches in all."""
+    check-in dates (distinct arguments: no spin), then the booking, held for the user's confirmation (words would
+    not end the run: the loop would ask for the call); `reads` searches in all."""
     def search(n):
         day = (datetime.date(2026, 10, 1) + datetime.timedelta(days=n)).isoformat()
         return workload.call(f"s{n}", "search_hotels", {"city": "西安", "check_in": day, "nights": 2})
     first = lambda: workload.calls_message(workload.call("p", "set_plan", {"steps": workload.PLAN}),  # noqa: E731
                                            workload.call("w", "get_weather", workload.WEATHER), search(0))
     later = [lambda n=n: workload.calls_message(search(n)) for n in range(1, reads)]
-    return (first, *later, lambda: {"role": "assistant", "content": f"{reads} 个入住日期都查过了，你想订哪一天？"})
+    return (first, *later, lambda: workload.calls_message(workload.call("b", "book_hotel", workload.BOOK)))
 
 
 def reads_run(reads=READS):
     """The 50-read task: the Xi'an agent searching hotels for `reads` check-in dates, one search a turn (a
-    result of about 330 characters, as the demo's), every request captured; it ends asking the user."""
+    result of about 330 characters, as the demo's), every request captured; it ends on the held booking, waiting
+    for the user's confirmation."""
     folder = tempfile.mkdtemp(prefix="bench-reads-", dir=os.environ.get("BENCH_TMP"))
     try:
         ts = sys_ours.BenchToolSet("cache-reads", workload.AGENT)
@@ -296,7 +301,7 @@ def reads_run(reads=READS):
         recorder = Recorder(r, sys_ours.playback(reads_replies(reads)))
         loop.run(r, recorder, ts)
         found = len(r.memory.results.get("search_hotels", ()))
-        if (r.status, found) != ("suspended", reads):
+        if (r.status, r.reason, found) != ("suspended", "awaiting_confirmation", reads):
             raise RuntimeError(f"reads run: {r.status}/{r.reason} after {found} searches, not {reads}")
     finally:
         shutil.rmtree(folder, ignore_errors=True)

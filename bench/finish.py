@@ -2,8 +2,10 @@
 prefix caching, for the whole Xi'an task from the user's goal to the final answer, the user's
 approval given once.
 
-- ours: `cache.xian_run()` (its model proposes in words; the run suspends; the user's 「确认」
-  via `runs.add_user`; the booking; the answer), every request captured as the loop sent it;
+- ours: `cache.xian_run()` (its model proposes in words; the loop answers with its offer nudge,
+  asking for the exact call, which the next request forces; the model's book_hotel is held and the
+  run suspends; the user's 「确认」 via `runs.answer` approves it, the loop makes that call itself
+  and the model answers), every request captured as the loop sent it;
   ours, eager: the same with a model that calls book_hotel before asking, as the peers' scripted
   model does (the blocked call is the proposal, the run suspends at once; after 「确认」 the loop
   makes that exact call itself, and the model is asked only for its answer);
@@ -23,7 +25,10 @@ answer; with `PLANNING["on"]` False, the reads without set_plan: none → weathe
 book_hotel, three → the answer, and no planning tool is sent: the peers are given the three business tools,
 ours is the Xi'an agent with `planning=False`). The words flow (`*_words`): the peer's model proposes in
 words as ours does (the run ends, the user's 「确认」 is the next message, the model books, no approval
-flow: the user approved in words). Tokens = characters / 3;
+flow: the user approved in words). That is kept as it was, but it is no longer quite our flow: ours never lets
+words approve a write, so it answers the words with the offer nudge (one short message of the loop's) and holds
+the forced call for the user's 「确认」; both make four model calls, and ours sends the nudge, which the
+peers' words flows do not have. Tokens = characters / 3;
 billed = fresh + cached × cache.CACHED_PRICE, cached = the exact common prefix with the previous
 request (cache.analyse, the same rule as section 0).
 
@@ -52,7 +57,9 @@ LABELS = {"ours": "ours", "ours_eager": "ours, eager model", "agents": "OpenAI A
 DESCRIPTION = {s["function"]["name"]: s["function"]["description"]
                for s in sys_ours.BenchToolSet("finish", workload.AGENT).schemas}
 HOW = {
-    "ours": "as sent by the loop (cache.py): JSON of the tool schemas, then JSON of the chat messages",
+    "ours": "as sent by the loop (cache.py): JSON of the tool schemas, then JSON of the chat messages; the model "
+            "proposes in words, the loop's offer nudge asks for the exact call (forced), the call is held, the "
+            "user confirms, the loop makes it and the model answers",
     "ours_eager": "as for ours; the model calls book_hotel before asking (the peers' behaviour): the blocked call "
                   "is the proposal and the run suspends at once; confirmed, the loop makes that call itself and "
                   "the model is asked only for its answer, sent its own call answered by the receipt",
@@ -107,9 +114,10 @@ def decide(messages):
 
 
 def decide_words(messages):
-    """The scripted model of a peer in the words flow, our words model's decisions (cache.xian_replies): set_plan
-    and the reads, then the proposal in words (the run ends: no tool waits for approval), after the user's
-    「确认」 book_hotel, then the answer."""
+    """The scripted model of a peer in the words flow, our words model's decisions (cache.xian_replies) but for
+    when it books: set_plan and the reads, then the proposal in words (the run ends: no tool waits for approval),
+    after the user's 「确认」 book_hotel (ours is asked for that call by the loop before the user confirms), then
+    the answer."""
     proposed = any(m.get("role") == "assistant" and m.get("content") == cache.XIAN_PROPOSAL for m in messages)
     if not proposed:
         if workload.results_since_user(messages) == 0:

@@ -1,9 +1,9 @@
 """Scaling with history, and context sent: one 200-turn run of our loop with 2 KB tool results.
 
-Turn 1 sets the plan and searches; every later turn searches hotels for another check-in
+Turn 1 sets the plan, looks at the weather and searches; every later turn searches hotels for another check-in
 date (distinct arguments, so no spin), each result padded to about 2 KB; the last turn
-proposes the booking in words, so the run waits for the user's confirmation (an answer claiming a booking that never
-ran is no proposal: the loop would push the plan's next step). The loop's steps are timed where the loop calls them (loop.compact, loop.save,
+calls book_hotel, which the unconfirmed-write guard holds as the proposal, so the run suspends waiting for the
+user's confirmation (a proposal in words would not end it: the loop would ask for the call). The loop's steps are timed where the loop calls them (loop.compact, loop.save,
 Memory.render are wrapped, nothing else changes), and the trace's chars_sent/chars_full give
 what was sent against the full history. At the last turn the compacted request is checked:
 every tool call answered in order (the fake endpoint's rules) and no message dropped.
@@ -43,13 +43,16 @@ class PaddedToolSet(sys_ours.BenchToolSet):
 def _ask(turns, sink):
     def ask(messages, tools, final=False):
         n = sum(1 for m in messages if m["role"] == "assistant")
-        if n == turns - 1 or final:
-            message = {"role": "assistant", "content": workload.PROPOSAL_TEXT}
+        if final:                                       # asked for words only (the turn limit): no call
+            message = {"role": "assistant", "content": "各入住日期都查过了，要订哪一天？"}
+        elif n == turns - 1:                            # the booking: held, the run waits for the user
+            message = workload.calls_message(workload.call(f"h{n}", "book_hotel", workload.BOOK))
         else:
             day = (datetime.date(2026, 1, 1) + datetime.timedelta(days=n)).isoformat()
             calls = [workload.call(f"h{n}", "search_hotels", {"city": "西安", "check_in": day, "nights": 2})]
-            if n == 0:
-                calls.insert(0, workload.call("plan", "set_plan", {"steps": workload.PLAN}))
+            if n == 0:                                  # the plan and its first step beside the first search
+                calls[:0] = [workload.call("plan", "set_plan", {"steps": workload.PLAN}),
+                             workload.call("weather", "get_weather", workload.WEATHER)]
             message = workload.calls_message(*calls)
         sink["last_request"] = messages
         sink.setdefault("sizes", []).append((context.chars(messages), context.chars(sink["run"].messages)))

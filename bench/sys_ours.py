@@ -2,12 +2,14 @@
 guards, executor and audit file (in a temporary folder on disk).
 
 A run is timed whole, from its setup on, like the peers' runs: the tool set, runs.begin()
-(the first snapshot on disk), loop.run() over the preface (set_plan + weather + hotels;
-book_hotel blocked by the unconfirmed-write guard and turned into a proposal; the proposal put
-to the user: suspended), runs.add_user(r, 「确认」), then loop.run() over the three turns of the
-workload, ending with status done and the booking made by the confirmed book_hotel. That is six
-model turns (three preface, three timed in the peers' sense), and per-turn figures divide by six.
-With fsync on, every one of the run's eight audit writes is fsynced.
+(the first snapshot on disk), loop.run() over the preface (set_plan + weather + hotels; then
+book_hotel, held by the unconfirmed-write guard as the proposal: suspended awaiting confirmation),
+the user's reply workload.CHECK_AGAIN (runs.answer: no confirmation, so it declines the held call),
+then loop.run() over the workload's turns: the reads, book_hotel held again (suspended), the user's
+「确认」 (runs.answer, Resume.CONFIRM), and loop.run() once more: the loop makes the approved call itself
+(no model request), then the model's final answer; the run ends done with the booking made. That is
+five model turns (two preface, three timed in the peers' sense) besides the loop's own call, and
+per-turn figures divide by five. With fsync on, every one of the run's audit writes is fsynced.
 """
 import dataclasses
 import itertools
@@ -17,7 +19,6 @@ import tempfile
 import time
 
 from bench import workload
-from handloop import tools
 from handloop import loop
 from handloop import runs
 from handloop import model
@@ -92,14 +93,14 @@ class Harness:
         return {"run_id": f"b{os.getpid()}-{next(_ids)}"}
 
     def start(self, state):
-        """A new run suspended on its proposal, then confirmed by the user."""
+        """A new run suspended on its held booking, then told by the user to check again (which declines it)."""
         ts = BenchToolSet(state["run_id"], workload.AGENT)
         ts.sleeps = False
         r = runs.begin(self.audit_dir, state["run_id"], workload.GOAL, ts, "scripted", fsync=self.fsync)
         loop.run(r, playback(workload.PREFACE_REPLIES), ts)
         if (r.status, r.reason) != ("suspended", "awaiting_confirmation"):
             raise RuntimeError(f"preface ended {r.status}/{r.reason}, not awaiting confirmation")
-        runs.add_user(r, tools.CONFIRM[0])
+        runs.answer(r, runs.Resume.REPLY, workload.CHECK_AGAIN)
         ts.sleeps = True
         state["run"], state["toolset"] = r, ts
         return r, ts
@@ -107,17 +108,24 @@ class Harness:
     def go(self, state):
         r, ts = self.start(state)
         loop.run(r, self.ask, ts)
+        if (r.status, r.reason) == ("suspended", "awaiting_confirmation"):     # the booking held: the user confirms,
+            runs.answer(r, runs.Resume.CONFIRM)                              # the loop makes it, the model answers
+            loop.run(r, self.ask, ts)
 
     def check(self, state, expected_turns=workload.TURNS):
+        """The workload's run ended done with the booking, its one held call made by the loop; a shorter workload
+        (the concurrency one: reads, then an answer) may end waiting for the user. Every other tool ran ok."""
         if "run" not in state:
             raise RuntimeError(f"run {state['run_id']} never started")
         r = state["run"]
-        finished = r.status == "done" or expected_turns != workload.TURNS and r.reason == "confirmed_no_write"
-        if not finished or r.memory.fact("booking") is None and expected_turns == workload.TURNS:
+        whole = expected_turns == workload.TURNS
+        finished = r.status == "done" or not whole and (r.status, r.reason) == ("suspended", "awaiting_reply")
+        if not finished or r.memory.fact("booking") is None and whole:
             raise RuntimeError(f"run {r.run_id} ended {r.status}/{r.reason}: {r.detail}")
-        last = [t["status"] for rec in r.trace[-expected_turns:] for t in rec["tools"]]
-        if any(s != "ok" for s in last):
-            raise RuntimeError(f"run {r.run_id}: timed tool outcomes {last}")
+        timed = [t for rec in r.trace[len(workload.PREFACE_REPLIES):] for t in rec["tools"]]
+        held = [t for t in timed if (t["status"], t["guard"]) == ("blocked", "unconfirmed_write")]
+        if any(t["status"] != "ok" for t in timed if t not in held) or len(held) != whole:
+            raise RuntimeError(f"run {r.run_id}: timed tool outcomes {[t['status'] for t in timed]}")
         for path in (r.path, *r.writer.slots):
             try:
                 os.remove(path)          # the run's file and its two spares (audit.Writer)
@@ -126,7 +134,7 @@ class Harness:
 
 
 def preface_messages():
-    """The conversation as our loop recorded it after the preface and the 「确认」."""
+    """The conversation as our loop recorded it after the preface and the user's reply (CHECK_AGAIN)."""
     h = Harness(fsync=False)
     try:
         r, ts = h.start(h.prepare())

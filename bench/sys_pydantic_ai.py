@@ -1,7 +1,7 @@
 """pydantic-ai on the workload, written its way: an Agent over a FunctionModel (the scripted
 model, an async function that reports usage: no thread hop per turn, no usage estimate over
 the whole history) with plain-function tools (Agent(tools=[...])), run by `await agent.run(...)` with the
-conversation so far as message_history and the user's 「确认」 as the prompt; the run must end
+conversation so far as message_history and the user's last reply (workload.CHECK_AGAIN) as the prompt; the run must end
 in the final answer with the three tools run.
 """
 import asyncio
@@ -28,7 +28,7 @@ def versions():
 
 
 def _history(messages):
-    """Chat-format messages (ending with the user's 「确认」) → pydantic-ai messages and the prompt."""
+    """Chat-format messages (ending with the user's last reply) → pydantic-ai messages and the prompt."""
     from pydantic_ai.messages import (ModelRequest, ModelResponse, SystemPromptPart, TextPart, ToolCallPart,
                                       ToolReturnPart, UserPromptPart)
     out, names = [ModelRequest(parts=[SystemPromptPart(content=workload.SYSTEM)])], {}

@@ -1,13 +1,18 @@
 """The one workload every system in the benchmark runs, and what they share to run it.
 
 A run starts from the same conversation for everybody (PREFACE_REPLIES played through our
-own loop: plan, weather, hotels, the booking proposed in words, the user's 「确认」; a proposal
-blocked by the unconfirmed-write guard would now be made by the loop itself once confirmed, and
-the timed turns are the model's) and then takes the three timed turns:
+own loop: plan, weather, hotels, then the booking called and held by the unconfirmed-write
+guard as the proposal the user sees, the run suspended; then the user's reply CHECK_AGAIN, which
+is not a confirmation and so declines the held call) and then takes the three timed turns:
 
   turn 1  get_weather + search_hotels, in one reply (parallel)
   turn 2  book_hotel
   turn 3  the final answer
+
+For our loop the booking of turn 2 is a held call again: the run suspends, the user's 「确认」
+approves it, the loop makes that exact call itself (no model request) and then asks the model
+for its answer. So our timed run holds the suspension, the confirmation and the loop's own call
+too; the peers (no approval flow in this workload, as before) book at turn 2 directly.
 
 The model is scripted and answers instantly (no HTTP): it looks at how many tool results came
 back since the last user message and sends the matching reply. Every system calls the very
@@ -38,7 +43,7 @@ WEATHER_FIRST = {"city": "Xi'an", "date": "2026-10-01"}
 SEARCH_FIRST = {"city": "Xi'an", "check_in": "2026-10-01", "nights": 2}
 BOOK = {"hotel_id": "XA-001", "room_type": "Suite", "check_in": "2026-10-01", "nights": 2}
 ANSWER = "已预订：古城墙酒店（XA-001）Suite，2026-10-01 入住 2 晚，共 ¥1760。当天有雨，所以订了 Suite。"
-PROPOSAL_TEXT = "提案：古城墙酒店 Suite，2026-10-01 入住 2 晚，共 ¥1760。请回复「确认」。"
+CHECK_AGAIN = "预订前再查一次天气和房价。"   # the user's reply to the preface's held booking: not a confirmation
 EXPECTED = {"get_weather": 1, "search_hotels": 1, "book_hotel": 1}   # per timed run
 TURNS = 3
 
@@ -54,7 +59,8 @@ def calls_message(*calls):
 
 # ---- the scripted model (chat format; each system wraps it in its own model type) ----
 def timed_reply(results_since_user):
-    """The scripted reply for the timed turns, from the tool results since the user's 「确认」."""
+    """The scripted reply for the timed turns, from the tool results since the user's last message (CHECK_AGAIN;
+    for our loop, after 「确认」, the one result of the booking the loop made)."""
     if results_since_user == 0:
         return calls_message(call("t1", "get_weather", WEATHER), call("t2", "search_hotels", SEARCH))
     if results_since_user == 2:
@@ -65,7 +71,7 @@ def timed_reply(results_since_user):
 PREFACE_REPLIES = (
     lambda: calls_message(call("p1", "set_plan", {"steps": PLAN}), call("p2", "get_weather", WEATHER_FIRST),
                           call("p3", "search_hotels", SEARCH_FIRST)),
-    lambda: {"role": "assistant", "content": PROPOSAL_TEXT},         # the proposal in words: suspends awaiting confirmation
+    lambda: calls_message(call("p4", "book_hotel", BOOK)),      # held: the proposal; the run suspends awaiting confirmation
 )
 
 
