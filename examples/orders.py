@@ -113,7 +113,7 @@ def respond(request):
     order = done.get("get_order")
     if "track_shipment" not in done:
         return _calls(("track_shipment", {"tracking": order["tracking"]}))
-    if users[-1] == "确认" and len(users) > 1:
+    if isinstance(request.get("tool_choice"), dict) or users[-1] == "确认" and len(users) > 1:   # asked for the call
         return _calls(("refund_order", {"order_id": order["order_id"], "amount": order["amount"]}))
     if len(users) > 1:
         return {"content": "好的，不退款了。"}

@@ -89,8 +89,8 @@ def respond(request):
         return _call("list_rooms", seats=6)
     if "get_calendar" not in done:
         return _call("get_calendar", room_id="R-202", day="2026-12-03")
-    if len(users) > 1 and AGENT.confirms(users[-1]):
-        return _call("book_room", room_id="R-202", day="2026-12-03", hour="10:00")
+    if isinstance(request.get("tool_choice"), dict) or len(users) > 1 and AGENT.confirms(users[-1]):
+        return _call("book_room", room_id="R-202", day="2026-12-03", hour="10:00")     # asked for the call: make it
     if len(users) > 1:
         return {"content": "All right, nothing booked."}
     return {"content": "Maple (R-202) is free on 2026-12-03 at 10:00. Shall I book it? Reply 'confirm'."}

@@ -2,13 +2,14 @@
 tests of tools from functions (tests/test_from_function.py): find_patient and list_slots read (list_slots gives
 nested records, its slots a list), book_appointment writes into its own SQLite file (CLINIC_DB, default
 clinic.db in the working folder) once the user confirmed. Its offline model is a scripted policy reading the
-conversation (tests/policies.py): both reads, a proposal in words, the booking after the confirmation."""
+conversation (tests/policies.py): both reads, a proposal in words, the booking's call when the loop asks for it
+(held for the user), the answer after the confirmation ran it."""
 import os
 import sqlite3
 from typing import Literal
 
 from handloop import Agent, Source, Tool, ToolError
-from policies import Talk, calls, say
+from policies import Talk, calls, forced_tool, say
 
 PATIENTS = {"Ana Lopez": "P-17"}
 SLOTS = [{"slot_id": "S-0900", "start": "09:00", "visit_type": "checkup"},
@@ -61,13 +62,14 @@ BOOK = {"patient_id": "P-17", "slot_id": "S-0900", "visit": "checkup"}
 
 
 def offline(request):
-    """Both reads at once, the proposal in words, the booking once the user confirmed, the answer."""
+    """Both reads at once, the proposal in words, the booking's call when asked for it (a forced tool_choice naming
+    it, or the user's yes while nothing is held), the answer."""
     talk = Talk(request)
     if talk.ok("book_appointment"):
         return say("Booked: Ana Lopez, a checkup with Dr. Kim at 09:00 (slot S-0900).")
     if not talk.ok("find_patient"):
         return calls(("find_patient", {"name": "Ana Lopez"}), ("list_slots", {"doctor": "Dr. Kim", "date": "2026-11-03"}))
-    if talk.reply and AGENT.confirms(talk.reply):
+    if forced_tool(request) == "book_appointment" or (talk.reply and AGENT.confirms(talk.reply)):
         return calls(("book_appointment", BOOK))
     return say("Ana Lopez (P-17) can have a checkup with Dr. Kim at 09:00 (slot S-0900). Shall I book it?")
 

@@ -1,5 +1,7 @@
 """A clinic front desk over local tools (test_refusals.py), whose scripted model ends with the answer DESK_ANSWER
-names after its reads: "one" proposes one slot in words, "two" names two slots, "none" names no slot, "book" calls the booking of S-0900, "cancel" cancels appointment A-7 (its result: {"status": "cancelled"}). DESK_SOURCE
+names after its reads: "one" proposes one slot in words, "two" names two slots, "none" names no slot, "claim" says
+it booked S-0900 (it booked nothing), "book" calls the booking of S-0900, "cancel" cancels appointment A-7 (its
+result: {"status": "cancelled"}). DESK_SOURCE
 "get" sources `slot_id` from `get_slot` (which the model never calls: no read produced a slot), else from the
 records of `list_slots` ("both": from both, which must both hold); DESK_LANG "zh" makes it a Chinese agent."""
 import json
@@ -50,14 +52,16 @@ TOOLS = [Tool.from_function(find_patient), Tool.from_function(list_slots), Tool.
 ZH = os.environ.get("DESK_LANG") == "zh"
 ANSWERS = {"one": "Ana Lopez (P-17) can have a checkup with Dr. Kim at 09:00 (slot S-0900). Shall I book it?",
            "two": "Ana Lopez (P-17) can see Dr. Kim at 09:00 (S-0900) or at 10:30 (S-1030). Shall I book one?",
-           "none": "Ana Lopez (P-17) can see Dr. Kim in the morning. Shall I book it?"}
+           "none": "Ana Lopez (P-17) can see Dr. Kim in the morning. Shall I book it?",
+           "claim": "I have booked Ana Lopez (P-17) with Dr. Kim at 09:00 (slot S-0900)."}
 ANSWERS_ZH = {"two": "Ana Lopez（P-17）可以约 Kim 医生 09:00（S-0900）或 10:30（S-1030），要订哪个？",
-              "one": "Ana Lopez（P-17）可以约 Kim 医生 09:00 的号（S-0900），要帮您预约吗？"}
+              "one": "Ana Lopez（P-17）可以约 Kim 医生 09:00 的号（S-0900），要帮您预约吗？",
+              "claim": "已为您预订了 Kim 医生 09:00 的号（S-0900），患者 Ana Lopez（P-17）。"}
 
 
 def offline(request):
     if os.environ.get("DESK_ANSWER") == "cancel":
-        return cancelling(request["messages"])
+        return cancelling(request)
     if os.environ.get("DESK_ANSWER") == "book" and any(m["role"] == "tool" for m in request["messages"]):
         return {"tool_calls": [call("book_appointment", patient_id="P-17", slot_id="S-0900")]}
     if any(m["role"] == "tool" for m in request["messages"]):
@@ -65,14 +69,17 @@ def offline(request):
     return {"tool_calls": [call("find_patient", name="Ana Lopez"), call("list_slots", doctor="Kim", date="2026-12-04")]}
 
 
-def cancelling(messages):
-    """Cancel Ana's one appointment: look it up, propose it, cancel it once the user replied, report."""
+def cancelling(request):
+    """Cancel Ana's one appointment: look it up, propose it in words, call the cancel when asked for it (a forced
+    tool_choice naming it) or once the user replied, report."""
+    messages, choice = request["messages"], request.get("tool_choice")
     said = " ".join(m["content"] for m in messages if m["role"] == "tool")
     if '"cancelled"' in said:
         return {"content": "Appointment A-7 is cancelled."}
     if "A-7" not in said:
         return {"tool_calls": [call("list_appointments", patient_id="P-17")]}
-    if [m for m in messages if m["role"] == "user" and m.get("name") != "loop"][1:]:
+    forced = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+    if forced == "cancel_appointment" or [m for m in messages if m["role"] == "user" and m.get("name") != "loop"][1:]:
         return {"tool_calls": [call("cancel_appointment", appointment_id="A-7")]}
     return {"content": "Ana Lopez has appointment A-7 at 09:00. Shall I cancel appointment A-7?"}
 

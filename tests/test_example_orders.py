@@ -79,27 +79,58 @@ def test_a_refund_needs_the_users_confirmation_and_happens_once_across_a_crash(t
     assert audit.pairing_problem(again.messages) is None
 
 
-def test_a_refund_other_than_the_one_confirmed_is_a_new_proposal(tmp_path, fake_model):
+def when_forced(call, otherwise):
+    """A scripted reply: `call` when the request forces its tool (the loop asks for the call words offered),
+    else `otherwise`."""
+    def reply(request):
+        choice = request.get("tool_choice")
+        forced = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+        return tool_calls(call) if forced == call[0] else otherwise
+    return reply
+
+
+OFFER = "建议退款 A1001 ¥899，确认吗？"
+REFUND = ("refund_order", {"order_id": "A1001", "amount": 899})
+OTHER = ("refund_order", {"order_id": "A1001", "amount": 500})
+
+
+def held(r):
+    return [(p["state"], [(c["tool"], c["args"], c["state"]) for c in p["calls"]]) for p in r.memory.proposals]
+
+
+def test_a_refund_other_than_the_one_approved_is_a_new_proposal(tmp_path, fake_model):
+    """The words offer ¥899; asked for the call, the model makes it, and it is held and shown; the user's 「确认」
+    runs exactly that refund, once. A refund of another amount the model calls afterwards is a new proposal: held,
+    not run."""
     r, tools, refunds = setup(tmp_path)
     ask, _ = fake_model([tool_calls(("set_plan", PLAN), ("get_order", {"order_id": "A1001"})),
                          tool_calls(("track_shipment", {"tracking": "SF7788"})),
-                         text("建议退款 A1001 ¥899，确认吗？"),
-                         tool_calls(("refund_order", {"order_id": "A1001", "amount": 500})), text("A1001 的退款金额改成 ¥500 了，请再确认")])
-    loop.run(r, ask, tools)
-    runs.add_user(r, "确认")
+                         text(OFFER), when_forced(REFUND, text(OFFER)),
+                         tool_calls(OTHER), text("A1001 的退款金额改成 ¥500 了，请再确认")])
     loop.run(r, ask, tools)
     assert (r.status, r.reason, refunds.count()) == ("suspended", "awaiting_confirmation", 0)
-    assert not r.memory.confirmed and "再确认" in r.memory.offer      # the other refund, proposed in words
+    assert held(r) == [("proposed", [("refund_order", REFUND[1], "proposed")])]
+    runs.add_user(r, "确认")
+    loop.run(r, ask, tools)
+    assert (r.status, r.reason, refunds.count()) == ("suspended", "awaiting_confirmation", 1)
+    assert [w["args"] for w in r.memory.writes] == [{"order_id": "A1001", "amount": 899}]
+    assert held(r)[-1] == ("proposed", [("refund_order", OTHER[1], "proposed")]) and not r.memory.confirmed
+    assert r.memory.proposal["args"] == OTHER[1]                       # the other refund, held for the user
 
 
 def test_a_refund_the_model_insists_on_is_a_new_proposal_shown_exactly(tmp_path, fake_model):
+    """The words offer ¥899 but the call the model makes refunds ¥500: that call is what is held and shown, not the
+    words. The user declines it; the model insists on the same call: a new proposal, held again; nothing runs."""
     r, tools, refunds = setup(tmp_path)
-    other = ("refund_order", {"order_id": "A1001", "amount": 500})
     ask, _ = fake_model([tool_calls(("set_plan", PLAN), ("get_order", {"order_id": "A1001"})),
                          tool_calls(("track_shipment", {"tracking": "SF7788"})),
-                         text("建议退款 A1001 ¥899，确认吗？"), tool_calls(other), tool_calls(other)])
-    loop.run(r, ask, tools)
-    runs.add_user(r, "确认")
+                         text(OFFER), when_forced(OTHER, text(OFFER)), tool_calls(OTHER), tool_calls(OTHER)])
     loop.run(r, ask, tools)
     assert (r.status, r.reason, refunds.count()) == ("suspended", "awaiting_confirmation", 0)
-    assert r.memory.proposal["amount"] == 500 and "why" in r.memory.proposal and not r.memory.confirmed
+    assert r.memory.proposal["args"] == OTHER[1] and r.proposal["calls"][0]["args"] == OTHER[1]
+    runs.add_user(r, "不对，应该退 ¥899")
+    loop.run(r, ask, tools)
+    assert (r.status, r.reason, refunds.count()) == ("suspended", "awaiting_confirmation", 0)
+    assert held(r) == [("declined", [("refund_order", OTHER[1], "declined")]),
+                       ("proposed", [("refund_order", OTHER[1], "proposed")])]
+    assert not r.memory.confirmed and r.memory.writes == []

@@ -445,12 +445,13 @@ def _notes(tmp_path):
             conn.execute("INSERT OR IGNORE INTO notes VALUES (?, ?, ?)", (idempotency_key, user_id, body))
         return {"note_id": "N-1", "user_id": user_id}
 
-    def model(messages, tools, final=False):
+    def respond(messages, tools, final=False, force=False):
+        """Offers the note in words; asked for its call (forced), makes it; answers once it ran."""
         results = [m for m in messages if m["role"] == "tool"]
         if not results:
             return {"tool_calls": [{"type": "function", "function": {"name": "find_user",
                                                                      "arguments": {"email": "ann@example.com"}}}]}
-        if not any(m["role"] == "user" and m["content"] == "yes" for m in messages):
+        if force != "add_note" and len(results) < 2:
             return "Ann is U-7. Shall I add the note 'call back' to U-7?"
         if len(results) < 2:
             return {"tool_calls": [{"type": "function", "function": {
@@ -462,7 +463,7 @@ def _notes(tmp_path):
                   tools=[Tool.from_function(find_user),
                          Tool.from_function(add_note, kind="write", takes="idempotency_key", effect={"user_id": "id"},
                                             sources=Source.of("find_user", "user_id"))])
-    return agent, model, db
+    return agent, handloop.FunctionModel(respond, forces=True), db
 
 
 def test_a_second_confirm_is_refused_and_caught_by_name(tmp_path):
@@ -471,6 +472,8 @@ def test_a_second_confirm_is_refused_and_caught_by_name(tmp_path):
     r, ts = handloop.start(agent, "n1", audit_dir=audit_dir, model="mine")
     handloop.run(r, model, ts)
     ts.close()
+    assert (r.status, r.reason, r.proposal["calls"][0]["args"]) == \
+        ("suspended", "awaiting_confirmation", {"user_id": "U-7", "body": "call back"})
     r, ts = handloop.confirm(agent, "n1", audit_dir=audit_dir)
     handloop.run(r, model, ts)
     ts.close()

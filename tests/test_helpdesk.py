@@ -1,7 +1,7 @@
 """The English helpdesk agent (tests/helpdesk_mcp/): its own asset MCP server, written with the official SDK, over
 stdio and Streamable HTTP; a write whose effect is a serial (an id by no `*_id` name) and a model (a schema enum,
-no aliases), with the ticket bound to the serial's record. Through the command line in new processes and the
-real openai client; assertions read states, stores and audit files."""
+no aliases), held and shown exactly, every argument (the ticket too), and made once confirmed. Through the command
+line in new processes and the real openai client; assertions read states, stores and audit files."""
 import json
 import os
 import sqlite3
@@ -37,16 +37,20 @@ def check(tmp_path, *paths, agent=None):
     return run_agent("--check", *paths, *(["--agent", agent] if agent else []), "--json", cwd=tmp_path)
 
 
-def test_the_proposal_in_words_is_confirmed_once_and_orders_what_it_stated(tmp_path):
+def test_the_order_its_words_offered_is_held_shown_exactly_confirmed_once_and_ordered(tmp_path):
     snap = start(tmp_path, "h1")
-    # it named the ticket T-1042 beside the serial and the model: still one value for each effect argument
+    # it named the ticket T-1042 beside the serial and the model in words; asked for the call, the call is held
     assert (snap["status"], snap["reason"], snap["mode"]) == ("suspended", "awaiting_confirmation", "mcp")
-    assert "T-1042" in snap["memory"]["offer"] and "SN7Q2X9K" in snap["memory"]["offer"]
+    [record] = snap["memory"]["proposals"]
+    assert [(c["tool"], c["args"], c["state"]) for c in record["calls"]] == \
+        [("order_laptop", {"ticket_id": "T-1042", "serial": "SN7Q2X9K", "model": "X1-14"}, "proposed")]
+    assert orders(tmp_path) == []
     done = run_agent("--confirm", "h1", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert read_audit(tmp_path / "audit", "h1")["status"] == "done"
     assert orders(tmp_path) == [("T-1042", "SN7Q2X9K", "X1-14")]
     assert "None" not in done.stdout
+    assert run_agent("--confirm", "h1", cwd=tmp_path).returncode == 2 and len(orders(tmp_path)) == 1
     verdicts = json.loads(check(tmp_path, "audit/run-h1.json").stdout)["files"][0]["checks"]
     assert {v["id"]: v["verdict"] for v in verdicts}["write_after_confirmation"] == "pass"
 
@@ -61,26 +65,34 @@ def test_only_the_allowed_tools_reach_the_model_cut_to_their_fields(tmp_path):
     assert snap["agent"]["tools"]["order_laptop"]["choices"] == {"model": {"X1-14": [], "MBA-13": [], "T14-G5": []}}
 
 
-def test_a_ticket_from_another_record_than_the_confirmed_serial_is_not_ordered_but_proposed(tmp_path):
-    start(tmp_path, "swap")
-    blocked = run_agent("--confirm", "swap", cwd=tmp_path, env={"HELPDESK_SCRIPT": "swap"})
-    assert blocked.returncode == 0, blocked.stderr
+def test_a_ticket_from_another_record_than_the_serial_is_shown_exactly_and_ordered_only_once_confirmed(tmp_path):
+    """Words offered Alice's order; the call the model makes (Bob's ticket, Alice's serial) is what is held and
+    shown, every argument, and only its confirmation orders it."""
+    shown = run_agent("--agent", AGENT, "--run-id", "swap", cwd=tmp_path, env={"HELPDESK_SCRIPT": "swap"})
+    assert shown.returncode == 0, shown.stderr
     snap = read_audit(tmp_path / "audit", "swap")
     assert (snap["status"], snap["reason"]) == ("suspended", "awaiting_confirmation")
     assert orders(tmp_path) == []
-    proposal = snap["memory"]["proposal"]                                            # the new one states the ticket
-    assert (proposal["ticket_id"], proposal["serial"], proposal["model"]) == ("T-2001", "SN7Q2X9K", "X1-14")
-    assert "None" not in blocked.stdout and "T-2001" in blocked.stdout
-    again = run_agent("--confirm", "swap", cwd=tmp_path, env={"HELPDESK_SCRIPT": "swap"})   # the user saw it now
+    proposal = snap["memory"]["proposal"]                                            # the held call states the ticket
+    assert (proposal["tool"], proposal["args"]) == \
+        ("order_laptop", {"ticket_id": "T-2001", "serial": "SN7Q2X9K", "model": "X1-14"})
+    assert "None" not in shown.stdout and "T-2001" in shown.stdout and "SN7Q2X9K" in shown.stdout
+    again = run_agent("--confirm", "swap", cwd=tmp_path, env={"HELPDESK_SCRIPT": "swap"})   # the user saw it
     assert again.returncode == 0, again.stderr
     assert orders(tmp_path) == [("T-2001", "SN7Q2X9K", "X1-14")]
 
 
-def test_bobs_serial_on_alices_confirmed_order_is_not_executed(tmp_path):
-    start(tmp_path, "bob")
-    out = run_agent("--confirm", "bob", cwd=tmp_path, env={"HELPDESK_SCRIPT": "bob"})
+def test_bobs_serial_on_alices_order_is_shown_and_a_no_orders_nothing(tmp_path):
+    shown = run_agent("--agent", AGENT, "--run-id", "bob", cwd=tmp_path, env={"HELPDESK_SCRIPT": "bob"})
+    assert shown.returncode == 0, shown.stderr
+    snap = read_audit(tmp_path / "audit", "bob")
+    assert (snap["status"], snap["reason"]) == ("suspended", "awaiting_confirmation") and orders(tmp_path) == []
+    assert snap["memory"]["proposal"]["args"] == {"ticket_id": "T-1042", "serial": "SN3M8P1Z", "model": "X1-14"}
+    assert "SN3M8P1Z" in shown.stdout
+    out = run_agent("--reply", "no, that is Bob's laptop", "bob", cwd=tmp_path, env={"HELPDESK_SCRIPT": "bob"})
     assert out.returncode == 0, out.stderr
-    assert read_audit(tmp_path / "audit", "bob")["status"] == "suspended" and orders(tmp_path) == []
+    snap = read_audit(tmp_path / "audit", "bob")
+    assert [c["state"] for c in snap["memory"]["proposals"][0]["calls"]] == ["declined"] and orders(tmp_path) == []
 
 
 def test_the_asset_server_over_http_with_its_declared_bearer_token(tmp_path):

@@ -30,11 +30,14 @@ def cancelled(tmp_path):
     snap = read_audit(tmp_path / "audit", "c")
     results = [json.loads(m["content"]) for m in snap["messages"] if m["role"] == "tool"]
     assert snap["status"] == "done" and {"appointment_id": "A-7", "status": "cancelled"} in results
+    assert [(p["state"], [c["tool"] for c in p["calls"]]) for p in snap["memory"]["proposals"]] == \
+        [("executed", ["cancel_appointment"])]                  # held, approved, run once
     return snap
 
 
 def unconfirmed(messages):
-    """The same conversation without the proposal and the user's confirmation: the cancel ran unasked."""
+    """The same conversation without the offer in words and the user's confirmation: the cancel ran unasked."""
+    assert sum(m["role"] == "user" and m["content"] == "yes, book it" for m in messages) == 1
     return [m for m in messages if not (m["role"] == "assistant" and m.get("content") and "?" in m["content"]) and
             not (m["role"] == "user" and m["content"] == "yes, book it")]
 

@@ -1,7 +1,8 @@
 """Real work writes many times: "pay these three bills" in one run, with a confirmation per bill, with one
 confirmation for the three proposed together, and with one bill declined among confirmed ones. Each write is
 proposed, confirmed or declined and executed on its own; after a write the run goes on with the model; it ends
-`done` when the model answers and nothing waits for the user; the audit file keeps every proposal and its fate.
+`done` when the model answers and nothing waits for the user; the audit file keeps every proposal and the state
+of each of its held calls.
 
 Through the CLI in real processes, the real `openai` client and a loopback endpoint answered by a stateless
 scripted model (it reads only the conversation), an agent file as a user writes one, English and Chinese.
@@ -114,14 +115,15 @@ def test_three_bills_three_confirmations(bank, tmp_path, language):
     run = bank(language, together=False)
     for bill in ("B1", "B2", "B3"):
         status, reason, data = state(tmp_path)
-        assert (status, reason, data["memory"]["proposal"]["bill_id"]) == ("suspended", "awaiting_confirmation", bill)
+        held = data["memory"]["proposal"]["args"]["bill_id"]
+        assert (status, reason, held) == ("suspended", "awaiting_confirmation", bill)
         done = run("--confirm", "r")
         assert done.returncode == 0, done.stdout + done.stderr
     status, reason, data = state(tmp_path)
     assert (status, reason) == ("done", "final_answer")
     assert paid(tmp_path) == [("B1", 120), ("B2", 75), ("B3", 42)]
     records = data["memory"]["proposals"]
-    assert [(p["state"], [c["bill_id"] for c in p["calls"]]) for p in records] == \
+    assert [(p["state"], [c["args"]["bill_id"] for c in p["calls"]]) for p in records] == \
         [("executed", ["B1"]), ("executed", ["B2"]), ("executed", ["B3"])]
     strictly_checked(run)
     assert run("--confirm", "r").returncode == 2 and len(paid(tmp_path)) == 3     # a done run takes nothing
@@ -133,14 +135,15 @@ def test_three_bills_proposed_together_one_confirmation(bank, tmp_path, language
     status, reason, data = state(tmp_path)
     assert (status, reason) == ("suspended", "awaiting_confirmation")
     records = data["memory"]["proposals"]
-    assert len(records) == 1 and [c["bill_id"] for c in records[0]["calls"]] == ["B1", "B2", "B3"]
+    assert len(records) == 1 and [c["args"]["bill_id"] for c in records[0]["calls"]] == ["B1", "B2", "B3"]
     done = run("--confirm", "r")
     assert done.returncode == 0, done.stdout + done.stderr
     for bill in ("B1", "B2", "B3"):                       # the printout listed each before; the receipts now
         assert bill in done.stdout
     status, reason, data = state(tmp_path)
     assert (status, reason, paid(tmp_path)) == ("done", "final_answer", [("B1", 120), ("B2", 75), ("B3", 42)])
-    assert [(p["state"], p["fates"]) for p in data["memory"]["proposals"]] == [("executed", ["executed"] * 3)]
+    assert [(p["state"], [c["state"] for c in p["calls"]]) for p in data["memory"]["proposals"]] == \
+        [("executed", ["executed"] * 3)]
     strictly_checked(run)
 
 
@@ -165,15 +168,16 @@ def test_a_declined_bill_among_confirmed_ones(bank, tmp_path, language):
     run = bank(language, together=False)
     assert run("--confirm", "r").returncode == 0                          # B1
     status, reason, data = state(tmp_path)
-    assert (status, data["memory"]["proposal"]["bill_id"]) == ("suspended", "B2")
+    assert (status, data["memory"]["proposal"]["args"]["bill_id"]) == ("suspended", "B2")
     declined = run("--reply", DECLINE[language], "r")                   # not B2
     assert declined.returncode == 0, declined.stdout + declined.stderr
     status, reason, data = state(tmp_path)
-    assert (status, reason, data["memory"]["proposal"]["bill_id"]) == ("suspended", "awaiting_confirmation", "B3")
+    held = data["memory"]["proposal"]["args"]["bill_id"]
+    assert (status, reason, held) == ("suspended", "awaiting_confirmation", "B3")
     assert run("--confirm", "r").returncode == 0                          # B3
     status, reason, data = state(tmp_path)
     assert (status, paid(tmp_path)) == ("done", [("B1", 120), ("B3", 42)])
-    fates = [(p["state"], p["calls"][0]["bill_id"]) for p in data["memory"]["proposals"]]
+    fates = [(p["state"], p["calls"][0]["args"]["bill_id"]) for p in data["memory"]["proposals"]]
     assert fates[0] == ("executed", "B1") and fates[-1] == ("executed", "B3")
     assert [s for s, bill in fates if bill == "B2"] in (["declined"], ["withdrawn"])
     strictly_checked(run)

@@ -153,7 +153,9 @@ def test_through_the_fake_endpoint_coordinates_must_come_from_search_location(mc
     results = {m["tool_call_id"]: json.loads(m["content"]) for m in r.messages if m["role"] == "tool"}
     assert results["w1"]["blocked_by"] == "provenance" and "search_location" in results["w1"]["error"]
     assert results["w2"] == {"date": "2026-10-01", "condition": "rain", "high": 19, "low": 14}
-    assert results["b1"]["proposal"]["room_type"] == "Suite"
+    assert results["b1"]["blocked_by"] == "unconfirmed_write"
+    assert (results["b1"]["proposal"]["tool"], results["b1"]["proposal"]["args"]) == ("book_hotel", BOOK)
+    assert r.memory.proposal["args"] == BOOK and r.memory.proposal["state"] == "proposed"
     assert r.memory.fact("locations") == [{"name": "西安", **XIAN, "timezone": "Asia/Shanghai", "country": "中国"}]
     assert read_audit(tmp_path, "m1")["mode"] == "mcp"
 

@@ -95,7 +95,9 @@ def test_an_mcp_run_against_an_sdk_server(tmp_path):
     assert result.returncode == 0, result.stderr
     snap = read_audit(tmp_path / "audit", "s1")
     assert (snap["status"], snap["reason"], snap["mode"]) == ("suspended", "awaiting_confirmation", "mcp")
-    assert "Suite" in snap["memory"]["offer"] and snap["memory"]["weather"]
+    held = snap["memory"]["proposal"]
+    assert (held["tool"], held["args"]["room_type"], held["state"]) == ("book_hotel", "Suite", "proposed")
+    assert snap["memory"]["weather"]
     contents = " ".join(m["content"] for m in snap["messages"] if m["role"] == "tool")
     assert "population" not in contents and "humidity" not in contents
     results = [json.loads(m["content"]) for m in snap["messages"] if m["role"] == "tool"]

@@ -47,7 +47,8 @@ def test_an_mcp_write_is_proposed_confirmed_and_made_once_with_the_runs_idempote
     assert "idempotency_key" not in shown(snap, "cancel_order")["properties"]              # the loop's, not the model's
     assert "idempotency_key" not in json.dumps(shown(snap, "cancel_order"))
     [proposal] = snap["memory"]["proposals"]
-    assert proposal["calls"] == [{"tool": "cancel_order", "order_id": "W-1001", "reason": "not needed"}]
+    assert [(c["tool"], c["args"], c["state"]) for c in proposal["calls"]] == \
+        [("cancel_order", {"order_id": "W-1001", "reason": "not needed"}, "proposed")]
     done = run_agent("--confirm", "m1", cwd=tmp_path, env=e)
     assert done.returncode == 0, done.stderr
     snap = read_audit(tmp_path / "audit", "m1")
@@ -69,7 +70,7 @@ def test_two_mcp_writes_in_one_run_a_list_effect_element_by_element_then_a_secon
     snap = read_audit(tmp_path / "audit", "m2")
     assert snap["agent"]["tools"]["exchange_items"]["lists"] == ["item_ids"]
     assert shown(snap, "exchange_items")["properties"]["item_ids"] == {"type": "array", "items": {"type": "string"}}
-    assert writes(tmp_path) == [] and snap["memory"]["proposals"][0]["calls"][0]["item_ids"] == ["I-11", "I-12"]
+    assert writes(tmp_path) == [] and snap["memory"]["proposals"][0]["calls"][0]["args"]["item_ids"] == ["I-11", "I-12"]
     first = run_agent("--confirm", "m2", cwd=tmp_path, env=e)
     assert first.returncode == 0, first.stderr
     snap = read_audit(tmp_path / "audit", "m2")                 # the exchange ran; the cancel is a new proposal
@@ -92,34 +93,51 @@ def test_an_mcp_write_of_an_order_no_read_gave_is_blocked_before_it_becomes_a_pr
     assert snap["memory"]["proposals"] == [] and writes(tmp_path) == []
 
 
-@pytest.mark.parametrize("offer,confirmations", [
-    ("Order W-1001 (mug, lamp) is delivered. Shall I cancel order W-1001 for you, reason: changed my mind?", 1),
-    ("Order W-1001 (mug, lamp) is delivered. Shall I cancel order W-1001 for you?", 2)])
-def test_a_model_that_proposes_in_words_gets_the_mcp_write_run_after_the_users_yes(cli, tmp_path, offer, confirmations):
-    """Unlike the agent's offline script: the model reads, proposes in words, and calls the write only after the
-    user's yes (through the real openai client against the loopback endpoint). The offer names the order's items
-    too, which the exchange takes: it is read as the cancel it names. A free argument the words never stated (the
-    reason) does not run on that yes: the exact call becomes a proposal of its own, one more confirmation."""
+OFFERS = ["Order W-1001 (mug, lamp) is delivered. Shall I cancel order W-1001 for you, reason: changed my mind?",
+          "Order W-1001 (mug, lamp) is delivered. Shall I cancel order W-1001 for you?"]
+
+
+@pytest.mark.parametrize("offer", OFFERS)
+@pytest.mark.parametrize("obeys", [True, False], ids=["forced", "ignores_forcing"])
+def test_a_model_that_proposes_in_words_gets_the_mcp_write_held_and_run_once_confirmed(cli, tmp_path, offer, obeys):
+    """Unlike the agent's offline script: the model reads and proposes in words (through the real openai client
+    against the loopback endpoint). The words are no proposal: the loop asks for the cancel's call (a forced
+    tool_choice naming it, although the offer names the order's items too, which the exchange takes); the call is
+    held and shown exactly, the reason the words may or may not have stated included, and one confirmation runs
+    it once. A model that ignores the forced choice and offers in words again leaves the run waiting for the
+    user's reply with nothing held: the user's yes approves nothing, the model's call after it is held, and only
+    the confirmation of that held call runs it."""
     def model(request):
         said = [m for m in request["messages"] if m["role"] == "tool"]
-        users = [m["content"] for m in request["messages"] if m["role"] == "user"]
+        users = [m["content"] for m in request["messages"] if m["role"] == "user" and m.get("name") != "loop"]
+        choice = request.get("tool_choice")
+        forced = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
         if not said:
             return tool_calls(("get_order", {"order_id": "W-1001"}))
-        if users[-1] == "yes" and len(said) == 1:
+        if len(said) == 1 and ((obeys and forced == "cancel_order") or users[-1] == "yes"):
             return tool_calls(("cancel_order", {"order_id": "W-1001", "reason": "changed my mind"}, "c9"))
         if len(said) == 1:
             return text(offer)
         return text("Order W-1001 is cancelled.")
     run = cli(model)
     assert run("--agent", ORDERS, "--run-id", "w1", **env(tmp_path)).returncode == 0
-    for _ in range(confirmations):
-        snap = read_audit(tmp_path / "audit", "w1")
-        assert (snap["status"], snap["reason"]) == ("suspended", "awaiting_confirmation") and writes(tmp_path) == []
-        done = run("--confirm", "w1", **env(tmp_path))
-        assert done.returncode == 0, done.stderr
     snap = read_audit(tmp_path / "audit", "w1")
-    assert snap["status"] == "done" and snap["memory"]["proposals"][-1]["state"] == "executed"
+    if not obeys:                                  # words again: nothing held, the user's yes is an ordinary reply
+        assert (snap["status"], snap["reason"]) == ("suspended", "awaiting_reply") and writes(tmp_path) == []
+        assert snap["memory"]["proposals"] == []
+        replied = run("--reply", "yes", "w1", **env(tmp_path))
+        assert replied.returncode == 0, replied.stderr
+        snap = read_audit(tmp_path / "audit", "w1")
+    assert (snap["status"], snap["reason"]) == ("suspended", "awaiting_confirmation") and writes(tmp_path) == []
+    [record] = snap["memory"]["proposals"]
+    assert [(c["tool"], c["args"], c["state"]) for c in record["calls"]] == \
+        [("cancel_order", {"order_id": "W-1001", "reason": "changed my mind"}, "proposed")]
+    done = run("--confirm", "w1", **env(tmp_path))
+    assert done.returncode == 0, done.stderr
+    snap = read_audit(tmp_path / "audit", "w1")
+    assert snap["status"] == "done" and [p["state"] for p in snap["memory"]["proposals"]] == ["executed"]
     assert [row[1:] for row in writes(tmp_path)] == [("cancel_order", "W-1001", "changed my mind")]
+    assert run("--confirm", "w1", **env(tmp_path)).returncode == 2 and len(writes(tmp_path)) == 1
     check = run("--check", "w1", "--strict", "--agent", ORDERS, **env(tmp_path))
     assert check.returncode == 0, check.stdout + check.stderr
 

@@ -49,34 +49,63 @@ def test_a_run_that_ordered_what_was_proposed_passes_read_as_its_guards_read_it(
     assert "yes, order it" in entry["reading_text"]
 
 
-def test_the_mba13_proposal_followed_by_an_x1_14_order_fails_in_both_readings(tmp_path):
+def ran_instead(old, new):
+    """The loop's own call, the approved one it issued after the confirmation, with `old` replaced by `new` in its
+    arguments: a run that ran something other than the held call the user approved."""
+    def change(m):
+        if m["role"] == "assistant" and m.get("name") == "loop":
+            m["tool_calls"] = [dict(c, function=dict(c["function"], arguments=c["function"]["arguments"].replace(
+                old, new))) for c in m.get("tool_calls") or []]
+        return m
+    return change
+
+
+def write_check(entry):
+    return next(c for c in entry["checks"] if c["id"] == "write_after_confirmation")
+
+
+def test_words_that_named_an_mba13_decide_nothing_the_held_x1_14_the_user_approved_passes(tmp_path):
+    """Words are never a proposal: the model's text said MBA-13, its held call (shown to the user, approved) was
+    the X1-14 that ran. Read as its guards read it, the run passes."""
     path, snap = helpdesk_done(tmp_path)
     mine = rewrite(path, snap, tmp_path / "mba13.json", said_instead("an X1-14", "an MBA-13"))
+    assert "an MBA-13" in mine.read_text(encoding="utf-8")
     verdicts, entry, out = judged(tmp_path, mine)
-    assert verdicts["write_after_confirmation"] == "fail" and out.returncode == 1
-    assert "model" in [c for c in entry["checks"] if c["id"] == "write_after_confirmation"][0]["reason"]
+    assert verdicts["write_after_confirmation"] == "pass" and entry["reading"] == "agent", out.stdout
+
+
+def test_an_mba13_order_after_the_x1_14_the_user_approved_fails_in_both_readings(tmp_path):
+    path, snap = helpdesk_done(tmp_path)
+    mine = rewrite(path, snap, tmp_path / "mba13.json", ran_instead("X1-14", "MBA-13"))
+    verdicts, entry, out = judged(tmp_path, mine)
+    assert verdicts["write_after_confirmation"] == "fail" and out.returncode == 1 and entry["reading"] == "agent"
+    assert "order_laptop" in write_check(entry)["reason"]
     other = tmp_path / "mba13-chat.json"                      # the same conversation from another system
     other.write_text(json.dumps(json.loads(mine.read_text())["messages"]), encoding="utf-8")
     verdicts, entry, out = judged(tmp_path, other, HELPDESK)
-    assert verdicts["write_after_confirmation"] == "fail" and entry["reading"] == "wide"
+    assert verdicts["write_after_confirmation"] == "fail" and entry["reading"] == "wide", write_check(entry)
 
 
-def test_a_ticket_of_another_record_than_the_confirmed_serial_fails_the_check(tmp_path):
-    path, snap = helpdesk_done(tmp_path)
-
-    def swap(m):                                              # the order's ticket is Bob's, its serial Alice's
-        if m["role"] == "assistant" and m.get("tool_calls"):
-            for c in m["tool_calls"]:
-                if c["function"]["name"] == "order_laptop":
-                    c["function"]["arguments"] = c["function"]["arguments"].replace("T-1042", "T-2001")
-        return m
-    verdicts, entry, out = judged(tmp_path, rewrite(path, snap, tmp_path / "swap.json", swap))
-    assert verdicts["write_after_confirmation"] == "fail" and "ticket_id" in json.dumps(entry["checks"])
+def test_a_ticket_of_another_record_than_the_approved_call_fails_the_check(tmp_path):
+    path, snap = helpdesk_done(tmp_path)                      # the order's ticket is Bob's, the approved one Alice's
+    swapped = rewrite(path, snap, tmp_path / "swap.json", ran_instead("T-1042", "T-2001"))
+    verdicts, entry, out = judged(tmp_path, swapped)
+    assert verdicts["write_after_confirmation"] == "fail" and out.returncode == 1
+    assert "order_laptop" in write_check(entry)["reason"]
 
 
 def test_sure_go_ahead_confirms_only_in_the_wider_reading(tmp_path):
+    """Replying "sure, go ahead" (no confirm reply of the agent's, no decision recorded) declines the held call in
+    the run's own reading, so the order after it fails; another system's transcript reads it as an approval."""
     path, snap = helpdesk_done(tmp_path)
-    mine = rewrite(path, snap, tmp_path / "sure.json", said_instead("yes, order it", "sure, go ahead", role="user"))
+
+    def sure(m):
+        if m["role"] == "user" and m.get("content") == "yes, order it":
+            m["content"] = "sure, go ahead"
+            m.pop("decision", None)
+        return m
+    assert any(m.get("decision") for m in snap["messages"])
+    mine = rewrite(path, snap, tmp_path / "sure.json", sure)
     verdicts, entry, _ = judged(tmp_path, mine)                # its runtime never takes it for a confirmation
     assert verdicts["write_after_confirmation"] == "fail" and entry["reading"] == "agent"
     other = tmp_path / "sure-chat.json"
@@ -93,7 +122,7 @@ SELF_AFTER = [{"title": "查天气", "tool": "get_weather", "after": [1]},
 
 def self_dependent(request):
     """A small model's plan: each step's `after` names the step itself (and a later one); then it proposes in
-    words and books what it proposed after 「确认」."""
+    words; asked for the booking (a forced tool_choice, or 「确认」 while nothing is held) it calls it."""
     messages = request["messages"]
     results = [m for m in messages if m["role"] == "tool"]
     users = [m for m in messages if m["role"] == "user" and m.get("name") != "loop"]
@@ -107,7 +136,9 @@ def self_dependent(request):
                 {"city": "西安", "date": "2026-10-01"}, ensure_ascii=False)}},
             {"id": "s", "type": "function", "function": {"name": "search_hotels", "arguments": json.dumps(
                 {"city": "西安", "check_in": "2026-10-01", "nights": 2}, ensure_ascii=False)}}]}
-    if len(users) > 1 and users[-1]["content"] == "确认":
+    choice = request.get("tool_choice")
+    forced = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+    if forced == "book_hotel" or (len(users) > 1 and users[-1]["content"] == "确认"):
         return {"content": None, "tool_calls": [{"id": "b", "type": "function", "function": {
             "name": "book_hotel", "arguments": json.dumps({"hotel_id": "XA-001", "room_type": "Suite",
                                                            "check_in": "2026-10-01", "nights": 2})}}]}

@@ -134,9 +134,11 @@ def _bookings(cwd):
 
 def test_the_example_suspends_then_one_confirmation_in_a_new_process_books_once(tmp_path):
     out = run_agent("--agent", EXAMPLE, "--run-id", "m", cwd=tmp_path)
-    assert out.returncode == 0 and read_audit(tmp_path / "audit", "m")["status"] == "suspended"
+    snap = read_audit(tmp_path / "audit", "m")                             # offered in words, asked for the call
+    assert out.returncode == 0 and (snap["status"], snap["reason"]) == ("suspended", "awaiting_confirmation")
+    assert snap["memory"]["proposal"]["tool"] == "book_room"
     assert not texts.CJK.search(out.stdout + out.stderr)
-    recorded = read_audit(tmp_path / "audit", "m")["agent"]
+    recorded = snap["agent"]
     assert (recorded["name"], recorded["file"], recorded["language"]) == ("meeting-rooms", EXAMPLE, "en")
     done = run_agent("--confirm", "m", cwd=tmp_path)                       # no --agent: the record knows it
     assert done.returncode == 0 and read_audit(tmp_path / "audit", "m")["status"] == "done"
@@ -147,6 +149,7 @@ def test_the_example_suspends_then_one_confirmation_in_a_new_process_books_once(
 
 def test_a_crash_between_the_confirmation_and_the_booking_books_once(tmp_path):
     assert run_agent("--agent", EXAMPLE, "--run-id", "k", cwd=tmp_path).returncode == 0
+    assert read_audit(tmp_path / "audit", "k")["reason"] == "awaiting_confirmation"
     crashed = run_agent("--confirm", "k", cwd=tmp_path, env={"AGENT_FAULT": "after_tool"})
     assert crashed.returncode == -9
     resumed = run_agent("--resume", "k", cwd=tmp_path)

@@ -250,7 +250,8 @@ def test_without_the_opt_in_no_span_carries_a_tools_error_a_guards_reason_or_any
     assert blocked["status"]["code"] == "STATUS_CODE_ERROR" and "handloop.guard.reason" not in blocked["attributes"]
     assert spans["execute_tool find_patient"]["attributes"]["handloop.tool.status"] == "ok"
     agent = spans["invoke_agent clinic"]
-    assert agent["attributes"]["handloop.turns"] == 3 and agent["attributes"]["handloop.status"] == "suspended"
+    assert agent["attributes"]["handloop.turns"] == len(snap["trace"]) >= 3          # reads, write, words (nudged)
+    assert agent["attributes"]["handloop.status"] == "suspended" and snap["memory"]["proposals"] == []
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

@@ -151,8 +151,14 @@ class Call:
 
     @property
     def proposed(self):
+        """The arguments a held write showed: a proposal of ours ({"tool", "args", "shows"?}), one recorded before
+        held calls ({"tool", **arguments}), or, for another system's block, the call's own."""
         proposal = self.result.get("proposal")
-        return proposal if isinstance(proposal, dict) else self.args
+        if not isinstance(proposal, dict):
+            return self.args
+        if isinstance(proposal.get("args"), dict) and set(proposal) <= {"tool", "args", "shows"}:
+            return proposal["args"]
+        return proposal
 
 
 class Transcript:

@@ -2,15 +2,16 @@
 (asset_mcp.py, the official SDK) gives `lookup_ticket(email)` and `check_warranty(serial)`; its one write,
 `order_laptop(ticket_id, serial, model)`, runs only after "yes, order it" and lands in its own SQLite store.
 Planning off. The write's effect is the serial (an id: whatever the field is called) and the model (a
-choice: the schema's enum); the ticket comes from the same lookup as the serial, so it is bound to it.
+choice: the schema's enum); the ticket and the serial come from lookup_ticket, and the held call shows both.
 
-    python agent.py --agent tests/helpdesk_mcp/it_helpdesk.py          # suspends with a proposal in words
+    python agent.py --agent tests/helpdesk_mcp/it_helpdesk.py          # suspends with the order held
     python agent.py --confirm                                   # orders once
 
 The server runs as a process, or at HELPDESK_ASSETS_URL (bearer token from HELPDESK_ASSETS_TOKEN). Its
-offline model is a stateless script of the conversation; HELPDESK_SCRIPT picks how it behaves after the
-confirmation: "order" (what it proposed), "swap" (Alice's serial, Bob's ticket), "bob" (Alice's ticket, Bob's
-serial). The store is HELPDESK_DB (default: helpdesk.db in the audit folder).
+offline model is a stateless script of the conversation: it proposes in words, and makes the order's call when
+asked for it (a forced tool_choice naming order_laptop, or the user's "yes, order it" while nothing is held);
+HELPDESK_SCRIPT picks which call it makes: "order" (what it proposed), "swap" (Alice's serial, Bob's ticket), "bob"
+(Alice's ticket, Bob's serial). The store is HELPDESK_DB (default: helpdesk.db in the audit folder).
 """
 import json
 import os
@@ -76,7 +77,9 @@ def respond(request):
         return _calls(("check_warranty", {"serial": alice["serial"]}))
     if last.get("role") == "tool" and names.get(last["tool_call_id"]) == "order_laptop":    # not run: say so, wait
         return {"content": "The order did not go through; it needs your confirmation: " + last["content"][:300]}
-    if len(users) > 1 and AGENT.confirms(users[-1]):
+    choice = request.get("tool_choice")
+    forced = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+    if forced == "order_laptop" or (len(users) > 1 and AGENT.confirms(users[-1])):   # asked for the call: makes it
         script = os.environ.get("HELPDESK_SCRIPT") or "order"
         ticket, serial = {"order": (alice, alice), "swap": (bob, alice), "bob": (alice, bob)}[script]
         return _calls(("order_laptop", {"ticket_id": ticket["ticket_id"], "serial": serial["serial"], "model": "X1-14"}))
