@@ -548,3 +548,4 @@ class Outcome:
     concurrent: bool = False
     content: str = ""              # the tool message's text; set when the outcome is settled
     notice: dict | None = None     # an MCP result's: what its cut dropped (toolset.trim), for the trace and printout
+    blocks: tuple = ()             # an MCP text result's content blocks (mcp/results.py), for the trace

@@ -549,6 +549,8 @@ def _record(r, reply, sent, pending, outcomes):
         notice = _unsaid(c.name, o.notice, [t for record in r.trace for t in record.get("tools") or ()] + tools)
         if notice:
             tools[-1]["notice"] = notice
+        if o.blocks:                        # an MCP text result's content blocks, as the server sent them (bounded)
+            tools[-1]["blocks"] = list(o.blocks)
     return {"turn": r.turn, "model_seconds": round(reply.seconds, 4), "tokens": reply.tokens,
             "tokens_estimated": reply.estimated, "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
             **({"tokens_cached": reply.tokens_cached} if reply.tokens_cached is not None else {}),

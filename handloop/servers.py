@@ -37,8 +37,10 @@ class MCPServer:
     `describe`, `rules` and `reconcile` as a Tool takes them, and `key`: the server's argument that receives the
     run's idempotency key (幂等键; filled by the loop, never shown to the model, so the server's store can refuse a
     write made twice). Only these tools reach the
-    model; every result is cut to its fields, always (toolset.trim says what it dropped); a tool declared with
-    no fields is a declaration error, not a tool whose results pass whole; a server's own description is untrusted text,
+    model; every structured result is cut to its fields, always (toolset.trim says what it dropped), and a text
+    result (content blocks with no structured content, mcp/results.py) reaches the model as text cut by length, never
+    as records a Source reads; a tool declared with no fields (`()`) is a text tool: a structured result of it
+    passes nothing; a server's own description is untrusted text,
     kept to DESCRIPTION_LIMIT characters. `timeout`: seconds per MCP request (None: the default).
     `replaces`: local tools of the agent its tools stand in for while it is used (they take over
     the local tool's hooks); `optional`: used only when the run asks for MCP (--mcp), as the Xi'an
@@ -173,9 +175,10 @@ def _rule_problems(name, rule):
         return [f"must be the result fields kept (a tuple of names) or a dict of {', '.join(MCP_RULES)}"]
     problems = [f"{key!r} is not one of {', '.join(MCP_RULES)}" for key in rule if key not in MCP_RULES]
     fields = rule.get("fields")
-    if not isinstance(fields, (tuple, list)) or not fields or not all(isinstance(f, str) and f for f in fields):
-        problems.append("fields must be a non-empty list of the result fields kept (paths such as 'doctor' or "
-                        "'slots[].slot_id'): a result is cut to them, always")
+    if not isinstance(fields, (tuple, list)) or not all(isinstance(f, str) and f for f in fields):
+        problems.append("fields must be a list of the result fields kept (paths such as 'doctor' or "
+                        "'slots[].slot_id'): a structured result is cut to them, always; () for a tool that "
+                        "answers in text")
     else:
         problems += field_tree(fields)[1]
     for key in ("required", "arguments", "requires", "keep"):

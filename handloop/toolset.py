@@ -33,6 +33,7 @@ from . import mcp_tools
 from . import plan
 from . import texts
 from .agents import Agent
+from .mcp import results
 from .calls import Call, Tool, ToolError, by_user
 from .servers import DESCRIPTION_LIMIT, field_path, field_tree, needed
 from .texts.stated import identity
@@ -283,6 +284,8 @@ class ToolSet:
             raise ToolError(exc.message[:300]) from None
         except mcp_tools.MCPError as exc:
             raise ToolError(self.say("tool.mcp_error", tool=call.name, error=exc.message[:300])) from None
+        if isinstance(payload, results.TextResult):
+            return text_cut(call.name, payload, self.say, rule)
         return trim(call.name, payload, self.say, rule)
 
     def reconcile(self, call: Call) -> Any:
@@ -445,6 +448,24 @@ class Cut(dict):
     The executor hands the notice to the call's Outcome (the record's trace says it once per tool and path)."""
 
     notice: dict | None = None
+    blocks: tuple = ()          # a text result's content blocks, as mcp/results.py records them (the trace keeps them)
+
+
+def text_cut(name, reading, say=texts.ZH_TEXTS, rule=None):
+    """An MCP text result (mcp/results.TextResult) as the model reads it: {"text": its blocks, each kind in its
+    own way}, cut by length (config.MCP_TEXT_CHARS), never by the declared fields, which are those of a structured
+    result (so a text result is never records a Source reads: no declared field is there). A ToolError when the
+    tool declares required fields: a text result has none."""
+    if rule and rule["required"]:
+        raise ToolError(say("mcp.missing_fields", tool=name, fields=", ".join(rule["required"])))
+    notice = _Notice()
+    if reading.cut_chars:
+        notice.shortened("text", chars=config.MCP_TEXT_CHARS)
+    if reading.more_blocks:
+        notice.shortened("content[]", items=config.MCP_BLOCKS, of=config.MCP_BLOCKS + reading.more_blocks)
+    out = Cut({"text": reading.text})
+    out.notice, out.blocks = notice.said(), reading.blocks
+    return out
 
 
 NOTICE_PATHS = 50           # dropped paths a notice names (the rest counted)

@@ -74,7 +74,7 @@ def test_a_hostile_result_is_bounded_in_list_length_and_string_size_and_the_cut_
 
 
 @pytest.mark.parametrize("fields,wrong", [
-    ((), "non-empty list"), (("slots", "slots[].slot_id"), "disagrees with another about 'slots'"),
+    (("",), "fields must be a list"), (("slots", "slots[].slot_id"), "disagrees with another about 'slots'"),
     (("a.b", "a[].c"), "about 'a'"), (("tags", "tags[]"), "about 'tags'"), (("a[b",), "is not a field path"),
     (("a..b",), "is not a field path"), (tuple(["x." * 8 + "y"]), "at most 8 steps")])
 def test_a_field_path_that_cannot_be_read_one_way_is_a_declaration_error(fields, wrong):
