@@ -7,6 +7,7 @@ holds no state; a declaration mistake (a prerequisite naming a tool the agent la
 local one, two rules of one name) is a DeclarationError naming what is wrong.
 """
 import dataclasses
+import re
 from typing import Any, Callable, Iterable
 
 from . import texts
@@ -28,7 +29,8 @@ class Agent:
     set_plan's description; `offline` a model of its own for runs without an API key (a policy of
     the loopback endpoint: request dict -> reply dict; the command line uses it, or the built-in
     offline model for the Xi'an agent); `file` where it was loaded from (set by the loader,
-    recorded by runs); `rules` its own rules (Rule) over the calls of the tools each names (none named: every
+    recorded by runs); `module` the importable "package.module:attribute" it is bound to (set by handloop.start when
+    it finds it there, recorded by runs: parts.py loads it again from either); `rules` its own rules (Rule) over the calls of the tools each names (none named: every
     write), decided before a call runs, beside those its tools declare."""
     name: str
     instructions: str
@@ -44,6 +46,7 @@ class Agent:
     file: str | None = None
     mcp: tuple = ()                           # its MCP servers (MCPServer), each with the tools it allows
     rules: tuple = ()                         # Rule: its own rules over its tools' calls (tools=(): every write)
+    module: str | None = None                 # "package.module:attribute" where it can be imported again
 
     def __post_init__(self):
         for name in ("tools", "confirm", "checks", "mcp", "rules"):
@@ -84,9 +87,36 @@ class Agent:
     def declared(self, tools: Iterable[Tool] | None = None) -> dict[str, Any]:
         """What a run records of its agent, and what the judge reads: plain JSON. `tools`: the tools
         the run really had (its tool set: the MCP tools and the planning tools too), default its own."""
-        return {"name": self.name, "file": self.file, "confirm": list(self.confirm), "language": self.language,
+        return {"name": self.name, "file": self.file, **({"module": self.module} if self.module else {}),
+                "confirm": list(self.confirm), "language": self.language,
                 "planning": self.planning, "checks": list(self.checks),
                 "tools": {t.name: declared_tool(t, self.rules_for(t)) for t in (self.tools if tools is None else tools)}}
+
+
+def located(agent: Agent) -> Agent:
+    """The agent with how it can be loaded again, for its run's record: as it is when it names its file or module;
+    else the first imported module that binds it to a name ("package.module:attribute"), its file beside; else the
+    script run as __main__ that binds it ("__main__:attribute" and the script's file). An agent bound nowhere (made
+    inside a function) stays as it is: a command line must then be given it with --agent FILE."""
+    if agent.file or agent.module:
+        return agent
+    import sys
+    main = None
+    for name, module in list(sys.modules.items()):
+        try:
+            bound = [key for key, value in list(vars(module).items()) if value is agent]
+        except TypeError:                  # no namespace to look in
+            continue
+        if bound and name == "__main__":
+            main = bound[0]
+        elif bound:
+            file = getattr(module, "__file__", None)
+            return dataclasses.replace(agent, module=f"{name}:{bound[0]}", file=file if isinstance(file, str) else None)
+    script = getattr(sys.modules.get("__main__"), "__file__", None)
+    if main is not None and isinstance(script, str):
+        import os
+        return dataclasses.replace(agent, module=f"__main__:{main}", file=os.path.abspath(script))
+    return agent
 
 
 def _agent_problems(agent):
@@ -104,6 +134,9 @@ def _agent_problems(agent):
         problems.append(f"planning={agent.planning!r} must be True or False")
     if not isinstance(agent.goal, str):
         problems.append("goal must be a string")
+    if agent.module is not None and not (isinstance(agent.module, str) and
+                                         re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", agent.module)):
+        problems.append(f"module={agent.module!r} must be 'package.module:attribute' (or None)")
     if not isinstance(agent.tools, tuple) or not all(isinstance(t, Tool) for t in agent.tools):
         return problems + ["tools must be a list of calls.Tool"]
     names = [t.name for t in agent.tools]

@@ -482,7 +482,8 @@ def test_twenty_runs_at_once_over_two_workers_stay_isolated(place):
 
 
 def _start_input(p):
-    return {"audit_dir": str(p.audit_dir), "agent_file": None, "offline": False, "model": None,
+    return {"audit_dir": str(p.audit_dir), "agent": {"name": "xian-hotel", "module": "handloop.tools:agent_in"},
+            "offline": False, "model": None,
             "goal": "", "policy": None, "limits": {"heartbeat": 2.0, "ask": 120.0}}
 
 
