@@ -412,7 +412,7 @@ def _go(session, r, toolset, args, env):
     started = time.perf_counter()
     stretch = Stretch(r.path, r.turn, _opened(args))
     try:
-        loop.run(r, ask, toolset, shown)
+        loop.run(r, ask, toolset, shown, export=False)     # the stretch below is exported, Ctrl-C included
     except KeyboardInterrupt:
         console.close()
         loop.finish(r, "stopped", "interrupted", say("stop.interrupted", signal="Ctrl-C / SIGTERM"))
