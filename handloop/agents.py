@@ -157,7 +157,35 @@ def _agent_problems(agent):
         wanted = [*rule["requires"], *(o.tool for s in rule["sources"] for o in s.options() if o.tool != stated.USER)]
         problems += [f"MCP server {server.name!r} tool {name!r}: requires or sources name {w!r}, which is not one "
                      f"of the agent's tools ({', '.join(known)})" for w in wanted if w not in known]
-    return problems + _rules_problems(agent, known)
+    return problems + _sourced_fields_problems(agent.tools, remote) + _rules_problems(agent, known)
+
+
+def _sourced_fields_problems(tools, remote):
+    """A source that takes values from an MCP tool's results must name fields that tool declares: its results are
+    cut to them, so a field it does not declare never arrives (every call the source checks would be refused). A
+    text tool (no fields) sources nothing: a text result is no records."""
+    takers = [(f"tool {t.name!r}", t.sources) for t in tools] + \
+        [(f"MCP server {server.name!r} tool {name!r}", rule["sources"]) for name, (server, rule) in remote.items()]
+    problems = []
+    for who, sources in takers:
+        for option in (o for s in sources for o in s.options() if o.tool in remote):
+            server, rule = remote[option.tool]
+            declared = [f for f in rule["fields"] if isinstance(f, str)]
+            for path in _source_field_paths(option):
+                if path not in declared and path + "[]" not in declared:
+                    problems.append(f"{who}: its source from {option.tool!r} reads {path!r}, which MCP server "
+                                    f"{server.name!r} does not declare for {option.tool!r} (declared fields: "
+                                    f"{', '.join(declared) if declared else 'none: a text tool sources nothing'})")
+    return problems
+
+
+def _source_field_paths(source):
+    """The result paths a source reads (its path and each of its fields, as an MCP declaration names them:
+    "slots[].slot_id"); none when it steps into a mapping ("*"), which no MCP field path names."""
+    steps = [p for p in source.path.split(".") if p]
+    if any("*" in step for step in steps) or any("*" in f for f in source.fields):
+        return []
+    return [".".join([*steps, f]) for f in source.fields]
 
 
 def _rules_problems(agent, known):
