@@ -47,6 +47,7 @@ EN = {
     "guard.provenance": "{values} is not in any {source} result of this run: use only values it returned, never invent one",
     "guard.provenance_any": "{values} is in no result of this run of any of {source} (one of them would do): use only values they returned, never invent one",
     "guard.provenance_offered": "; available: {offered}",
+    "guard.provenance_brought": "; it came from the result of {tools}, which is not where this argument may come from",
     "guard.provenance_first": " (call {source} first)",
     "guard.provenance_path": " ({source}'s results have no field {field} at path {path!r}: check the path of its Source declaration)",
     "guard.written": "This write was already made (result: {receipt}); do not repeat it",

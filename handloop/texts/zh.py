@@ -47,6 +47,7 @@ ZH = {
     "guard.provenance": "{values} 不在本次运行 {source} 的结果里：只能用它返回的值，不要编造",
     "guard.provenance_any": "{values} 不在本次运行 {source} 中任何一个的结果里（其中之一即可）：只能用它们返回的值，不要编造",
     "guard.provenance_offered": "；可用：{offered}",
+    "guard.provenance_brought": "；它来自 {tools} 的结果，而这个参数不能取自那里",
     "guard.provenance_first": "（请先调用 {source}）",
     "guard.provenance_path": "（{source} 的结果里在路径 {path!r} 找不到字段 {field}：请检查它的 Source 声明的 path）",
     "guard.written": "这个写操作已经完成（结果：{receipt}），不要重复执行",
