@@ -1,5 +1,5 @@
 """An MCP server of an agent, as declared (`MCPServer`): how to reach it, which of its tools the agent allows, and
-each allowed tool's declaration (the result fields kept, as paths into nested records: `field_path`, `field_tree`;
+each allowed tool's declaration (`MCPTool`, typed; a tuple of fields or a string-keyed dict still accepted) (the result fields kept, as paths into nested records: `field_path`, `field_tree`;
 what its input schema must take: `needed`; its sources, hooks, and, for a write, its effect and the argument that
 receives the idempotency key), checked when it is made.
 
@@ -9,6 +9,8 @@ import it; holds no state; a declaration mistake is a DeclarationError naming th
 import dataclasses
 import re
 from typing import Any, Iterable, Mapping
+
+__all__ = ["MCPServer", "MCPTool", "MCP_RULES", "field_path", "field_tree", "needed"]
 
 from .calls import EFFECTS, Rule, Source, _path_problems
 from .errors import DeclarationError
@@ -22,14 +24,52 @@ DESCRIPTION_LIMIT = 500                                       # characters of a 
 
 
 @dataclasses.dataclass(frozen=True)
+class MCPTool:
+    """One allowed MCP tool's declaration, typed (the spelling to use; the older ones, a tuple of the fields kept or a
+    dict of these same names as strings, are still accepted and mean the same). `fields`: the result fields kept
+    (paths, see field_path; none for a tool that answers in text); `required`: fields a result must have, else a tool
+    error; `arguments`: what its input schema must take; `sources`, `requires`, `keep`, `timeout` (seconds per MCP
+    request, None: the server's), `description` (ours, shown instead of the server's), `outside` (its arguments leave
+    the user's trust boundary), the memory and screen hooks of a local tool (`absorb`, `render`, `gist`, `facts`,
+    `initial`), and for a write (`kind="write"`): `effect` ({argument: how}), `key` (the server's argument that
+    receives the idempotency key), `aliases`, `units`, `describe`, `rules`, `reconcile`. Checked with its server."""
+    fields: tuple = ()
+    required: tuple = ()
+    arguments: tuple = ()
+    sources: tuple = ()
+    requires: tuple = ()
+    keep: tuple = ()
+    timeout: float | None = None
+    description: str | None = None
+    outside: bool = False
+    kind: str = "read"
+    effect: Any = ()
+    key: str | None = None
+    aliases: Mapping = dataclasses.field(default_factory=dict)
+    units: Mapping = dataclasses.field(default_factory=dict)
+    describe: Any = None
+    rules: Any = ()
+    reconcile: Any = None
+    absorb: Any = None
+    render: Any = None
+    gist: Any = None
+    facts: str = ""
+    initial: Mapping = dataclasses.field(default_factory=dict)
+
+    def declared(self) -> dict[str, Any]:
+        """The same declaration in the string-keyed spelling MCPServer reads."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclasses.dataclass(frozen=True)
 class MCPServer:
     """One MCP server of an agent, declared once: how to reach it (`command`: argv of a stdio server,
     or `url`: a Streamable HTTP endpoint, with the bearer token read from the environment variable
     `token_env` when the run starts, sent to this server only, never recorded; a URL never carries a user
     name or password) and which of its tools the agent uses.
 
-    `tools` maps each allowed tool to the result fields kept (a tuple of field paths), or to a dict of its
-    declaration: `fields` (kept: paths, see field_path: "doctor", "doctor.name", "slots[].slot_id" for a
+    `tools` maps each allowed tool to its declaration, an MCPTool (typed), or in the older spellings still accepted,
+    the result fields kept (a tuple of field paths) or a dict of the MCPTool's options by name: `fields` (kept: paths, see field_path: "doctor", "doctor.name", "slots[].slot_id" for a
     field of each record of a list), `required` (fields a result must have, else a tool error), `arguments` (what its input schema must take), `sources`, `requires`, `timeout`, `keep`,
     and the memory and screen hooks a local tool declares (`absorb`, `render`, `gist`, `facts`,
     `initial`), `description` (ours, shown instead of the server's). A tool the server runs may be a write, exactly
@@ -55,6 +95,9 @@ class MCPServer:
     optional: bool = False
 
     def __post_init__(self):
+        if isinstance(self.tools, dict):          # the typed spelling (MCPTool) read as the string-keyed one
+            object.__setattr__(self, "tools", {n: r.declared() if isinstance(r, MCPTool) else r
+                                               for n, r in self.tools.items()})
         if isinstance(self.command, (list, tuple)):
             object.__setattr__(self, "command", tuple(self.command))
         object.__setattr__(self, "replaces", tuple(self.replaces) if isinstance(self.replaces, (list, tuple))

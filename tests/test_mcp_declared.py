@@ -58,3 +58,19 @@ def test_an_agent_file_with_such_a_source_is_refused_before_any_model_request(tm
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "'slot[].slot_id'" in out.stderr and "slots[].slot_id" in out.stderr
     assert not (tmp_path / "audit" / "run-d.json").exists()
+
+
+def test_the_typed_declaration_means_what_the_older_spellings_mean():
+    from handloop import MCPTool
+    source = Source.of("list_slots", "slot_id", path="slots[]")
+    typed = MCPServer("clinic", command=["x"], tools={
+        "list_slots": MCPTool(fields=FIELDS), "note": MCPTool(),
+        "book": MCPTool(fields=("booked",), kind="write", effect={"slot_id": "id"}, key="idem", sources=(source,))})
+    older = MCPServer("clinic", command=["x"], tools={
+        "list_slots": FIELDS, "note": (),
+        "book": {"fields": ("booked",), "kind": "write", "effect": {"slot_id": "id"}, "key": "idem", "sources": (source,)}})
+    assert typed == older
+    with pytest.raises(TypeError, match="feilds"):
+        MCPTool(feilds=("id",))                                   # a misspelt option is refused where it is written
+    with pytest.raises(DeclarationError, match="tool 'book'.*effect"):
+        MCPServer("clinic", command=["x"], tools={"book": MCPTool(fields=("booked",), kind="write")})
