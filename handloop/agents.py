@@ -2,7 +2,7 @@
 language, planning, policy, its own checks and rules, its offline model, its MCP servers), checked when it is made,
 and what a run records of it (`Agent.declared`, the dict the judge reads). The command line is agent.py.
 
-Invariants: imports only calls.py (the tool declarations), servers.py (its MCP servers), texts/ and errors.py;
+Invariants: imports only calls.py (the tool declarations), mcp/servers.py (its MCP servers), texts/ and errors.py;
 holds no state; a declaration mistake (a prerequisite naming a tool the agent lacks, a server tool named like a
 local one, two rules of one name) is a DeclarationError naming what is wrong.
 """
@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 from . import texts
 from .calls import Rule, Tool, declared_tool
 from .errors import DeclarationError
-from .servers import MCPServer
+from .mcp.servers import MCPServer
 from .texts import stated
 from .texts.catalogue import Texts
 

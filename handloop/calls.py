@@ -1,6 +1,6 @@
 """The data every layer passes around: a tool's declaration (`Tool`, with its `Source`s and `Rule`s), a call, its
 outcome, the error a tool raises, the user's interrupt. An agent's declaration is agents.py's, an MCP server's
-servers.py's; the measures they share (JSON Schema validation, character counting, cutting, settling a result) are
+mcp/servers.py's; the measures they share (JSON Schema validation, character counting, cutting, settling a result) are
 values.py's.
 
 A tool is checked when it is made, so that no declaration mistake (a misspelt kind, an effect kind, a context name,

@@ -24,7 +24,7 @@ from . import audit
 from . import config
 from .agents import Agent
 from .calls import Rule, Source, Tool, ToolError  # noqa: F401  (ToolError: what these tools raise)
-from .servers import MCPServer
+from .mcp.servers import MCPServer
 from .judge import weather
 
 NAME = "xian-hotel"

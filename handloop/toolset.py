@@ -35,7 +35,7 @@ from . import texts
 from .agents import Agent
 from .mcp import results
 from .calls import Call, Tool, ToolError, by_user
-from .servers import DESCRIPTION_LIMIT, field_path, field_tree, needed
+from .mcp.servers import DESCRIPTION_LIMIT, field_path, field_tree, needed
 from .texts.stated import identity
 from .values import normalise, settled, valid_text, validate, wrapped
 

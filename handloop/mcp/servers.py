@@ -4,7 +4,7 @@ what its input schema must take: `needed`; its sources, hooks, and, for a write,
 receives the idempotency key), checked when it is made.
 
 Invariants: imports only calls.py (Source, Rule, EFFECTS), values.py and errors.py, so toolset.py and agents.py may
-import it; holds no state; a declaration mistake is a DeclarationError naming the server, the tool and the field.
+import it (it lives with the rest of MCP, in handloop/mcp/); holds no state; a declaration mistake is a DeclarationError naming the server, the tool and the field.
 """
 import dataclasses
 import re
@@ -12,9 +12,9 @@ from typing import Any, Iterable, Mapping
 
 __all__ = ["MCPServer", "MCPTool", "MCP_RULES", "field_path", "field_tree", "needed"]
 
-from .calls import EFFECTS, Rule, Source, _path_problems
-from .errors import DeclarationError
-from .values import redacted_url
+from ..calls import EFFECTS, Rule, Source, _path_problems
+from ..errors import DeclarationError
+from ..values import redacted_url
 
 MCP_RULES = ("fields", "required", "arguments", "sources", "timeout", "requires", "absorb", "render", "gist",
              "facts", "initial", "keep", "description", "outside",     # what an MCPServer may declare of one of its tools
