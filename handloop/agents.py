@@ -163,7 +163,8 @@ def _agent_problems(agent):
 def _sourced_fields_problems(tools, remote):
     """A source that takes values from an MCP tool's results must name fields that tool declares: its results are
     cut to them, so a field it does not declare never arrives (every call the source checks would be refused). A
-    text tool (no fields) sources nothing: a text result is no records."""
+    text tool (no fields) sources nothing: a text result is no records, and its text ({"text": ...}) is never read
+    by a source, even of a tool that declares a field named so."""
     takers = [(f"tool {t.name!r}", t.sources) for t in tools] + \
         [(f"MCP server {server.name!r} tool {name!r}", rule["sources"]) for name, (server, rule) in remote.items()]
     problems = []
@@ -172,7 +173,10 @@ def _sourced_fields_problems(tools, remote):
             server, rule = remote[option.tool]
             declared = [f for f in rule["fields"] if isinstance(f, str)]
             for path in _source_field_paths(option):
-                if path not in declared and path + "[]" not in declared:
+                if path == "text":                 # where a text result's text is put: never records (not at all)
+                    problems.append(f"{who}: its source from {option.tool!r} reads 'text', where a text result of an "
+                                    f"MCP tool is put: a text result sources nothing (read a field of another name)")
+                elif path not in declared and path + "[]" not in declared:
                     problems.append(f"{who}: its source from {option.tool!r} reads {path!r}, which MCP server "
                                     f"{server.name!r} does not declare for {option.tool!r} (declared fields: "
                                     f"{', '.join(declared) if declared else 'none: a text tool sources nothing'})")

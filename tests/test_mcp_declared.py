@@ -40,6 +40,8 @@ def test_an_mcp_tools_own_source_and_a_text_tool_are_checked_the_same_way():
         desk(good, remote_source=Source.of("list_slots", "slot_id", path="slots"))
     with pytest.raises(DeclarationError, match="a text tool sources nothing"):
         desk(good, fields=())
+    with pytest.raises(DeclarationError, match="'text', where a text result"):    # not even a field named so
+        desk(Source(("slot_id",), "list_slots", ("text",)), fields=("text", *FIELDS))
     assert desk(good, remote_source=good).name == "desk"
 
 
