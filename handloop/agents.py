@@ -95,27 +95,22 @@ class Agent:
 
 def located(agent: Agent) -> Agent:
     """The agent with how it can be loaded again, for its run's record: as it is when it names its file or module;
-    else the first imported module that binds it to a name ("package.module:attribute"), its file beside; else the
-    script run as __main__ that binds it ("__main__:attribute" and the script's file). An agent bound nowhere (made
-    inside a function) stays as it is: a command line must then be given it with --agent FILE."""
+    else the first imported module that binds it to a name ("package.module:attribute", its file beside). An agent
+    bound nowhere else (made inside a function, or in the script run as __main__, whose file is never run again: its
+    top-level code may start runs) stays as it is: a command line must then be given it with --agent FILE."""
     if agent.file or agent.module:
         return agent
     import sys
-    main = None
     for name, module in list(sys.modules.items()):
+        if name == "__main__":
+            continue
         try:
             bound = [key for key, value in list(vars(module).items()) if value is agent]
         except TypeError:                  # no namespace to look in
             continue
-        if bound and name == "__main__":
-            main = bound[0]
-        elif bound:
+        if bound:
             file = getattr(module, "__file__", None)
             return dataclasses.replace(agent, module=f"{name}:{bound[0]}", file=file if isinstance(file, str) else None)
-    script = getattr(sys.modules.get("__main__"), "__file__", None)
-    if main is not None and isinstance(script, str):
-        import os
-        return dataclasses.replace(agent, module=f"__main__:{main}", file=os.path.abspath(script))
     return agent
 
 

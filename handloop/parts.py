@@ -65,7 +65,7 @@ def recorded(audit_dir, record):
     reference, file = record.get("module"), record.get("file")
     if isinstance(reference, str) and reference:
         name, _, attribute = reference.partition(":")
-        found = _imported(name, attribute, file, audit_dir, record) if name != "__main__" else None
+        found = _imported(name, attribute, file, audit_dir, record)
         if found is None and isinstance(file, str) and os.path.isfile(file):
             found = load_file(file, attribute or "AGENT")
         if found is None:

@@ -87,3 +87,26 @@ def test_every_printed_next_step_repeats_the_flags_it_needs(tmp_path):
     out = run_cli(*command[command.index("--audit-dir"):], cwd=tmp_path)      # after the program ("python agent.py")
     assert out.returncode == 0, out.stdout + out.stderr
     assert read_audit(tmp_path / "repro audit", "hint")["status"] == "done"
+
+
+def test_an_agent_defined_in_the_script_run_is_not_run_again_and_needs_agent_file(tmp_path):
+    project(tmp_path)
+    script = open(os.path.join(TESTS, "fn_agent.py"), encoding="utf-8").read() + (
+        "\n\nif __name__ == '__main__':\n"
+        "    import handloop\n"
+        "    open('started.txt', 'a').write('x')\n"
+        "    r, ts = handloop.start(AGENT, 'x', audit_dir='audit')\n"
+        "    try:\n"
+        "        handloop.run(r, handloop.offline_model(AGENT.offline), ts)\n"
+        "    finally:\n"
+        "        ts.close()\n")
+    (tmp_path / "app.py").write_text(script, encoding="utf-8")
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_"))}
+    done = subprocess.run([sys.executable, "app.py"], cwd=tmp_path, env=dict(full, PYTHONPATH=ROOT),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = run_cli("--confirm", "x", "--audit-dir", "audit", cwd=tmp_path)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "--agent FILE" in out.stderr
+    assert (tmp_path / "started.txt").read_text() == "x"                   # its code never ran again
+    again = run_cli("--confirm", "x", "--audit-dir", "audit", "--agent", "app.py", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
