@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:                   # what type checkers see of the names __getattr__ loads (re-exported: `X as X`)
     from .audit import AuditError as AuditError, CorruptAuditError as CorruptAuditError
     from .agents import Agent as Agent
-    from .servers import MCPServer as MCPServer
+    from .mcp.servers import MCPServer as MCPServer, MCPTool as MCPTool
     from .calls import (Rule as Rule, Source as Source, Tool as Tool,
                         ToolError as ToolError)
     from .config import Policy as Policy
@@ -33,7 +33,7 @@ if TYPE_CHECKING:                   # what type checkers see of the names __geta
     __version__: str
 
 _WHERE = {
-    "Agent": "agents", "Tool": "calls", "Source": "calls", "Rule": "calls", "ToolError": "calls", "MCPServer": "servers",
+    "Agent": "agents", "Tool": "calls", "Source": "calls", "Rule": "calls", "ToolError": "calls", "MCPServer": "mcp.servers", "MCPTool": "mcp.servers",
     "Policy": "config",
     "Run": "loop", "run": "loop",
     "ToolSet": "toolset",

@@ -247,10 +247,19 @@ class _Unpiped:
         return getattr(self._stream, name)
 
 
+def carried(args):
+    """The flags a printed next step repeats, as given: --audit-dir and --agent (quoted for a shell), so the command
+    it shows works where this one did."""
+    import shlex
+    flags = [("--audit-dir", getattr(args, "audit_dir", None)), ("--agent", getattr(args, "agent", None))]
+    return "".join(f" {flag} {shlex.quote(value)}" for flag, value in flags if value)
+
+
 def _main(argv, prog="handloop"):
     named = _named_agent(argv)
     args = parse(argv, named, prog)
     args.named, args.prog = named, prog
+    args.hint = prog + carried(args)           # what every printed next step starts with
     try:
         env = config.settings()
     except ValueError as exc:
@@ -427,18 +436,18 @@ def _go(session, r, toolset, args, env):
     started = time.perf_counter()
     stretch = Stretch(r.path, r.turn, _opened(args))
     try:
-        loop.run(r, ask, toolset, shown)
+        loop.run(r, ask, toolset, shown, export=False)     # the stretch below is exported, Ctrl-C included
     except KeyboardInterrupt:
         console.close()
         loop.finish(r, "stopped", "interrupted", say("stop.interrupted", signal="Ctrl-C / SIGTERM"))
-        print("\n" + say("cli.interrupted", run_id=r.run_id, cmd=args.prog), file=sys.stderr)
+        print("\n" + say("cli.interrupted", run_id=r.run_id, cmd=args.hint), file=sys.stderr)
         traced(stretch, say)
         return 130
     finally:
         console.close()
         closer()
         toolset.close()
-    summary(r, time.perf_counter() - started, toolset, cmd=args.prog)
+    summary(r, time.perf_counter() - started, toolset, cmd=args.hint)
     traced(stretch, say)
     return exit_code(r.status, r.reason)
 

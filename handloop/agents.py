@@ -2,17 +2,18 @@
 language, planning, policy, its own checks and rules, its offline model, its MCP servers), checked when it is made,
 and what a run records of it (`Agent.declared`, the dict the judge reads). The command line is agent.py.
 
-Invariants: imports only calls.py (the tool declarations), servers.py (its MCP servers), texts/ and errors.py;
+Invariants: imports only calls.py (the tool declarations), mcp/servers.py (its MCP servers), texts/ and errors.py;
 holds no state; a declaration mistake (a prerequisite naming a tool the agent lacks, a server tool named like a
 local one, two rules of one name) is a DeclarationError naming what is wrong.
 """
 import dataclasses
+import re
 from typing import Any, Callable, Iterable
 
 from . import texts
 from .calls import Rule, Tool, declared_tool
 from .errors import DeclarationError
-from .servers import MCPServer
+from .mcp.servers import MCPServer
 from .texts import stated
 from .texts.catalogue import Texts
 
@@ -28,7 +29,8 @@ class Agent:
     set_plan's description; `offline` a model of its own for runs without an API key (a policy of
     the loopback endpoint: request dict -> reply dict; the command line uses it, or the built-in
     offline model for the Xi'an agent); `file` where it was loaded from (set by the loader,
-    recorded by runs); `rules` its own rules (Rule) over the calls of the tools each names (none named: every
+    recorded by runs); `module` the importable "package.module:attribute" it is bound to (set by handloop.start when
+    it finds it there, recorded by runs: parts.py loads it again from either); `rules` its own rules (Rule) over the calls of the tools each names (none named: every
     write), decided before a call runs, beside those its tools declare."""
     name: str
     instructions: str
@@ -44,6 +46,7 @@ class Agent:
     file: str | None = None
     mcp: tuple = ()                           # its MCP servers (MCPServer), each with the tools it allows
     rules: tuple = ()                         # Rule: its own rules over its tools' calls (tools=(): every write)
+    module: str | None = None                 # "package.module:attribute" where it can be imported again
 
     def __post_init__(self):
         for name in ("tools", "confirm", "checks", "mcp", "rules"):
@@ -84,9 +87,31 @@ class Agent:
     def declared(self, tools: Iterable[Tool] | None = None) -> dict[str, Any]:
         """What a run records of its agent, and what the judge reads: plain JSON. `tools`: the tools
         the run really had (its tool set: the MCP tools and the planning tools too), default its own."""
-        return {"name": self.name, "file": self.file, "confirm": list(self.confirm), "language": self.language,
+        return {"name": self.name, "file": self.file, **({"module": self.module} if self.module else {}),
+                "confirm": list(self.confirm), "language": self.language,
                 "planning": self.planning, "checks": list(self.checks),
                 "tools": {t.name: declared_tool(t, self.rules_for(t)) for t in (self.tools if tools is None else tools)}}
+
+
+def located(agent: Agent) -> Agent:
+    """The agent with how it can be loaded again, for its run's record: as it is when it names its file or module;
+    else the first imported module that binds it to a name ("package.module:attribute", its file beside). An agent
+    bound nowhere else (made inside a function, or in the script run as __main__, whose file is never run again: its
+    top-level code may start runs) stays as it is: a command line must then be given it with --agent FILE."""
+    if agent.file or agent.module:
+        return agent
+    import sys
+    for name, module in list(sys.modules.items()):
+        if name == "__main__":
+            continue
+        try:
+            bound = [key for key, value in list(vars(module).items()) if value is agent]
+        except TypeError:                  # no namespace to look in
+            continue
+        if bound:
+            file = getattr(module, "__file__", None)
+            return dataclasses.replace(agent, module=f"{name}:{bound[0]}", file=file if isinstance(file, str) else None)
+    return agent
 
 
 def _agent_problems(agent):
@@ -104,6 +129,9 @@ def _agent_problems(agent):
         problems.append(f"planning={agent.planning!r} must be True or False")
     if not isinstance(agent.goal, str):
         problems.append("goal must be a string")
+    if agent.module is not None and not (isinstance(agent.module, str) and
+                                         re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", agent.module)):
+        problems.append(f"module={agent.module!r} must be 'package.module:attribute' (or None)")
     if not isinstance(agent.tools, tuple) or not all(isinstance(t, Tool) for t in agent.tools):
         return problems + ["tools must be a list of calls.Tool"]
     names = [t.name for t in agent.tools]
@@ -124,7 +152,39 @@ def _agent_problems(agent):
         wanted = [*rule["requires"], *(o.tool for s in rule["sources"] for o in s.options() if o.tool != stated.USER)]
         problems += [f"MCP server {server.name!r} tool {name!r}: requires or sources name {w!r}, which is not one "
                      f"of the agent's tools ({', '.join(known)})" for w in wanted if w not in known]
-    return problems + _rules_problems(agent, known)
+    return problems + _sourced_fields_problems(agent.tools, remote) + _rules_problems(agent, known)
+
+
+def _sourced_fields_problems(tools, remote):
+    """A source that takes values from an MCP tool's results must name fields that tool declares: its results are
+    cut to them, so a field it does not declare never arrives (every call the source checks would be refused). A
+    text tool (no fields) sources nothing: a text result is no records, and its text ({"text": ...}) is never read
+    by a source, even of a tool that declares a field named so."""
+    takers = [(f"tool {t.name!r}", t.sources) for t in tools] + \
+        [(f"MCP server {server.name!r} tool {name!r}", rule["sources"]) for name, (server, rule) in remote.items()]
+    problems = []
+    for who, sources in takers:
+        for option in (o for s in sources for o in s.options() if o.tool in remote):
+            server, rule = remote[option.tool]
+            declared = [f for f in rule["fields"] if isinstance(f, str)]
+            for path in _source_field_paths(option):
+                if path == "text":                 # where a text result's text is put: never records (not at all)
+                    problems.append(f"{who}: its source from {option.tool!r} reads 'text', where a text result of an "
+                                    f"MCP tool is put: a text result sources nothing (read a field of another name)")
+                elif path not in declared and path + "[]" not in declared:
+                    problems.append(f"{who}: its source from {option.tool!r} reads {path!r}, which MCP server "
+                                    f"{server.name!r} does not declare for {option.tool!r} (declared fields: "
+                                    f"{', '.join(declared) if declared else 'none: a text tool sources nothing'})")
+    return problems
+
+
+def _source_field_paths(source):
+    """The result paths a source reads (its path and each of its fields, as an MCP declaration names them:
+    "slots[].slot_id"); none when it steps into a mapping ("*"), which no MCP field path names."""
+    steps = [p for p in source.path.split(".") if p]
+    if any("*" in step for step in steps) or any("*" in f for f in source.fields):
+        return []
+    return [".".join([*steps, f]) for f in source.fields]
 
 
 def _rules_problems(agent, known):

@@ -532,7 +532,7 @@ SCHEMA = _Object({"type?": _OneOf("function"), "function": _Object({"name": TEXT
                                                                      "parameters?": PARAMETERS})})
 DECLARED_TOOL = _Object({"kind?": TEXT, "requires?": _Items(ANY), "effect?": _Items(ANY), "sources?": _Items(ANY),
                          "choices?": _Table(ANY), "units?": _Table(ANY)})
-AGENT = _Object({"name?": TEXT, "file?": _Maybe(TEXT), "confirm?": _Items(TEXT), "language?": TEXT, "planning?": FLAG,
+AGENT = _Object({"name?": TEXT, "file?": _Maybe(TEXT), "module?": _Maybe(TEXT), "confirm?": _Items(TEXT), "language?": TEXT, "planning?": FLAG,
                  "checks?": _Items(TEXT), "tools?": _Table(DECLARED_TOOL)})
 SNAPSHOT = _Object({   # what audit.load guarantees of a snapshot: the fields the loop, runs.py and the readers use
     "run_id": TEXT, "status": _OneOf(*STATUSES), "reason?": TEXT, "detail?": TEXT, "turn": COUNT,

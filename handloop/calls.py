@@ -1,6 +1,6 @@
 """The data every layer passes around: a tool's declaration (`Tool`, with its `Source`s and `Rule`s), a call, its
 outcome, the error a tool raises, the user's interrupt. An agent's declaration is agents.py's, an MCP server's
-servers.py's; the measures they share (JSON Schema validation, character counting, cutting, settling a result) are
+mcp/servers.py's; the measures they share (JSON Schema validation, character counting, cutting, settling a result) are
 values.py's.
 
 A tool is checked when it is made, so that no declaration mistake (a misspelt kind, an effect kind, a context name,
@@ -578,3 +578,4 @@ class Outcome:
     concurrent: bool = False
     content: str = ""              # the tool message's text; set when the outcome is settled
     notice: dict | None = None     # an MCP result's: what its cut dropped (toolset.trim), for the trace and printout
+    blocks: tuple = ()             # an MCP text result's content blocks (mcp/results.py), for the trace

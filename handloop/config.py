@@ -54,6 +54,8 @@ MCP_RESTARTS = 3                # server restarts allowed in one process before 
 MCP_TOKEN_ENV = "AGENT_MCP_TOKEN"   # the token of the server --mcp-url names (and our --http server's), no other
 MCP_LIST_ITEMS = 100            # items kept of each list in an MCP result (the rest cut, and said)
 MCP_STRING_CHARS = 200          # characters kept of each string in an MCP result (the rest cut, and said)
+MCP_TEXT_CHARS = 8_000          # characters kept of an MCP text result, its blocks joined (the rest cut, and said)
+MCP_BLOCKS = 20                 # content blocks read of an MCP text result (the rest left out, and said)
 
 class PolicyError(ValueError):
     """What is wrong with a policy, as data: `problem` (not_object, unknown_field, out_of_range,

@@ -257,7 +257,7 @@ def settle(value, exc, limit, say, doubt=None):
     """What a tool returned or raised, as the Outcome the record will hold (here, and for a call run elsewhere:
     in a Temporal workflow or activity). A result JSON cannot hold is a tool error, or for a write
     (`doubt(why, result)`, see doubt_for) the receipt it is kept as. What a cut MCP result says it dropped
-    (toolset.Cut) stays with the outcome (`notice`)."""
+    (toolset.Cut) stays with the outcome (`notice`), and so do a text result's content blocks (`blocks`)."""
     if exc is not None:
         message = _told(exc) if isinstance(exc, ToolError) else say("tool.internal", kind=type(exc).__name__,
                                                                    error=_told(exc))
@@ -265,7 +265,8 @@ def settle(value, exc, limit, say, doubt=None):
     else:
         result = wrapped(value)                  # any JSON value: an object for the model, {"value": ...}
         status = "error" if "error" in result else "ok"
-    outcome = Outcome({}, status=status, notice=getattr(value, "notice", None) if exc is None else None)
+    outcome = Outcome({}, status=status, notice=getattr(value, "notice", None) if exc is None else None,
+                      blocks=tuple(getattr(value, "blocks", ())) if exc is None else ())
     try:
         outcome.result, outcome.content = settled(result, limit, say)
     except Unencodable as why:

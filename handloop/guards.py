@@ -208,7 +208,14 @@ class _Turn:
         else:
             hint = say("guard.provenance_first", source=tools)
         key = "guard.provenance_or_user" if user else "guard.provenance_any" if source.alternatives else "guard.provenance"
-        return say(key, values=shown, source=tools) + hint
+        return say(key, values=shown, source=tools) + self._brought(row, source) + hint
+
+    def _brought(self, row, source):
+        """Where refused values came from when another tool's result holds them (a link in a fetched page): said, so
+        the model and the user see that the value was found, not invented, and why it still may not be used."""
+        sources = {o.tool for o in source.options()}
+        brought = sorted({t for v in row for t in self.view.brought(v) if t not in sources})
+        return self.say("guard.provenance_brought", tools=", ".join(brought)) if brought else ""
 
     def _not_typed(self, shown, row):
         """Why values that must come from the user's own words are refused, and which tool's result they came from

@@ -45,6 +45,7 @@ from . import context
 from . import steer
 from .agents import Agent
 from .calls import HookError
+from .trace.send import Stretch
 from .values import chars
 from .executor import execute, tool_messages
 from .guards import screen
@@ -114,18 +115,42 @@ def _silent(kind: str, **data: Any) -> None:
     """A report that hears nothing."""
 
 
-def run(r: Run, ask: Model | Callable[..., Reply], toolset: ToolSet, report: Callable[..., None] | None = None) -> Run:
+def run(r: Run, ask: Model | Callable[..., Reply], toolset: ToolSet, report: Callable[..., None] | None = None,
+        *, export: bool = True) -> Run:
     """Drive run `r` in this process until it is done, suspended, stopped or fails; returns `r`. `ask`: a Model
     (model.connect, or your own), or a plain function ask(messages, tools, final=False) -> Reply.
     `report(kind, **data)` hears the run as it goes (turns, streamed words, tools). An exception that is no
-    tool's (those are tool errors) ends the run `error/internal`, on record with its one line; resume goes on."""
+    tool's (those are tool errors) ends the run `error/internal`, on record with its one line; resume goes on.
+    The run records the model's name (`ask.name`, when it has one). `export`: the stretch of work is exported as
+    OpenTelemetry spans when the environment asks, as the command line's (trace/send.py: OTEL_EXPORTER_OTLP_ENDPOINT);
+    what went wrong with that is one line, reported as ("trace", line=...) and warned, never a changed outcome."""
     report = report or _silent
+    name = getattr(ask, "name", None)
+    if isinstance(name, str) and name:
+        r.model = name
+    stretch = Stretch(r.path, r.turn) if export else None
     try:
         return drive(turns(r, toolset, report), Local(r, ask, toolset, report))
     except HookError as exc:
         return hook_failed(r, exc)
     except Exception as exc:                  # a fault of our own (or of `report`): on record, never left running
         return internal(r, exc)
+    finally:
+        if stretch is not None:
+            _exported(r, stretch, report)
+
+
+def _exported(r, stretch, report):
+    """The stretch's spans sent, when asked for; why not, said (report, and a warning), never raised."""
+    line = stretch.finish(r.say)
+    if not line:
+        return
+    import warnings
+    warnings.warn(line, RuntimeWarning, stacklevel=3)
+    try:
+        report("trace", line=line)
+    except Exception:                         # the caller's report failing says nothing new about the run
+        pass
 
 
 def turns(r, toolset, report=lambda kind, **data: None):
@@ -528,6 +553,8 @@ def _record(r, reply, sent, pending, outcomes):
         notice = _unsaid(c.name, o.notice, [t for record in r.trace for t in record.get("tools") or ()] + tools)
         if notice:
             tools[-1]["notice"] = notice
+        if o.blocks:                        # an MCP text result's content blocks, as the server sent them (bounded)
+            tools[-1]["blocks"] = list(o.blocks)
     return {"turn": r.turn, "model_seconds": round(reply.seconds, 4), "tokens": reply.tokens,
             "tokens_estimated": reply.estimated, "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
             **({"tokens_cached": reply.tokens_cached} if reply.tokens_cached is not None else {}),

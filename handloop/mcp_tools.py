@@ -10,12 +10,13 @@ Client invariants: one server process at a time per Client, started on first nee
 session's handshake included: the MCP error comes before the tool's own timeout) and fails at
 once when the server dies; stdout garbage and unsolicited messages are skipped; stderr is always drained;
 close() always ends the process (stdin EOF, wait, SIGTERM, SIGKILL). The client returns what
-the server said (a JSON object) or raises MCPError; what may reach the model is toolset's call.
+the server said (a JSON object, or the content blocks of a text result: mcp/results.py reads both) or raises
+MCPError; what may reach the model is toolset's call.
 
-The same Client speaks Streamable HTTP in mcp_http.HTTPClient, which gives it another kind of
+The same Client speaks Streamable HTTP in mcp/http.py's HTTPClient, which gives it another kind of
 connection (`_connect`); `python -m handloop.demo.weather_server --http [HOST:]PORT` serves the demo's over HTTP.
 
-This module never imports tools.py, nor tools.py it; it needs only the standard library and the
+This module never imports tools.py, nor tools.py it; it needs only the standard library, mcp/results.py and the
 catalogue texts/__init__.py: what it says (its errors) is in the run's agent's language (`say`).
 """
 import collections
@@ -29,6 +30,7 @@ import time
 from typing import IO, cast
 
 from . import texts
+from .mcp import results
 
 MODERN_VERSION = "2026-07-28"
 LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")    # newest first
@@ -453,11 +455,14 @@ class Client:
         raise MCPError(self.say("mcp.endless", pages=max_pages))
 
     def call_tool(self, name, arguments):
-        """The tool's result as a JSON object; ToolFailed for an `isError` result, MCPError otherwise."""
+        """The tool's result as the server sent it (mcp/results.py): its JSON object when it has structured content
+        (or a text block that is a JSON object), else a results.TextResult of its content blocks; ToolFailed, with
+        the server's text, for an `isError` result; MCPError for a failure of the protocol."""
         result = self.request("tools/call", {"name": name, "arguments": arguments})
         if result.get("isError") is True:
-            raise ToolFailed(result_text(result) or self.say("mcp.failed_silently"))
-        return result_payload(result, self.say)
+            raise ToolFailed(results.error_text(result) or self.say("mcp.failed_silently"))
+        payload = results.structured(result)
+        return payload if payload is not None else results.text_result(result, self.say)
 
     def close(self):
         """End the session and the server process; a later request would start a new one."""
@@ -465,28 +470,6 @@ class Client:
             conn, self.conn = self.conn, None
         if conn is not None:
             conn.close(self.close_grace)
-
-
-def result_text(result):
-    content = result.get("content") if isinstance(result.get("content"), list) else []
-    texts = [item["text"] for item in content if isinstance(item, dict) and isinstance(item.get("text"), str)]
-    return " ".join(texts)[:500]
-
-
-def result_payload(result, say=texts.ZH_TEXTS):
-    """A tool result's JSON object: `structuredContent`, else the first text item that is one."""
-    if isinstance(result.get("structuredContent"), dict):
-        return result["structuredContent"]
-    content = result.get("content") if isinstance(result.get("content"), list) else []
-    for item in content:
-        if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str):
-            try:
-                value = json.loads(item["text"])
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(value, dict):
-                return value
-    raise MCPError(say("mcp.no_json"))
 
 
 if __name__ == "__main__":            # the contract's `python mcp_tools.py`: the demo's server, as its own program

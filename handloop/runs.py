@@ -30,6 +30,7 @@ from . import audit
 from . import config
 from . import context
 from . import texts
+from .agents import located
 from .loop import Run, save, system_message
 from .memory import Memory, rebuild
 
@@ -61,6 +62,7 @@ def start(agent: Agent, run_id: str | None = None, *, audit_dir: str = "audit", 
     `goal`: the agent's own when empty; `model`: the name the audit file records. Drive it with loop.run;
     close the tool set when done with it (that releases the run's lock). AuditError when the run is another's."""
     from .toolset import ToolSet
+    agent = located(agent)                 # the record says how to load it again (handloop --confirm RUN)
     run_id = run_id or audit.new_run_id()
     os.makedirs(audit_dir, exist_ok=True)
     lock = audit.RunLock(audit_dir, run_id, agent.say).acquire()
@@ -123,6 +125,7 @@ def resume(agent: Agent, run_id: str, *, audit_dir: str = "audit") -> tuple[Run,
 
 def _go_on(agent, run_id, audit_dir, how, text=None, decision=None):
     from .toolset import ToolSet
+    agent = located(agent)
     if not os.path.isdir(audit_dir):
         raise audit.AuditError(agent.say("resume.no_dir", folder=audit_dir))
     lock = audit.RunLock(audit_dir, run_id, agent.say).acquire()        # as the command line: one driver at a time

@@ -12,7 +12,9 @@ enforces idempotency itself: one row per idempotency key (SQLite UNIQUE), whatev
 thread asks.
 """
 import contextlib
+import dataclasses
 import datetime
+import os
 import sqlite3
 import sys
 import time
@@ -22,7 +24,7 @@ from . import audit
 from . import config
 from .agents import Agent
 from .calls import Rule, Source, Tool, ToolError  # noqa: F401  (ToolError: what these tools raise)
-from .servers import MCPServer
+from .mcp.servers import MCPServer
 from .judge import weather
 
 NAME = "xian-hotel"
@@ -210,9 +212,20 @@ WEATHER_SERVER = MCPServer(
 
 def xian_agent(store):
     """The Xi'an agent over the booking store `store`: Chinese, planning on, its own room-type check, its
-    weather MCP server (used with --mcp)."""
+    weather MCP server (used with --mcp). Its runs record it as "handloop.tools:agent_in" (the agent over the store of
+    their audit folder)."""
     return Agent(NAME, INSTRUCTIONS, declarations(store), goal=GOAL, confirm=CONFIRM, language="zh", planning=True,
-                 checks=("room_type_follows_weather",), plan_example=PLAN_EXAMPLE, mcp=(WEATHER_SERVER,))
+                 checks=("room_type_follows_weather",), plan_example=PLAN_EXAMPLE, mcp=(WEATHER_SERVER,),
+                 module="handloop.tools:agent_in")
+
+
+def agent_in(audit_dir):
+    """The Xi'an agent as the command line runs it: over the demo store of `audit_dir`, with the built-in offline
+    model; a run's record names it "handloop.tools:agent_in", so any program that keeps runs there (a Temporal
+    worker) loads it again the way it loads any agent (parts.recorded)."""
+    from .demo import offline
+    agent = xian_agent(BookingStore(os.path.join(audit_dir, "bookings.db")))
+    return dataclasses.replace(agent, offline=offline.respond)
 
 
 def room_follows_weather(args, facts):

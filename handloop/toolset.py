@@ -13,7 +13,8 @@ MCP: the agent declares its servers (servers.MCPServer) and, for each, the tools
 those reach the model, standing where the local tools a server `replaces` stood (and taking over
 their memory and screen hooks); every MCP result is cut to that tool's declared fields, always, at
 any depth (paths such as `slots[].slot_id`; lists and strings bounded), and what the cut dropped goes
-with the result (Cut.notice: the trace and the printout say it), and every MCP failure (isError, protocol
+with the result (mcp/results.Cut's notice: the trace and the printout say it; the reading and the cut live in
+mcp/results.py, the tools a server's schemas allow in mcp/schemas.py), and every MCP failure (isError, protocol
 error, timeout, dead server) is a ToolError. A bearer token goes to
 the one server it belongs to (its own `token_env`; AGENT_MCP_TOKEN only to the server `mcp_url` names). One session
 per server per tool set, started when first needed (a new run needs it at once, for the schemas;
@@ -24,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import math
 import os
 import re
 from typing import Any
@@ -34,9 +34,11 @@ from . import mcp_tools
 from . import plan
 from . import texts
 from .agents import Agent
+from .mcp import results
 from .calls import Call, Tool, ToolError, by_user
-from .servers import DESCRIPTION_LIMIT, field_path, field_tree, needed
 from .confirmation.held import effects_of, identity
+from .mcp.results import text_cut, trim
+from .mcp.schemas import allowed_specs, recorded
 from .values import closed, normalise, settled, valid_text, validate, wrapped
 
 FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.S)
@@ -141,7 +143,7 @@ class ToolSet:
         made: dict[str, Tool] = {}
         try:
             for server in servers:
-                listed = _recorded(schemas, server, self.say) if schemas is not None else self._listed(server)
+                listed = recorded(schemas, server, self.say) if schemas is not None else self._listed(server)
                 made.update({name: self._mcp_tool(server, name, spec, declared) for name, spec in listed.items()})
                 self.server_of.update(dict.fromkeys(listed, server.name))
                 self.remote |= set(listed)
@@ -285,6 +287,8 @@ class ToolSet:
             raise ToolError(exc.message[:300]) from None
         except mcp_tools.MCPError as exc:
             raise ToolError(self.say("tool.mcp_error", tool=call.name, error=exc.message[:300])) from None
+        if isinstance(payload, results.TextResult):
+            return text_cut(call.name, payload, self.say, rule)
         return trim(call.name, payload, self.say, rule)
 
     def reconcile(self, call: Call) -> Any:
@@ -348,253 +352,3 @@ def _placed(declared, remote, replaced=()):
             placed.setdefault(tool.name, tool)
     placed.update(waiting)
     return placed
-
-
-def allowed_specs(offered, server, where=None, say=texts.ZH_TEXTS, listed=True):
-    """The tools `server` allows, as OpenAI function specs. A tool the server does not offer, or whose
-    input schema lacks an argument the declaration needs (servers.needed: those it names, a write's effects, its
-    idempotency key's), is an MCPError naming the server and the tool: the run cannot use this server as declared.
-    The argument that receives the idempotency key is the loop's: the model is not shown it (`listed` False: the
-    schemas a run recorded, which never had it). A server's description is untrusted: kept to
-    servers.DESCRIPTION_LIMIT characters (the declaration's own description wins)."""
-    specs, wrong = {}, []
-    for name, rule in server.tools.items():
-        tool = offered.get(name) or {}
-        schema = tool.get("inputSchema")
-        props = schema.get("properties") if isinstance(schema, dict) and schema.get("type") == "object" else None
-        args = needed(rule, listed)
-        if not isinstance(props, dict) or any(arg not in props for arg in args):
-            wrong.append(f"{name}({', '.join(args)})")
-            continue
-        description = rule["description"] or (tool["description"] if isinstance(tool.get("description"), str) else "")
-        specs[name] = {"description": " ".join(description.split())[:DESCRIPTION_LIMIT],
-                       "parameters": _safe_schema(schema, hidden=rule["key"])}
-    if wrong:
-        raise mcp_tools.MCPError(say("mcp.missing_tools", where=where or say("mcp.server_named", name=server.name),
-                                     wrong=say.join(wrong), offered=", ".join(offered) or say("mcp.nothing")))
-    return specs
-
-
-def _safe_schema(schema, hidden=None, depth=0):
-    """What validate() understands of an untrusted input schema: an object of simple typed properties, lists of
-    them and objects of them (at most SCHEMA_DEPTH levels down; `hidden`: a property the loop fills, left out). The
-    model is shown exactly this, and calls are checked against it."""
-    props = {key: _safe_rule(rule, depth) for key, rule in list(schema["properties"].items())[:20]
-             if isinstance(key, str) and len(key) <= 64 and isinstance(rule, dict) and key != hidden}
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
-    safe: dict[str, Any] = {"type": "object", "properties": props,
-                            "required": [k for k in required if isinstance(k, str) and k in props]}
-    if schema.get("additionalProperties") is False:
-        safe["additionalProperties"] = False
-    return safe
-
-
-SAFE_KEYWORDS = {"string": ("pattern", "minLength", "maxLength"), "number": ("minimum", "maximum"),
-                 "integer": ("minimum", "maximum"), "boolean": ()}
-
-
-SCHEMA_DEPTH = 3            # levels of lists and objects an MCP tool's input schema keeps (passengers[].name: 2)
-
-
-def _safe_rule(rule, depth=0):
-    kind = rule.get("type") if isinstance(rule.get("type"), str) else ""
-    if kind == "array" and depth < SCHEMA_DEPTH:
-        items = rule.get("items")
-        safe: dict[str, Any] = {"type": "array"}
-        if isinstance(items, dict):
-            safe["items"] = _safe_rule(items, depth + 1)
-        if isinstance(rule.get("description"), str):
-            safe["description"] = rule["description"][:200]
-        return safe
-    if kind == "object" and depth < SCHEMA_DEPTH and isinstance(rule.get("properties"), dict):
-        return _safe_schema(rule, depth=depth + 1) | ({"description": rule["description"][:200]}
-                                                     if isinstance(rule.get("description"), str) else {})
-    safe = {"type": kind} if kind in SAFE_KEYWORDS else {}
-    for key in SAFE_KEYWORDS.get(kind, ()):
-        value = rule.get(key)
-        if key == "pattern" and isinstance(value, str) and _compiles(value) or \
-                key != "pattern" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            safe[key] = value
-    enum = rule.get("enum")
-    if isinstance(enum, list) and enum and all(isinstance(v, (str, int, float, bool)) for v in enum):
-        safe["enum"] = enum[:50]
-    if isinstance(rule.get("description"), str):
-        safe["description"] = rule["description"][:200]
-    return safe
-
-
-def _compiles(pattern):
-    try:
-        re.compile(pattern)
-    except (re.error, RecursionError, OverflowError):
-        return False
-    return len(pattern) <= 200
-
-
-def _recorded(schemas, server, say=texts.ZH_TEXTS):
-    """The tools `server` allows among the schemas a run recorded, checked as the server's would be."""
-    found = {s["function"].get("name"): s["function"] for s in schemas
-             if isinstance(s, dict) and isinstance(s.get("function"), dict)}
-    offered = {name: {"description": found[name].get("description"), "inputSchema": found[name].get("parameters")}
-               for name in server.tools if name in found}
-    return allowed_specs(offered, server, where=say("mcp.recorded_tools"), say=say, listed=False)
-
-
-class Cut(dict):
-    """An MCP result as trim() cut it: the object kept, and `notice`, what the cut took (None when it took nothing):
-    {"dropped": [paths of the fields not declared, sorted, at most NOTICE_PATHS], "more": how many other paths,
-    "cut": [{"path", "items", "of"} of a list cut to config.MCP_LIST_ITEMS, {"path", "chars"} of strings shortened]}.
-    The executor hands the notice to the call's Outcome (the record's trace says it once per tool and path)."""
-
-    notice: dict | None = None
-
-
-NOTICE_PATHS = 50           # dropped paths a notice names (the rest counted)
-_SEEN_PATHS = 1000          # dropped paths told apart while cutting one result (a hostile one may have millions)
-_UNDECLARED_DEPTH = 4       # how far below an undeclared field its own paths are looked for, to name them
-_UNDECLARED_ITEMS = 20      # and how many items of each of its lists
-
-
-def trim(name, payload, say=texts.ZH_TEXTS, rule=None):
-    """An MCP result cut to the tool's declared fields (`rule`: its server's declaration of it, see
-    servers.field_path), always: at any depth only what a declared path names passes, whatever the server sent
-    beside it (so a result none of whose fields is declared becomes {}). A path's value is a JSON scalar (`tags[]`:
-    a list of them; strings shortened to config.MCP_STRING_CHARS); a path stepping through an object keeps the
-    object's declared fields, through `name[]` those of each record of the list (at most config.MCP_LIST_ITEMS
-    items of any list). A value of another shape than declared (records or a list where a value was declared, a
-    NaN) is dropped like an undeclared field. Returns a Cut whose notice names every path dropped and every cut made; a
-    ToolError when a required path is missing (any record on its way lacking it)."""
-    tree, _ = field_tree(rule["fields"])
-    notice = _Notice()
-    kept = _kept(payload, tree, "", notice)
-    missing = [path for path in rule["required"] if _absent(kept, field_path(path) or ())]
-    if missing:
-        raise ToolError(say("mcp.missing_fields", tool=name, fields=", ".join(missing)))
-    out = Cut(kept)
-    out.notice = notice.said()
-    return out
-
-
-class _Notice:
-    """What a cut took, gathered while it cuts (bounded, whatever the result)."""
-
-    def __init__(self):
-        self.dropped, self.more, self.cut = set(), 0, {}
-
-    def drop(self, path):
-        if path in self.dropped:
-            return
-        if len(self.dropped) < _SEEN_PATHS:
-            self.dropped.add(path)
-        else:
-            self.more += 1
-
-    def shortened(self, path, **what):
-        self.cut.setdefault(path, dict(path=path, **what))
-
-    def said(self):
-        if not self.dropped and not self.cut:
-            return None
-        paths = sorted(self.dropped)
-        return {"dropped": paths[:NOTICE_PATHS], "more": self.more + max(0, len(paths) - NOTICE_PATHS),
-                "cut": list(self.cut.values())}
-
-
-def _kept(record, tree, at, notice):
-    """The declared fields of one object (`tree`: servers.field_tree's), the others dropped (and said)."""
-    out = {}
-    for key, value in record.items():
-        where = f"{at}.{key}" if at else str(key)
-        field = tree.get(key)
-        if field is None:
-            _undeclared(value, where, notice)
-            continue
-        into, fields = field
-        if fields is None:
-            value = _values(value, where, notice) if into else _value(value, where, notice)
-        elif into:
-            value = _records(value, where, fields, notice)
-        elif isinstance(value, dict):
-            value = _kept(value, fields, where, notice)
-        else:
-            _undeclared(value, where, notice)
-            value = None
-        if value is not None:
-            out[key] = value
-    return out
-
-
-def _records(value, where, fields, notice):
-    """The declared fields of each record of a list (`where`: its name, said with "[]"); None when it is no list."""
-    if not isinstance(value, list):
-        _undeclared(value, where, notice)
-        return None
-    out = []
-    for item in _listed(value, where, notice):
-        if isinstance(item, dict):
-            out.append(_kept(item, fields, where + "[]", notice))
-        else:
-            _undeclared(item, where + "[]", notice)
-    return out
-
-
-def _values(value, where, notice):
-    """A declared list of values ("tags[]"): its JSON scalars; None (dropped, and said) when it is no list."""
-    if not isinstance(value, list):
-        _undeclared(value, where, notice)
-        return None
-    kept = [_value(v, where + "[]", notice) for v in _listed(value, where, notice)]
-    return [v for v in kept if v is not None]
-
-
-def _value(value, where, notice):
-    """A declared value: a JSON scalar; None (dropped, and said) for any other shape."""
-    got = _scalar(value, where, notice)
-    if got is None and value is not None:
-        _undeclared(value, where, notice)
-    return got
-
-
-def _listed(value, where, notice):
-    """The items of a list kept: the first config.MCP_LIST_ITEMS (the cut said)."""
-    if len(value) > config.MCP_LIST_ITEMS:
-        notice.shortened(where + "[]", items=config.MCP_LIST_ITEMS, of=len(value))
-    return value[:config.MCP_LIST_ITEMS]
-
-
-def _undeclared(value, where, notice, depth=0):
-    """Said as dropped: the paths a value not declared holds (its fields' paths, as a declaration would name
-    them), looked for only so deep and so wide."""
-    if isinstance(value, dict) and value and depth < _UNDECLARED_DEPTH:
-        for key, item in list(value.items())[:_UNDECLARED_ITEMS]:
-            _undeclared(item, f"{where}.{key}", notice, depth + 1)
-    elif isinstance(value, list) and value and depth < _UNDECLARED_DEPTH and any(isinstance(v, (dict, list)) for v in value):
-        for item in value[:_UNDECLARED_ITEMS]:
-            if isinstance(item, (dict, list)):
-                _undeclared(item, where + "[]", notice, depth + 1)
-    else:
-        notice.drop(where)
-
-
-def _absent(value, steps):
-    """Whether a required path is missing: some object on its way lacks the next step."""
-    found = [value]
-    for name, _ in steps:
-        if any(not isinstance(v, dict) or name not in v for v in found):
-            return True
-        found = [item for v in found for item in (v[name] if isinstance(v[name], list) else [v[name]])]
-    return False
-
-
-def _scalar(value, where="", notice=None):
-    """A JSON scalar fit to pass on (finite number, bool, string of at most config.MCP_STRING_CHARS, the cut
-    said to `notice`), or None."""
-    if isinstance(value, str):
-        if len(value) > config.MCP_STRING_CHARS and notice is not None:
-            notice.shortened(where, chars=config.MCP_STRING_CHARS)
-        return value[:config.MCP_STRING_CHARS]
-    if isinstance(value, bool) or isinstance(value, int):
-        return value
-    if isinstance(value, float) and math.isfinite(value):
-        return value
-    return None

@@ -14,6 +14,7 @@ import pytest
 
 import handloop
 from handloop import runs
+from handloop.confirmation import digest
 from conftest import ROOT, text, tool_calls
 
 PUBLIC_FUNCTIONS = ("run", "start", "confirm", "reply", "resume", "connect", "offline_model")
@@ -92,7 +93,8 @@ XIAN_PIECES = ("tools", "demo")          # the Xi'an agent (handloop/tools.py) a
 MAY_IMPORT_XIAN = {"agent", "selftest", "tools"}   # the CLI picks the default agent; selftest runs the Xi'an demo
 MAY_IMPORT_XIAN_UNDER = ("cli/", "demo/")          # the CLI's other modules; the demo's pieces use each other
 CORE = ("loop", "runs", "memory", "context", "toolset", "plan", "guards", "executor", "model", "audit", "calls",
-        "errors", "signature", "values", "config", "checks", "mcp_tools", "llm", "mcp", "trace", "judge", "texts")
+        "errors", "signature", "values", "config", "checks", "mcp_tools", "llm", "mcp", "trace", "judge", "texts",
+        "parts", "durable")
 
 
 def _modules():
@@ -141,7 +143,7 @@ def test_no_core_module_imports_the_xian_agent_or_the_demo():
         if bad:
             offenders[name] = bad
     assert offenders == {}
-    assert "tools" in _imports("cli/session") and "demo.offline" in _imports("cli/session")   # the reader sees them
+    assert "tools" in _imports("cli/session") and "demo.offline" in _imports("tools")   # the reader sees them
 
 
 @pytest.mark.parametrize("name", ["orders.py", "rooms.py"])
@@ -158,8 +160,8 @@ def test_the_examples_use_only_the_public_api(name):
 
 
 def test_importing_the_core_loads_neither_the_xian_agent_nor_the_command_line():
-    """Transitively too: a library user importing the core gets no Xi'an agent, no demo and no CLI with it.
-    (durable/ is left out: its worker assembles runs with the command line's cli/session.py.)"""
+    """Transitively too: a library user importing the core gets no Xi'an agent, no demo and no CLI with it; nor does
+    a Temporal worker (durable/ builds its runs with parts.py, below the command line)."""
     core = [m.replace("/", ".") for m in _modules() if m.split("/")[0] in CORE and not m.endswith("__init__")]
     code = ("import importlib, sys\n"
             f"for name in {core!r}:\n"
@@ -221,19 +223,16 @@ def _notes(db):
 
 
 def _replies(request):
-    """A model unlike the offline demo: looks up, calls the write at once (blocked: it becomes the proposal),
-    calls it again after the confirmation, then answers."""
-    said = [m for m in request["messages"] if m["role"] == "user"]
+    """A model unlike the offline demo: looks up, calls the write at once (held: it becomes the proposal), and once
+    the note is added (the loop runs the confirmed call itself), answers."""
     results = [m for m in request["messages"] if m["role"] == "tool"]
     if not results:
         return tool_calls(("find_user", {"email": "ann@example.com"}))
-    if said[-1]["content"] != "yes, add it" and len(results) == 1:
+    if any("note_id" in m["content"] for m in results):
+        return text("Done: note N-1 added.")
+    if len(results) == 1:
         return tool_calls(("add_note", {"user_id": "U-7", "body": "call back"}, "w1"))
-    if said[-1]["content"] != "yes, add it":
-        return text("Shall I add 'call back' to U-7?")
-    if not any("note_id" in m["content"] for m in results):
-        return tool_calls(("add_note", {"user_id": "U-7", "body": "call back"}, "w2"))
-    return text("Done: note N-1 added.")
+    return text("Shall I add 'call back' to U-7?")
 
 
 def test_start_run_confirm_through_the_public_api(tmp_path):
@@ -247,12 +246,16 @@ def test_start_run_confirm_through_the_public_api(tmp_path):
         ts.close()
         assert (r.status, r.reason) == ("suspended", "awaiting_confirmation") and not os.path.exists(db)
         shown = r.proposal                                               # what the program shows its user
-        assert shown is not None and shown["state"] == "proposed" and shown["fates"] == [None] * len(shown["calls"])
-        assert shown["calls"] == [{"tool": "add_note", "user_id": "U-7", "body": "call back"}] and shown["offer"] is None
-        shown["calls"].clear()                                           # a copy: the run's record is untouched
-        assert len(r.proposal["calls"]) == 1
+        assert shown is not None and shown["state"] == "proposed" and shown["number"] == 1
+        assert [(c["n"], c["tool"], c["args"], c["state"], c["id"]) for c in shown["calls"]] == \
+            [(1, "add_note", {"user_id": "U-7", "body": "call back"}, "proposed", "w1")]
+        assert shown["calls"][0]["digest"] == digest("add_note", {"user_id": "U-7", "body": "call back"}, ("user_id",))
+        shown["calls"][0]["args"]["body"] = "something else"            # a copy: the run's record is untouched
+        shown["calls"].clear()
+        assert len(r.proposal["calls"]) == 1 and r.proposal["calls"][0]["args"]["body"] == "call back"
         r, ts = handloop.confirm(agent, "n1", audit_dir=audit_dir)      # as a new process would
         assert r.proposal is not None and r.proposal["state"] == "confirmed"
+        assert [c["state"] for c in r.proposal["calls"]] == ["approved"]
         handloop.run(r, model, ts)
         ts.close()
     finally:
@@ -261,6 +264,7 @@ def test_start_run_confirm_through_the_public_api(tmp_path):
     with open(os.path.join(audit_dir, "run-n1.json"), encoding="utf-8") as f:
         recorded = json.load(f)
     assert recorded["status"] == "done" and recorded["agent"]["name"] == "notes"
+    assert [[c["state"] for c in p["calls"]] for p in recorded["memory"]["proposals"]] == [["executed"]]
     with pytest.raises(runs.Refused):                                    # a done run takes nothing
         handloop.confirm(agent, "n1", audit_dir=audit_dir)
 
@@ -368,7 +372,14 @@ def test_a_plain_function_may_answer_with_messages_and_texts_read_as_a_servers_r
     r, ts = handloop.start(agent, "f1", audit_dir=str(tmp_path), model="mine")
     handloop.run(r, ask, ts)
     ts.close()
-    assert (r.status, r.reason) == ("suspended", "awaiting_confirmation")
+    # the offer in words is no proposal; a plain function cannot be forced to make the call: the run waits for a
+    # reply with nothing held, and the user's "yes" is an ordinary reply, after which the model's call is held
+    assert (r.status, r.reason) == ("suspended", "awaiting_reply") and r.proposal is None and not os.path.exists(db)
+    r, ts = handloop.reply(agent, "f1", "yes, add it", audit_dir=str(tmp_path))
+    handloop.run(r, ask, ts)
+    ts.close()
+    assert (r.status, r.reason) == ("suspended", "awaiting_confirmation") and not os.path.exists(db)
+    assert [(c["tool"], c["args"]) for c in r.proposal["calls"]] == [("add_note", {"user_id": "U-7", "body": "call back"})]
     r, ts = handloop.confirm(agent, "f1", audit_dir=str(tmp_path))
     handloop.run(r, ask, ts)
     ts.close()

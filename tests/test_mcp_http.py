@@ -485,7 +485,7 @@ def test_our_client_against_the_sdk_http_server(sdk_servers, tmp_path, flags, mo
     url = sdk_servers(flags)
     c = client(url, mode=mode)
     try:
-        assert {t["name"] for t in c.list_tools()} == {"search_location", "get_weather"}
+        assert {t["name"] for t in c.list_tools()} >= {"search_location", "get_weather"}
         assert c.call_tool("get_weather", dict(XIAN, date="2026-10-01"))["condition"] == "rain"
         with pytest.raises(mcp_tools.ToolFailed):
             c.call_tool("search_location", {"city": "Atlantis"})

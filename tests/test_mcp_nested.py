@@ -9,6 +9,7 @@ import sqlite3
 import pytest
 
 from handloop import MCPServer, ToolError, config, toolset
+from handloop.mcp import results as mcp_results
 from conftest import ROOT, read_audit, run_agent
 
 mcp = pytest.importorskip("mcp")
@@ -70,11 +71,11 @@ def test_a_hostile_result_is_bounded_in_list_length_and_string_size_and_the_cut_
     assert len(cut["slots"]) == config.MCP_LIST_ITEMS and len(cut["slots"][0]["slot_id"]) == config.MCP_STRING_CHARS
     assert {"path": "slots[]", "items": config.MCP_LIST_ITEMS, "of": 100_000} in cut.notice["cut"]
     assert {"path": "slots[].slot_id", "chars": config.MCP_STRING_CHARS} in cut.notice["cut"]
-    assert len(cut.notice["dropped"]) == toolset.NOTICE_PATHS and cut.notice["more"] == 5000 - toolset.NOTICE_PATHS
+    assert len(cut.notice["dropped"]) == mcp_results.NOTICE_PATHS and cut.notice["more"] == 5000 - mcp_results.NOTICE_PATHS
 
 
 @pytest.mark.parametrize("fields,wrong", [
-    ((), "non-empty list"), (("slots", "slots[].slot_id"), "disagrees with another about 'slots'"),
+    (("",), "fields must be a list"), (("slots", "slots[].slot_id"), "disagrees with another about 'slots'"),
     (("a.b", "a[].c"), "about 'a'"), (("tags", "tags[]"), "about 'tags'"), (("a[b",), "is not a field path"),
     (("a..b",), "is not a field path"), (tuple(["x." * 8 + "y"]), "at most 8 steps")])
 def test_a_field_path_that_cannot_be_read_one_way_is_a_declaration_error(fields, wrong):

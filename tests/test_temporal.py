@@ -73,9 +73,13 @@ def server(tmp_path_factory):
         process.kill()
 
 
+WORDS = policies.Obeys(policies.words_question)      # offers in words; forced (the offer nudge), makes the call
+
+
 class Held:
-    """words_question (a GPT-4o-mini-like model), except that the first request after the user's
-    confirmation hangs until released: a worker can be killed while the model has not answered."""
+    """WORDS (a GPT-4o-mini-like model behind a server that obeys a forced call), except that the first request
+    after the confirmed booking ran (the loop runs it right after the user's confirmation, then asks the model)
+    hangs until released: a worker can be killed while the model has not answered."""
 
     def __init__(self):
         self.asked, self.release, self.held, self.lock = threading.Event(), threading.Event(), False, threading.Lock()
@@ -83,19 +87,19 @@ class Held:
     def __call__(self, request):
         talk = policies.Talk(request)
         with self.lock:
-            hold = talk.reply is not None and not self.held
+            hold = talk.ok("book_hotel") is not None and not self.held
             self.held = self.held or hold
         if hold:
             self.asked.set()
             self.release.wait(60)
-        return policies.words_question(request)
+        return WORDS(request)
 
 
 @pytest.fixture
 def model():
     made = []
 
-    def make(respond=policies.words_question):
+    def make(respond=WORDS):
         endpoint = Endpoint(respond)
         made.append(endpoint)
         return endpoint
@@ -162,7 +166,7 @@ class Place:
 def place(server, tmp_path, model, request):
     made = []
 
-    def make(respond=policies.words_question):
+    def make(respond=WORDS):
         p = Place(server, tmp_path, model(respond), request.node.name[:40])
         made.append(p)
         return p
@@ -179,8 +183,11 @@ def _booked_once(p, run_id):
     assert snap["status"] == "done", (snap["status"], snap["reason"], snap["detail"])
     assert p.bookings(run_id) == 1 and snap["memory"]["booking"]["room_type"] == "Suite"
     assert snap["temporal"]["queue"] == p.queue and set(snap["temporal"]) <= {"queue", "begun_by"}
-    users = [m["content"] for m in snap["messages"] if m["role"] == "user" and m.get("name") != "loop"]
-    assert users[-1] == "确认"                      # the confirmation, recorded as one machine records it
+    users = [m for m in snap["messages"] if m["role"] == "user" and m.get("name") != "loop"]
+    assert users[-1]["content"] == "确认"           # the confirmation, recorded as one machine records it
+    assert users[-1]["decision"]["approve"] and not users[-1]["decision"]["decline"]
+    held = [c for p in snap["memory"]["proposals"] for c in p["calls"]]
+    assert [c["state"] for c in held if c["state"] in ("approved", "executed")] == ["executed"]
     HISTORIES.append((p.address, run_id))
     return snap
 
@@ -223,13 +230,16 @@ def test_small_models_on_temporal_are_forced_after_a_nudge_and_asked_again_after
     forced = [q for q in server.requests if policies.forced(q)]
     assert any(policies.forced_tool(q) for q in forced)                 # the step's function named, through the worker
     assert forced and all(q["messages"][-1].get("name") == "loop" for q in forced)
-    q = place(policies.empty_after_tools)
+    q = place(policies.Obeys(policies.empty_after_tools))
     q.worker()
     assert q.cli("--temporal", "--run-id", "empty").returncode == 0
     assert q.snapshot("empty")["status"] == "suspended"
     assert q.cli("--confirm", "empty", "--temporal").returncode == 0
     snap = _booked_once(q, "empty")
-    assert sum(m.get("name") == "loop" for m in snap["messages"]) == 2     # one nudge per empty reply
+    empty = texts.ZH["nudge.empty_reply"]
+    nudges = [m["content"] for m in snap["messages"] if m["role"] == "user" and m.get("name") == "loop"]
+    assert sum(n.startswith(empty) for n in nudges) == 2     # one nudge per empty reply (after the reads, and after
+                                                             # the loop ran the confirmed booking)
 
 
 def test_a_run_whose_workflow_was_terminated_comes_back_to_one_machine(place):
@@ -255,8 +265,8 @@ def test_a_run_whose_workflow_was_terminated_comes_back_to_one_machine(place):
 
 def test_a_workflow_terminated_while_the_user_waits_is_a_clear_error_and_the_run_resumes(place):
     """The server (here: the CLI) terminates the workflow while the model is asked after the user's
-    confirmation: the waiting command says so and how the run goes on (no traceback), the audit file
-    keeps the run, and --resume --temporal carries it to one booking."""
+    confirmation (the loop has run the confirmed booking): the waiting command says so and how the run goes on
+    (no traceback), the audit file keeps the run, and --resume --temporal carries it to the end, booked once."""
     held = Held()
     p = place(held)
     p.worker()
@@ -271,7 +281,7 @@ def test_a_workflow_terminated_while_the_user_waits_is_a_clear_error_and_the_run
     held.release.set()
     assert confirming.returncode == 3 and "Traceback" not in err, err
     assert "history size exceeds limit" in err and "--resume cut --temporal" in err, err
-    assert p.snapshot("cut")["status"] == "running" and p.bookings() == 0
+    assert p.snapshot("cut")["status"] == "running" and p.bookings() == 1
     resumed = p.cli("--resume", "cut", "--temporal")
     assert resumed.returncode == 0, resumed.stderr
     assert p.snapshot("cut")["status"] == "done" and p.bookings("cut") == 1
@@ -288,7 +298,7 @@ def _succeeded(snap):
 
 
 class FailsFirst:
-    """words_question, but the first request gets an HTTP 500 (with no retries left: a model outage)."""
+    """WORDS, but the first request gets an HTTP 500 (with no retries left: a model outage)."""
 
     def __init__(self):
         self.failed = False
@@ -297,7 +307,7 @@ class FailsFirst:
         if not self.failed:
             self.failed = True
             return {"_http": {"status": 500, "body": {"error": {"message": "upstream exploded", "type": "server_error"}}}}
-        return policies.words_question(request)
+        return WORDS(request)
 
 
 def test_a_model_outage_then_resume_reply_and_confirm_on_temporal(place):
@@ -313,6 +323,8 @@ def test_a_model_outage_then_resume_reply_and_confirm_on_temporal(place):
     assert declined.returncode == 0 and p.bookings() == 0
     users = [m["content"] for m in p.snapshot("outage")["messages"] if m["role"] == "user"]
     assert "总价是多少？" in users                 # a reply is recorded as the user's, never a confirmation
+    states = [[c["state"] for c in q["calls"]] for q in p.snapshot("outage")["memory"]["proposals"]]
+    assert states[0] == ["declined"] and "approved" not in sum(states, []) and "executed" not in sum(states, [])
     assert p.cli("--confirm", "outage", "--temporal").returncode == 0
     _booked_once(p, "outage")
 
@@ -415,9 +427,20 @@ def test_an_agent_from_a_file_runs_on_temporal_and_the_workers_load_the_file_the
     started = p.cli("--agent", example, "--temporal", "--offline", "--run-id", "rooms")
     assert started.returncode == 0, started.stderr
     assert p.snapshot("rooms")["status"] == "suspended" and p.snapshot("rooms")["agent"]["file"] == example
+    said = started.stdout + started.stderr
+    if p.snapshot("rooms")["reason"] == "awaiting_reply":    # its offline model ignored the forced call: nothing
+        replied = p.cli("--confirm", "rooms", "--temporal")  # held, a confirmation is an ordinary reply
+        assert replied.returncode == 0, replied.stderr
+        said += replied.stdout + replied.stderr
+    snap = p.snapshot("rooms")
+    assert (snap["status"], snap["reason"]) == ("suspended", "awaiting_confirmation")
+    assert snap["memory"]["proposal"]["tool"] == "book_room" and snap["memory"]["proposal"]["state"] == "proposed"
+    if (p.audit_dir / "rooms.db").exists():
+        with sqlite3.connect(p.audit_dir / "rooms.db") as db:
+            assert db.execute("SELECT COUNT(*) FROM bookings").fetchone()[0] == 0
     confirmed = p.cli("--confirm", "rooms", "--temporal")
     assert confirmed.returncode == 0, confirmed.stderr
-    assert not texts.CJK.search(started.stdout + started.stderr + confirmed.stdout + confirmed.stderr)
+    assert not texts.CJK.search(said + confirmed.stdout + confirmed.stderr)
     assert p.snapshot("rooms")["status"] == "done"
     with sqlite3.connect(p.audit_dir / "rooms.db") as db:
         assert db.execute("SELECT COUNT(*) FROM bookings").fetchone()[0] == 1
@@ -482,7 +505,8 @@ def test_twenty_runs_at_once_over_two_workers_stay_isolated(place):
 
 
 def _start_input(p):
-    return {"audit_dir": str(p.audit_dir), "agent_file": None, "offline": False, "model": None,
+    return {"audit_dir": str(p.audit_dir), "agent": {"name": "xian-hotel", "module": "handloop.tools:agent_in"},
+            "offline": False, "model": None,
             "goal": "", "policy": None, "limits": {"heartbeat": 2.0, "ask": 120.0}}
 
 

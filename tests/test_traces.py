@@ -250,15 +250,16 @@ def test_the_older_event_form_is_read_too(tmp_path):
 
 
 def test_a_program_driving_loop_run_itself_exports_a_stretch_the_same_way(new_run, fake_model, collector, monkeypatch):
-    """The library path: a Stretch around loop.run; here a model that books at once (the plan guard blocks it)."""
+    """The library path: loop.run exports its stretch itself; here a model that books at once (the plan guard
+    blocks it)."""
     from conftest import BOOK, text, tool_calls
     from handloop import loop
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint)
     r, ts, _ = new_run(run_id="lib1")
     ask, _ = fake_model([tool_calls(("book_hotel", BOOK, "b1")), text("I cannot book without a plan.")])
-    stretch = send.Stretch(r.path, r.turn)
-    loop.run(r, ask, ts)
-    assert stretch.finish(r.say) is None
+    heard = []
+    loop.run(r, ask, ts, lambda kind, **data: heard.append(kind))
+    assert "trace" not in heard and len(collector.requests) == 1             # sent once, nothing went wrong
     blocked = [s for s in collector.spans() if s["name"] == "execute_tool book_hotel"]
     assert len(blocked) == 1 and blocked[0]["attributes"]["handloop.guard"] == "plan_first"
     assert {s["attributes"]["gen_ai.conversation.id"] for s in collector.spans()} == {"lib1"}
@@ -285,7 +286,7 @@ def _desk_run(tmp_path, monkeypatch, respond, stream, run_id="u1"):
             if user:
                 runs.add_user(r, user)
             stretch = send.Stretch(r.path, r.turn, opened="confirm" if user else "")
-            loop.run(r, ask, ts)
+            loop.run(r, ask, ts, export=False)                          # exported by the stretch, as the CLI does
             assert stretch.finish(r.say) is None
     finally:
         ask.close()
@@ -362,7 +363,7 @@ def test_without_the_servers_split_the_tokens_are_estimated_and_say_so(new_run, 
     ask = model.connect(endpoint.url, "test-key", "scripted", timeout=5, retries=0, loopback=True, stream=stream)
     stretch = send.Stretch(r.path, r.turn)
     try:
-        loop.run(r, ask, ts)
+        loop.run(r, ask, ts, export=False)                               # exported by the stretch, as the CLI does
     finally:
         ask.close()
         endpoint.close()

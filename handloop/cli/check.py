@@ -81,7 +81,8 @@ def _entry(path, t, verdicts, language, index, count):
                  notes=[said(note, say) for note in t.notes])
     if t.agent.writes:               # how its confirmations were read: as its own guards, or the wider reading
         entry.update(reading="agent" if t.strict else "wide",
-                     reading_text=said(Said("reading.agent", replies=Joined(t.agent.confirm)) if t.strict else
+                     reading_text=said(Said("reading.agent", replies=Joined(json.dumps(c, ensure_ascii=False)
+                                                                                for c in t.agent.confirm)) if t.strict else
                                        Said("reading.wide"), say))
     return entry, language
 

@@ -16,6 +16,7 @@ from ..confirmation import shown
 from ..texts.stated import returned
 
 SHOWN_MAX = 300        # characters of one value the printout shows; the rest is said by its length
+REASON_MAX = 1000      # characters of an error or a guard's reason shown (the values available are at its end)
 MARK = {"ok": "✓", "error": "✗", "timeout": "⏱", "unknown": "?", "blocked": "⛔"}
 
 
@@ -92,8 +93,8 @@ def notice_lines(tool, notice, say):
 
 def _gist(call, result, say):
     """One line of a result: what its tool's declaration says, or the start of its JSON."""
-    if "error" in result:
-        return say("cli.error", error=str(result["error"])[:120])
+    if "error" in result:                   # a guard's reason whole: what may be used is at its end
+        return say("cli.error", error=_long(" ".join(str(result["error"]).split()), say, REASON_MAX))
     return _told(call.tool.gist if call.tool else None, returned(result), 120)
 
 
@@ -161,8 +162,8 @@ def summary(r, seconds, toolset, more="", cmd="handloop"):
     elif r.status == "suspended":
         print("\n" + say("cli.wait_reply", head=head, run_id=r.run_id + more, where=where, cmd=cmd))
     elif r.status == "done":
-        made = say("list.sep").join(say("cli.made", tool=w["tool"], shown=_shown(toolset, w["tool"], w["receipt"], say))
-                                    for w in r.memory.writes) or (say("cli.no_write") if r.memory.writable else "")
+        made = "\n   ".join(say("cli.made", tool=w["tool"], shown=_shown(toolset, w["tool"], w["receipt"], say))
+                             for w in r.memory.writes) or (say("cli.no_write") if r.memory.writable else "")   # one a line
         print("\n" + say("cli.done", head=head, made=made, where=where))
     elif r.status == "stopped":
         from ..runs import RESUMABLE_STOPS          # here: --check, which imports this module, needs no run machinery

@@ -11,96 +11,38 @@ import os
 from .. import audit
 from .. import config
 from .. import runs
-from .. import model
+from .. import parts
 from .. import texts
 from .. import tools
-from .. import toolset
-from ..values import redacted_url
 
 
 Refused = runs.Refused
 accept = runs.accept           # which states each way of resuming accepts: the loop's rules
-
-
-def load_file(path):
-    """The agent a Python file declares as AGENT (agents.Agent), its `file` set to the file's absolute
-    path; Refused saying what is wrong (no file, an error while importing it, no AGENT, a
-    declaration mistake). Modules and packages beside the file are importable by their names, as
-    under `python FILE` (see _Beside)."""
-    import importlib.util
-    import traceback
-    from ..agents import Agent
-    path = os.path.abspath(path)
-    if not os.path.isfile(path):
-        raise Refused(f"--agent {path}: no such file")
-    name = "agent_file_" + "".join(c if c.isalnum() else "_" for c in path)
-    try:
-        _Beside.of(os.path.dirname(path))
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:        # a name no import machinery loads (not .py)
-            raise ValueError("not a Python source file (.py)")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    except ValueError as exc:                          # a declaration mistake: names the tool and the field
-        raise Refused(f"--agent {path}: {exc}") from None
-    except BaseException as exc:                       # the user's own file failed: where, and why
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        where = next((f for f in reversed(traceback.extract_tb(exc.__traceback__)) if f.filename == path), None)
-        line = f" (line {where.lineno})" if where else ""
-        raise Refused(f"--agent {path}{line}: {type(exc).__name__}: {exc}") from None
-    agent = getattr(module, "AGENT", None)
-    if not isinstance(agent, Agent):
-        raise Refused(f"--agent {path}: the file must define AGENT = handloop.Agent(...)")
-    try:
-        runs.agent_policy(agent)                       # its policy, checked now: a mistake in it is one of the file's
-    except ValueError as exc:
-        raise Refused(f"--agent {path}: policy: {texts.told(exc, agent.say)}") from None
-    import dataclasses
-    return dataclasses.replace(agent, file=path)
-
-
-class _Beside:
-    """A meta-path finder for the top-level modules and packages in one agent file's folder: what
-    `python FILE` makes importable by putting the folder first on sys.path, done without touching
-    sys.path. It is consulted after every other finder, so a name the standard library or an
-    installed package already owns keeps its module (a file in the user's folder never replaces
-    what the loop itself imports); submodules are found through their package's __path__ as usual.
-    One finder per folder, kept for the process: a tool may import its helpers lazily, at call time."""
-
-    _folders: dict[str, "_Beside"] = {}
-
-    def __init__(self, folder):
-        self.folder = folder
-
-    @classmethod
-    def of(cls, folder):
-        import sys
-        if folder not in cls._folders:
-            cls._folders[folder] = cls(folder)
-            sys.meta_path.append(cls._folders[folder])
-        return cls._folders[folder]
-
-    def find_spec(self, name, path=None, target=None):
-        if path is not None or "." in name:
-            return None
-        from importlib.machinery import PathFinder
-        return PathFinder.find_spec(name, [self.folder], target)
-
-    def invalidate_caches(self):
-        pass
+load_file = parts.load_file  # the agent an agent file declares (below the command line: durable/ loads it too)
 
 
 def agent_for(audit_dir, given=None, recorded=None):
-    """The agent of a run: the one given (--agent), else the one its audit file recorded (loaded
-    again from its file), else the Xi'an agent over the demo store in `audit_dir`."""
+    """The agent of a run: the one given (--agent), else the one its audit file recorded, loaded again the way the
+    record says (its file, or its importable module: parts.recorded; Refused, in one line, saying --agent FILE is
+    needed when that fails), else, for a record that names no agent or the Xi'an agent with no way to load it, the
+    Xi'an agent over the demo store in `audit_dir`. Another agent the record cannot load is never replaced by the
+    demo: Refused, --agent FILE is needed."""
     if given is not None:
         if recorded and recorded.get("name") not in (None, given.name):
             raise Refused(f"--agent {given.file}: the run is {recorded.get('name')!r}'s, not {given.name!r}'s")
         return given
-    if recorded and recorded.get("file"):
-        return load_file(recorded["file"])
-    return tools.xian_agent(tools.BookingStore(os.path.join(audit_dir, "bookings.db")))
+    found = parts.recorded(audit_dir, recorded)
+    if found is not None:
+        return found
+    if isinstance(recorded, dict) and recorded.get("name") not in (None, tools.NAME):
+        raise parts.cannot_load(recorded)
+    return tools.agent_in(audit_dir)
+
+
+def origin(agent, audit_dir):
+    """How a starter on another machine (a Temporal worker) loads the run's agent: parts.origin of the one given,
+    else of the Xi'an agent."""
+    return parts.origin(agent or agent_for(audit_dir))
 
 
 def recorded_say(audit_dir, run_id):
@@ -115,12 +57,9 @@ def recorded_say(audit_dir, run_id):
 
 def tool_set(audit_dir, run_id, mode, mcp_command=None, schemas=None, visible=None, mcp_url=None, mcp_token=None,
              agent=None):
-    """The run's tool set; in MCP mode it connects now, unless recorded `schemas` spare it that.
-    `mcp_url`: the MCP server over HTTP instead of a process (`mcp_token`: its bearer token)."""
-    agent = agent or agent_for(audit_dir)
-    return toolset.ToolSet(run_id, agent, mode, mcp_command=mcp_command if mode == "mcp" else None,
-                           schemas=schemas if mode == "mcp" else None, visible=visible, mcp_url=mcp_url,
-                           mcp_token=mcp_token)
+    """The run's tool set (parts.tool_set), of the Xi'an agent when no agent is given."""
+    return parts.tool_set(run_id, mode, agent or agent_for(audit_dir), mcp_command=mcp_command, schemas=schemas,
+                          visible=visible, mcp_url=mcp_url, mcp_token=mcp_token)
 
 
 def start(audit_dir, run_id, goal, mode, mcp_command=None, policy=None, mcp_url=None, mcp_token=None, agent=None):
@@ -160,28 +99,9 @@ answer = runs.answer
 
 
 def chat(env, offline=False, name=None, on_retry=None, agent=None, stream=True):
-    """The model: (ask, close, what it is). Online when a key is set and not `offline`; else the
-    agent's own offline model (the built-in one for the Xi'an agent) behind the loopback endpoint,
-    through the same client. Streamed unless `stream` is false or the environment turns it off
-    (AGENT_STREAM=0)."""
-    say = agent.say if agent else texts.ZH_TEXTS
-    limits = {"stream": stream and env.get("stream", True),
-              "max_seconds": env.get("model_max_seconds", config.MODEL_MAX_SECONDS)}
-    if env["api_key"] and not offline:
-        name = name or env["model"]
-        ask = model.connect(env["base_url"], env["api_key"], name, env["model_timeout"], env["model_retries"],
-                            on_retry=on_retry, **limits)
-        return ask, ask.close, say("cli.online", model=name, url=redacted_url(env["base_url"] or "https://api.openai.com/v1"))
-    respond = agent.offline if agent is not None and agent.offline else None
-    if respond is None and agent is not None and agent.file is not None:
-        raise Refused(say("cli.no_offline", name=agent.name))
-    if respond is None:
-        from ..demo import offline as offline_model
-        respond = offline_model.respond
-    ask = model.offline_model(respond, timeout=env["model_timeout"], retries=env["model_retries"],
-                              on_retry=on_retry, **limits)
-    why = "--offline" if offline else say("cli.no_key")
-    return ask, ask.close, say("cli.offline", why=why, url=ask.url)
+    """The model (parts.chat): online when a key is set and not `offline`; else the agent's own offline model (the
+    Xi'an agent's, the built-in one, when no agent is given)."""
+    return parts.chat(env, offline, name, on_retry, agent or tools.agent_in("."), stream)
 
 
 def load_policy(path):

@@ -140,7 +140,7 @@ def on_temporal(args, how, run_id, audit_dir, agent, policy):
     client = _temporal(say, "handloop.durable.client")
     address, queue = client.where()
     path = audit.path_for(audit_dir, run_id)
-    start = {"run_id": run_id, "audit_dir": audit_dir, "agent_file": agent.file if agent else None,
+    start = {"run_id": run_id, "audit_dir": audit_dir, "agent": session.origin(agent, audit_dir),
              "offline": args.offline, "model": args.model, "limits": client.limits(), "mcp": bool(args.mcp)}
     started = time.perf_counter()
     before, created = 0, (runs.stamp() if how is None else None)
@@ -175,7 +175,7 @@ def on_temporal(args, how, run_id, audit_dir, agent, policy):
             print(say("cli.user", text=args.reply[0] if args.reply else r.agent.confirm[0]))
         if r.answer:                             # the turns were the workers': the model's last words
             print("   " + say("cli.answer", text=r.answer.replace("\n", "\n   ")))
-        summary(r, time.perf_counter() - started, toolset, " --temporal", cmd=getattr(args, "prog", "handloop"))
+        summary(r, time.perf_counter() - started, toolset, " --temporal", cmd=getattr(args, "hint", getattr(args, "prog", "handloop")))
     finally:
         toolset.close()
     traced(stretch, say)

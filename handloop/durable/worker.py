@@ -38,7 +38,7 @@ from .. import executor
 from .. import loop
 from .. import mcp_tools
 from .. import runs
-from ..cli import session
+from .. import parts
 from .. import texts
 from .workflow import AgentRun, digest, pack, runner, unpack
 from .client import connect
@@ -88,18 +88,18 @@ class Activities:
                 activity.heartbeat()
 
     def _agent(self, ref):
-        return session.agent_for(ref["audit_dir"], None, ref.get("agent"))
+        return parts.agent_of(ref["audit_dir"], ref.get("agent"))
 
     def _toolset(self, ref, agent=None, schemas=None):
         """The run's tool set in this worker; with the MCP tools a run recorded (`schemas`), its servers open at
         their first call, in the activity that needs them (a run over Streamable HTTP: the URL it recorded)."""
-        return session.tool_set(ref["audit_dir"], ref["run_id"], ref["mode"], schemas=schemas, visible=ref.get("visible"),
-                                mcp_url=ref.get("mcp_url"), agent=agent or self._agent(ref))
+        return parts.tool_set(ref["run_id"], ref["mode"], agent or self._agent(ref), schemas=schemas,
+                              visible=ref.get("visible"), mcp_url=ref.get("mcp_url"))
 
     def _model(self, offline, name, agent):
         key = (bool(offline), name, agent.name, agent.file)
         if key not in self.models:
-            self.models[key] = session.chat(self.env, offline, name, agent=agent, stream=self.env.get("stream", True))
+            self.models[key] = parts.chat(self.env, offline, name, agent=agent, stream=self.env.get("stream", True))
         return self.models[key][0]
 
     @activity.defn(name="agent.begin")
@@ -113,14 +113,13 @@ class Activities:
         try:
             if start.get("open") or os.path.exists(path) and (attempt > 1 or _begun_by(path, workflow_run)):
                 return reference(path, audit.load(path))                  # opened, or begun by a lost attempt
-            given = session.load_file(start["agent_file"]) if start.get("agent_file") else None
-            agent = session.agent_for(audit_dir, given)
+            agent = parts.agent_of(audit_dir, start.get("agent"))     # as the starter loaded it (parts.origin)
             say = agent.say                    # refusals from here on in the agent's language
             policy = config.Policy.from_dict(start["policy"]) if start.get("policy") else runs.agent_policy(agent)
             os.makedirs(audit_dir, exist_ok=True)
             ask = self._model(start.get("offline"), start.get("model"), agent)
             mode = "mcp" if start.get("mcp") or agent.servers() else "local"
-            toolset = session.tool_set(audit_dir, run_id, mode, visible=policy.tools, agent=agent)
+            toolset = parts.tool_set(run_id, mode, agent, visible=policy.tools)
             try:                               # its MCP servers were asked for their tools; each call opens them again
                 with audit.RunLock(audit_dir, run_id):
                     r = runs.begin(audit_dir, run_id, start.get("goal") or "", toolset, ask.name, policy=policy,

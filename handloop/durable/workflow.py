@@ -53,7 +53,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():     # absolute: the sandbox passes modules through by name
     from handloop import audit, executor, loop, runs, texts
     from handloop.calls import HookError, Outcome
-    from handloop.cli import session
+    from handloop import parts
     from handloop.model import ModelError, Reply
 
 WORKFLOW = "AgentRun"
@@ -343,16 +343,15 @@ async def drive(steps, world):
 def recorded_agent(audit_dir, recorded):
     """The agent a run records, loaded as code (its file is read once per workflow, like an import)."""
     with workflow.unsafe.sandbox_unrestricted(), workflow.unsafe.imports_passed_through():
-        return session.agent_for(audit_dir, None, recorded)
+        return parts.agent_of(audit_dir, recorded)
 
 
 def toolset_for(audit_dir, run_id):
     def make(snap):
         agent = recorded_agent(audit_dir, snap.get("agent"))
         with workflow.unsafe.sandbox_unrestricted():   # MCP sessions made, never opened here (a server's token is read)
-            return session.tool_set(audit_dir, run_id, snap["mode"], schemas=snap["tools"],
-                                    visible=(snap.get("policy") or {}).get("tools"), mcp_url=snap.get("mcp_url"),
-                                    agent=agent)
+            return parts.tool_set(run_id, snap["mode"], agent, schemas=snap["tools"],
+                                  visible=(snap.get("policy") or {}).get("tools"), mcp_url=snap.get("mcp_url"))
     return make
 
 

@@ -492,7 +492,8 @@ def _from_otlp(requests, path, container):
     they first appear: the spans of one conversation are those with its `gen_ai.conversation.id` (a span without
     one belongs to the conversation its trace names, when its trace names exactly one; else to its trace), and its
     messages are the longest conversation one of its spans holds (each chat span carries the history so far); its
-    meta's `agent_name` is the one gen_ai.agent.name its spans give, if they give one."""
+    meta's `agent_name` is the one gen_ai.agent.name its spans give, if they give one, and `ours` is True when this
+    project's exporter made them (trace/otlp.py: its spans carry handloop.* attributes)."""
     at = (lambda i: (Said("field.item", index=i + 1),)) if container == "jsonl" else (lambda i: ())
     for index, request in enumerate(requests):
         check(request, OTLP_REQUEST, at(index))
@@ -503,6 +504,7 @@ def _from_otlp(requests, path, container):
             named.setdefault(span.get("traceId"), set()).add(_conversation_id(attributes))
     best: dict[tuple, tuple] = {}               # conversation -> (its longest messages, its id, where they are)
     agents: dict[tuple, set[str]] = {}          # conversation -> the agent names its spans give
+    ours: set[tuple] = set()                    # conversations whose spans this project's exporter made (handloop.*)
     for where, span, attributes in spans:
         conversation_id = _conversation_id(attributes)
         if conversation_id is None and len(named.get(span.get("traceId"), ())) == 1:
@@ -511,6 +513,8 @@ def _from_otlp(requests, path, container):
         name = attributes.get("gen_ai.agent.name")
         if isinstance(name, str) and name:
             agents.setdefault(key, set()).add(name)
+        if any(isinstance(k, str) and k.startswith("handloop.") for k in attributes):
+            ours.add(key)
         for said, found in ((_span_messages(attributes), where), (_event_messages(span.get("events")), where)):
             if len(said) > len(best.get(key, ((), None, None))[0]):
                 best[key] = (said, conversation_id, found)
@@ -524,7 +528,8 @@ def _from_otlp(requests, path, container):
         if any(m["role"] in ("user", "assistant") for m in messages):
             agent_names = agents.get(key, set())
             conversations.append((messages, {**({"run_id": conversation_id} if conversation_id else {}),
-                                             **({"agent_name": next(iter(agent_names))} if len(agent_names) == 1 else {})}))
+                                             **({"agent_name": next(iter(agent_names))} if len(agent_names) == 1 else {}),
+                                             **({"ours": True} if key in ours else {})}))
     if not conversations:
         raise Unreadable(Said("file.no_said", path=path))
     return conversations

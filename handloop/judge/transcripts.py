@@ -289,7 +289,10 @@ class Transcript:
     def strict(self):
         """Whether the file is a run of this project recording its agent's declaration: then confirmations
         and proposals are read exactly as its guards read them (only its confirm replies confirm); another
-        system's transcript gets the wider reading of what confirms ("sure, go ahead")."""
+        system's transcript gets the wider reading of what confirms ("sure, go ahead"). The spans this project
+        exported of a run (meta `ours`) are such a run too, when they are judged as the agent they name."""
+        if self.meta.get("ours") and self.meta.get("agent_name") in (None, self.agent.name):
+            return True
         return self.container == "snapshot" and readable(self.meta.get("agent"))
 
     def said_before(self, pos):

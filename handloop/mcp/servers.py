@@ -1,18 +1,20 @@
 """An MCP server of an agent, as declared (`MCPServer`): how to reach it, which of its tools the agent allows, and
-each allowed tool's declaration (the result fields kept, as paths into nested records: `field_path`, `field_tree`;
+each allowed tool's declaration (`MCPTool`, typed; a tuple of fields or a string-keyed dict still accepted) (the result fields kept, as paths into nested records: `field_path`, `field_tree`;
 what its input schema must take: `needed`; its sources, hooks, and, for a write, its effect and the argument that
 receives the idempotency key), checked when it is made.
 
 Invariants: imports only calls.py (Source, Rule, EFFECTS), values.py and errors.py, so toolset.py and agents.py may
-import it; holds no state; a declaration mistake is a DeclarationError naming the server, the tool and the field.
+import it (it lives with the rest of MCP, in handloop/mcp/); holds no state; a declaration mistake is a DeclarationError naming the server, the tool and the field.
 """
 import dataclasses
 import re
 from typing import Any, Iterable, Mapping
 
-from .calls import EFFECTS, Rule, Source, _path_problems
-from .errors import DeclarationError
-from .values import redacted_url
+__all__ = ["MCPServer", "MCPTool", "MCP_RULES", "field_path", "field_tree", "needed"]
+
+from ..calls import EFFECTS, Rule, Source, _path_problems
+from ..errors import DeclarationError
+from ..values import redacted_url
 
 MCP_RULES = ("fields", "required", "arguments", "sources", "timeout", "requires", "absorb", "render", "gist",
              "facts", "initial", "keep", "description", "outside",     # what an MCPServer may declare of one of its tools
@@ -22,14 +24,52 @@ DESCRIPTION_LIMIT = 500                                       # characters of a 
 
 
 @dataclasses.dataclass(frozen=True)
+class MCPTool:
+    """One allowed MCP tool's declaration, typed (the spelling to use; the older ones, a tuple of the fields kept or a
+    dict of these same names as strings, are still accepted and mean the same). `fields`: the result fields kept
+    (paths, see field_path; none for a tool that answers in text); `required`: fields a result must have, else a tool
+    error; `arguments`: what its input schema must take; `sources`, `requires`, `keep`, `timeout` (seconds per MCP
+    request, None: the server's), `description` (ours, shown instead of the server's), `outside` (its arguments leave
+    the user's trust boundary), the memory and screen hooks of a local tool (`absorb`, `render`, `gist`, `facts`,
+    `initial`), and for a write (`kind="write"`): `effect` ({argument: how}), `key` (the server's argument that
+    receives the idempotency key), `aliases`, `units`, `describe`, `rules`, `reconcile`. Checked with its server."""
+    fields: tuple = ()
+    required: tuple = ()
+    arguments: tuple = ()
+    sources: tuple = ()
+    requires: tuple = ()
+    keep: tuple = ()
+    timeout: float | None = None
+    description: str | None = None
+    outside: bool = False
+    kind: str = "read"
+    effect: Any = ()
+    key: str | None = None
+    aliases: Mapping = dataclasses.field(default_factory=dict)
+    units: Mapping = dataclasses.field(default_factory=dict)
+    describe: Any = None
+    rules: Any = ()
+    reconcile: Any = None
+    absorb: Any = None
+    render: Any = None
+    gist: Any = None
+    facts: str = ""
+    initial: Mapping = dataclasses.field(default_factory=dict)
+
+    def declared(self) -> dict[str, Any]:
+        """The same declaration in the string-keyed spelling MCPServer reads."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclasses.dataclass(frozen=True)
 class MCPServer:
     """One MCP server of an agent, declared once: how to reach it (`command`: argv of a stdio server,
     or `url`: a Streamable HTTP endpoint, with the bearer token read from the environment variable
     `token_env` when the run starts, sent to this server only, never recorded; a URL never carries a user
     name or password) and which of its tools the agent uses.
 
-    `tools` maps each allowed tool to the result fields kept (a tuple of field paths), or to a dict of its
-    declaration: `fields` (kept: paths, see field_path: "doctor", "doctor.name", "slots[].slot_id" for a
+    `tools` maps each allowed tool to its declaration, an MCPTool (typed), or in the older spellings still accepted,
+    the result fields kept (a tuple of field paths) or a dict of the MCPTool's options by name: `fields` (kept: paths, see field_path: "doctor", "doctor.name", "slots[].slot_id" for a
     field of each record of a list), `required` (fields a result must have, else a tool error), `arguments` (what its input schema must take), `sources`, `requires`, `timeout`, `keep`,
     and the memory and screen hooks a local tool declares (`absorb`, `render`, `gist`, `facts`,
     `initial`), `description` (ours, shown instead of the server's). A tool the server runs may be a write, exactly
@@ -37,8 +77,10 @@ class MCPServer:
     `describe`, `rules` and `reconcile` as a Tool takes them, and `key`: the server's argument that receives the
     run's idempotency key (幂等键; filled by the loop, never shown to the model, so the server's store can refuse a
     write made twice). Only these tools reach the
-    model; every result is cut to its fields, always (toolset.trim says what it dropped); a tool declared with
-    no fields is a declaration error, not a tool whose results pass whole; a server's own description is untrusted text,
+    model; every structured result is cut to its fields, always (toolset.trim says what it dropped), and a text
+    result (content blocks with no structured content, mcp/results.py) reaches the model as text cut by length, never
+    as records a Source reads; a tool declared with no fields (`()`) is a text tool: a structured result of it
+    passes nothing; a server's own description is untrusted text,
     kept to DESCRIPTION_LIMIT characters. `timeout`: seconds per MCP request (None: the default).
     `replaces`: local tools of the agent its tools stand in for while it is used (they take over
     the local tool's hooks); `optional`: used only when the run asks for MCP (--mcp), as the Xi'an
@@ -53,6 +95,9 @@ class MCPServer:
     optional: bool = False
 
     def __post_init__(self):
+        if isinstance(self.tools, dict):          # the typed spelling (MCPTool) read as the string-keyed one
+            object.__setattr__(self, "tools", {n: r.declared() if isinstance(r, MCPTool) else r
+                                               for n, r in self.tools.items()})
         if isinstance(self.command, (list, tuple)):
             object.__setattr__(self, "command", tuple(self.command))
         object.__setattr__(self, "replaces", tuple(self.replaces) if isinstance(self.replaces, (list, tuple))
@@ -173,9 +218,10 @@ def _rule_problems(name, rule):
         return [f"must be the result fields kept (a tuple of names) or a dict of {', '.join(MCP_RULES)}"]
     problems = [f"{key!r} is not one of {', '.join(MCP_RULES)}" for key in rule if key not in MCP_RULES]
     fields = rule.get("fields")
-    if not isinstance(fields, (tuple, list)) or not fields or not all(isinstance(f, str) and f for f in fields):
-        problems.append("fields must be a non-empty list of the result fields kept (paths such as 'doctor' or "
-                        "'slots[].slot_id'): a result is cut to them, always")
+    if not isinstance(fields, (tuple, list)) or not all(isinstance(f, str) and f for f in fields):
+        problems.append("fields must be a list of the result fields kept (paths such as 'doctor' or "
+                        "'slots[].slot_id'): a structured result is cut to them, always; () for a tool that "
+                        "answers in text")
     else:
         problems += field_tree(fields)[1]
     for key in ("required", "arguments", "requires", "keep"):
