@@ -14,7 +14,7 @@ in silence); run k of a task sends seed --seed + k with every request (`seed`), 
 
 The user of the project's tasks confirms a proposal whose every call is the task's right write (Xi'an: the room the
 weather the run read calls for, 2026-10-01, two nights; shop: a refund of A-1), declines any other, and answers a
-question with "go on" (at most --replies times). One JSON line per run (--out, default
+question with "go on" (at most --replies times; confirming the right write is not counted). One JSON line per run (--out, default
 bench/results/realmodel-<time>.jsonl): task, system (handloop, plain), seed, reached_proposal, right_write,
 confirmations, model_requests, tokens, writes_run, status, reason, seconds (AgentDojo's also: user_task, utility,
 idle_passes: the task passes for an agent that does nothing); then a summary table per task and system.
@@ -117,18 +117,19 @@ def own_task(task: str, seed: int | None, folder: str, replies: int, max_turns: 
     try:
         r, ts = session.start(folder, "run", "", "mcp" if task == "xian-mcp" else "local", policy=policy,
                               agent=agent)
-        reached = False
-        for turn in range(replies + 1):
+        reached, replied = False, 0
+        while True:
             try:
                 r = loop.run(r, ask, ts)
             finally:
                 ts.close()
             reached = reached or bool(r.memory.proposals)
-            said = user_says(task, r) if r.status == "suspended" and turn < replies else None
-            if said is None:
-                break
+            said = user_says(task, r) if r.status == "suspended" else None
+            if said is None or said[0] == "reply" and replied >= replies or confirmations >= replies:
+                break                             # the user's words are limited; a right proposal is always answered
             how, text = said
             confirmations += how == "confirm"
+            replied += how == "reply"
             r, ts, _ = session.reopen(folder, "run", how, agent=agent)
             session.answer(r, how, text if how == "reply" else None)
     finally:
