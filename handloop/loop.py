@@ -43,13 +43,14 @@ from . import audit
 from . import config
 from . import context
 from . import steer
+from .steer import forcing, nudge
 from .agents import Agent
 from .calls import HookError
 from .trace.send import Stretch
 from .values import chars
 from .executor import execute, tool_messages
 from .guards import screen
-from .memory import FORCING, LOOP_NAME, Memory, echoed
+from .memory import LOOP_NAME, Memory, echoed
 from .model import Model, ModelError, Reply, as_model, estimate_tokens
 
 if TYPE_CHECKING:
@@ -237,81 +238,6 @@ def answered(r, reply, sent, report):
     save(r)
     report("nudge", run=r, text=text)
     return None
-
-
-def nudge(r, kind, problems=()):
-    """The loop tells the model, once, what is wrong with its answer: a user message named "loop".
-    Its text starts with the nudge of its kind (how memory knows it), then says what exactly was
-    wrong with a call written as text (`problems`) and, for a nudge to act (FORCING), the next step
-    and its tool, which the re-ask forces (forcing). Returns the text."""
-    parts = [r.say(f"nudge.{kind}"), *(r.say(f"nudge.problem.{p}") for p in problems)]
-    step = r.memory.target(kind) if kind in FORCING else None
-    named = ([r.say("nudge.next", tool=step)] if kind == "offer" else _next(r, step)) if isinstance(step, str) else []
-    text = " ".join(parts + named)
-    r.messages.append({"role": "user", "name": LOOP_NAME, "content": text})
-    r.memory.absorb_nudge(text)
-    return text
-
-
-def _next(r, tool):
-    """What a nudge says of the next step: the plan's step that names `tool` (or the tool), and for a
-    write, that the call is shown to the user before anything runs."""
-    step = r.memory.step_of(tool)
-    said = [r.say("nudge.next_step", index=step["index"], title=step["title"], tool=tool) if step else
-            r.say("nudge.next", tool=tool)]
-    if r.memory.kinds.get(tool) == "write":
-        said.append(r.say("nudge.write_proposal", tool=tool))
-    return said
-
-
-def forcing(r):
-    """What the next request must force when the record ends with a nudge to act (small models repeat
-    their sentence to a text nudge; forced, they call the tool): the tool of the step it named, or any
-    tool call (True) when it named none; False otherwise. Pushed again once: when the reply to that forced
-    request was a call blocked for its arguments or by one of the agent's rules (a server without a grammar
-    lets a small model answer a forced call with arguments that fail validation), the request after its tool
-    messages forces that tool again; the reply to that one is never pushed a third time."""
-    last = r.messages[-1]
-    if not r.tools:
-        return False
-    if last.get("role") == "tool":
-        return _again(r)
-    if not _forcing_nudge(r, last):
-        return False
-    step = r.memory.forced
-    return step if step in _names(r) else True
-
-
-def _forcing_nudge(r, message):
-    return message.get("name") == LOOP_NAME and message.get("role") == "user" and \
-        any(str(message.get("content")).startswith(r.say(f"nudge.{kind}")) for kind in FORCING)
-
-
-def _names(r):
-    return {t.get("function", {}).get("name") for t in r.tools}
-
-
-AGAIN = ("arguments", "rule")       # the guards whose block of a forced call pushes the forced step again
-
-
-def _again(r):
-    """The tool to force once more, when the record ends with the tool messages of the model's reply to a forced
-    request (right after a nudge to act) and one of its calls was blocked for its arguments or by a rule; else
-    False."""
-    at = len(r.messages) - 1
-    while at > 0 and r.messages[at].get("role") == "tool":
-        at -= 1
-    reply = r.messages[at]
-    if at < 1 or reply.get("role") != "assistant" or reply.get("name") == LOOP_NAME or \
-            not _forcing_nudge(r, r.messages[at - 1]):
-        return False
-    names = {c.get("id"): (c.get("function") or {}).get("name") for c in reply.get("tool_calls") or []
-             if isinstance(c, dict)}
-    for message in r.messages[at + 1:]:
-        if _loaded(message.get("content")).get("blocked_by") in AGAIN:
-            name = names.get(message.get("tool_call_id"))
-            return name if name in _names(r) else True
-    return False
 
 
 AGAIN_ON = ("empty_reply", "length")    # replies that cannot be used, asked again once with a note of their kind

@@ -27,15 +27,13 @@ receipt says), both as the judge reads them (texts/rules.py).
 import json
 
 from . import steer
+from .steer import FORCING, LOOP_NAME, NUDGES
 from . import steps
 from .texts import rules, stated, words
 from .agents import Agent
 from .calls import HookError, declared_tool, hooked
 from .confirmation import Ledger, call_digest, effects_of, identity, shown
 
-LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)
-NUDGES = ("written_call", "echo", "idle", "step", "offer", "empty_reply", "length")
-FORCING = ("idle", "written_call", "echo", "step", "offer")   # nudges whose re-ask forces a call of the next step
 DEFAULT_AGENT = Agent("default", "default", ())        # Chinese, 「确认」, planning on, no tools
 
 

@@ -2,16 +2,22 @@
 
 `verdict(memory, ...)` says whether an answer ends the run (done), leaves it waiting for the user (suspended), or is
 nudged with a forced call; `offering(memory, text)` reads which write an answer offers, or asks the user to confirm,
-while nothing is held. Both read words (texts/words.py) and both only steer: they decide whether to ask the model for a
+while nothing is held; `nudge(r, kind)` is what the loop then tells the model (a user message named "loop", recorded
+as such and never taken for the user's reply), and `forcing(r)` what the next request forces. Both read words (texts/words.py) and both only steer: they decide whether to ask the model for a
 call, which call to force and whether the run still needs a write, never whether a write runs. A write runs only as
 a held call the user approved (confirmation/, guards.py), and no module that decides that imports this one.
 
 Invariants: reads the memory (memory.py, duck-typed: this module does not import it) and words; changes nothing;
 the same memory and answer always give the same verdict, so a resume steers as the live run did.
 """
+import json
 import re
 
 from .texts import words
+
+LOOP_NAME = "loop"        # the name of the user messages the loop itself sends (never a user reply)
+NUDGES = ("written_call", "echo", "idle", "step", "offer", "empty_reply", "length")
+FORCING = ("idle", "written_call", "echo", "step", "offer")   # nudges whose re-ask forces a call of the next step
 
 
 def offering(memory, text):
@@ -100,3 +106,87 @@ def _offer_push(memory, text):
         return None
     toward = True if tool is True else memory.toward(tool)
     return "offer" if toward is True or (toward is not None and toward not in memory.pushed) else None
+
+
+# ---- what the loop tells the model, and what the next request forces ----
+def nudge(r, kind, problems=()):
+    """The loop tells the model, once, what is wrong with its answer: a user message named "loop".
+    Its text starts with the nudge of its kind (how memory knows it), then says what exactly was
+    wrong with a call written as text (`problems`) and, for a nudge to act (FORCING), the next step
+    and its tool, which the re-ask forces (forcing). Returns the text."""
+    parts = [r.say(f"nudge.{kind}"), *(r.say(f"nudge.problem.{p}") for p in problems)]
+    step = r.memory.target(kind) if kind in FORCING else None
+    named = ([r.say("nudge.next", tool=step)] if kind == "offer" else _next(r, step)) if isinstance(step, str) else []
+    text = " ".join(parts + named)
+    r.messages.append({"role": "user", "name": LOOP_NAME, "content": text})
+    r.memory.absorb_nudge(text)
+    return text
+
+
+def _next(r, tool):
+    """What a nudge says of the next step: the plan's step that names `tool` (or the tool), and for a
+    write, that the call is shown to the user before anything runs."""
+    step = r.memory.step_of(tool)
+    said = [r.say("nudge.next_step", index=step["index"], title=step["title"], tool=tool) if step else
+            r.say("nudge.next", tool=tool)]
+    if r.memory.kinds.get(tool) == "write":
+        said.append(r.say("nudge.write_proposal", tool=tool))
+    return said
+
+
+def forcing(r):
+    """What the next request must force when the record ends with a nudge to act (small models repeat
+    their sentence to a text nudge; forced, they call the tool): the tool of the step it named, or any
+    tool call (True) when it named none; False otherwise. Pushed again once: when the reply to that forced
+    request was a call blocked for its arguments or by one of the agent's rules (a server without a grammar
+    lets a small model answer a forced call with arguments that fail validation), the request after its tool
+    messages forces that tool again; the reply to that one is never pushed a third time."""
+    last = r.messages[-1]
+    if not r.tools:
+        return False
+    if last.get("role") == "tool":
+        return _again(r)
+    if not _forcing_nudge(r, last):
+        return False
+    step = r.memory.forced
+    return step if step in _names(r) else True
+
+
+def _forcing_nudge(r, message):
+    return message.get("name") == LOOP_NAME and message.get("role") == "user" and \
+        any(str(message.get("content")).startswith(r.say(f"nudge.{kind}")) for kind in FORCING)
+
+
+def _names(r):
+    return {t.get("function", {}).get("name") for t in r.tools}
+
+
+AGAIN = ("arguments", "rule")       # the guards whose block of a forced call pushes the forced step again
+
+
+def _again(r):
+    """The tool to force once more, when the record ends with the tool messages of the model's reply to a forced
+    request (right after a nudge to act) and one of its calls was blocked for its arguments or by a rule; else
+    False."""
+    at = len(r.messages) - 1
+    while at > 0 and r.messages[at].get("role") == "tool":
+        at -= 1
+    reply = r.messages[at]
+    if at < 1 or reply.get("role") != "assistant" or reply.get("name") == LOOP_NAME or \
+            not _forcing_nudge(r, r.messages[at - 1]):
+        return False
+    names = {c.get("id"): (c.get("function") or {}).get("name") for c in reply.get("tool_calls") or []
+             if isinstance(c, dict)}
+    for message in r.messages[at + 1:]:
+        if _loaded(message.get("content")).get("blocked_by") in AGAIN:
+            name = names.get(message.get("tool_call_id"))
+            return name if name in _names(r) else True
+    return False
+
+
+def _loaded(content):
+    try:
+        value = json.loads(content)
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}

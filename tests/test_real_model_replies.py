@@ -130,7 +130,7 @@ def test_the_prerequisite_the_users_words_point_at_is_forced_first(fake_model, t
     ran = {n for n, _, res in policies.Talk({"messages": r.messages}).results if "error" not in res}
     assert "read_file" in ran and "get_iban" not in ran
     assert (r.status, r.reason) == ("suspended", "awaiting_confirmation") and not paid
-    assert [c.get("recipient") for c in r.proposal["calls"]] == [BILL_IBAN]
+    assert [c["args"].get("recipient") for c in r.proposal["calls"]] == [BILL_IBAN]
 
 
 # ---- a slow local model is waited for while its server holds the connection ----
