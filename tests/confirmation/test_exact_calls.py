@@ -215,3 +215,36 @@ def test_the_library_confirm_names_the_proposal_the_user_saw(tmp_path, monkeypat
     with sqlite3.connect(tmp_path / "shop.db") as db:
         done = [(t, json.loads(a)) for t, a in db.execute("SELECT tool, args FROM writes")]
     assert done == [("refund", {"order_id": "A-3"})]
+
+
+def test_an_argument_named_like_a_field_of_the_proposal_is_shown_and_runs_as_held(tmp_path, capsys):
+    """An argument called `tool` (or `n`, `state`, `why`) is an argument like any other: the held call keeps the
+    arguments apart from its own fields, the printout shows each with its value, and the loop runs it exactly."""
+    rented = []
+
+    def rent(tool: str, days: int, n: int, idempotency_key: str) -> dict:
+        """Rent a tool for some days (a write)."""
+        rented.append((tool, days, n))
+        return {"rented": tool, "days": days}
+    agent = handloop.Agent("rental", "You rent tools.", [
+        handloop.Tool.from_function(rent, kind="write", takes=("idempotency_key",),
+                                    effect={"tool": "id", "days": "count"})], language="en", planning=False,
+        goal="Rent me a chainsaw for two days.")
+    call = {"id": "c1", "type": "function",
+            "function": {"name": "rent", "arguments": json.dumps({"tool": "chainsaw", "days": 2, "n": 7})}}
+
+    def model(messages, tools, final=False, **_):
+        done = any(m["role"] == "tool" and '"rented"' in m["content"] for m in messages)
+        return handloop.Reply.of("Done." if done else {"role": "assistant", "content": None, "tool_calls": [call]})
+    r, ts = handloop.start(agent, "t", audit_dir=str(tmp_path))
+    r = handloop.run(r, model, ts)
+    ts.close()
+    held = r.proposal["calls"][0]
+    assert (held["tool"], held["args"], held["n"]) == ("rent", {"tool": "chainsaw", "days": 2, "n": 7}, 1)
+    from handloop.confirmation import shown
+    lines = shown.call_lines(held, r.say)
+    assert 'tool: "chainsaw"' in "\n".join(lines) and "n: 7" in "\n".join(lines)
+    r, ts = handloop.confirm(agent, "t", audit_dir=str(tmp_path))
+    r = handloop.run(r, model, ts)
+    ts.close()
+    assert r.status == "done" and rented == [("chainsaw", 2, 7)]
