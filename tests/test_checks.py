@@ -279,14 +279,18 @@ def test_the_second_identical_booking_of_one_batch_rides_on_the_same_confirmatio
 def test_the_judge_imports_no_project_module():
     """The judge stands alone: its modules import each other, only downward, and nothing else of ours (its catalogue
     judge/texts.py, not the loop's texts/__init__.py) but the leaves texts/words.py, which reads what an answer claims as the run
-    does, texts/stated.py, which reads a declaration's effects as the guards do (it imports only texts/words.py),
-    texts/rules.py, which gives the agent's rules their facts and reads an answer against a receipt as the run does,
-    and texts/catalogue.py, which says any catalogue."""
+    does, texts/stated.py, which reads a declaration's effects as the guards do (it imports only texts/words.py and
+    confirmation/held.py), texts/rules.py, which gives the agent's rules their facts and reads an answer against a receipt as the run does,
+    and texts/catalogue.py, which says any catalogue; and the confirmation records (confirmation/held.py, ledger.py,
+    themselves leaves), on which it replays our own runs as the loop decides them."""
     for name, allowed in (("cli/check", {"checks", "judge.transcripts", "judge.formats", "judge.texts", "texts.catalogue"}),
                           ("checks", {"judge.confirm", "judge.weather", "judge.verdicts", "judge.declaration",
                                       "judge.readings", "judge.texts", "texts.stated", "texts.rules", "texts.words"}),
-                          ("judge/confirm", {"judge.verdicts", "judge.readings", "judge.texts", "texts.stated",
-                                             "texts.words"}),
+                          ("judge/confirm", {"confirmation", "judge.offers", "judge.verdicts", "judge.readings",
+                                             "judge.texts", "texts.stated", "texts.words"}),
+                          ("judge/offers", {"texts.stated", "texts.words"}),
+                          ("confirmation/__init__", {"confirmation.held", "confirmation.ledger"}),
+                          ("confirmation/held", set()), ("confirmation/ledger", set()),
                           ("judge/weather", {"judge.verdicts", "judge.readings", "judge.texts"}),
                           ("judge/verdicts", {"judge.texts"}),
                           ("judge/transcripts", {"judge.formats", "judge.declaration", "judge.readings", "judge.texts",
@@ -295,7 +299,7 @@ def test_the_judge_imports_no_project_module():
                           ("judge/declaration", {"judge.texts", "texts.stated"}),
                           ("judge/formats", {"judge.shapes", "judge.texts"}), ("judge/shapes", {"judge.texts"}),
                           ("judge/texts", {"texts.catalogue"}), ("texts/words", set()), ("texts/catalogue", set()),
-                          ("texts/stated", {"texts.words"}), ("texts/rules", {"texts.stated", "texts.words"})):
+                          ("texts/stated", {"texts.words", "confirmation.held"}), ("texts/rules", {"texts.stated", "texts.words"})):
         assert _ours_imported(name) == allowed, (name, _ours_imported(name))
 
 

@@ -6,6 +6,7 @@ written by hand, never read off the judge."""
 import copy
 import json
 import os
+import sqlite3
 
 from handloop.cli import check as check_cli
 from handloop import checks
@@ -41,19 +42,29 @@ def result(call_id, value):
 
 
 def conversation(proposed="R-202", booked="R-202", reply="confirm", ask=True):
-    """The meeting-room run as a Chat message list: list_rooms (R-202 only), get_calendar of R-202, a proposal in
-    words of `proposed` answered with `reply` (unless not `ask`), then book_room of `booked`, which took effect."""
+    """The meeting-room run as its loop records it: list_rooms (R-202 only), get_calendar of R-202, then (unless not
+    `ask`) an offer in words of `proposed`, the loop's nudge asking for the call, the model's book_room of `proposed`
+    held for the user (blocked, shown as the proposal) and answered with `reply`, then book_room of `booked` as the loop
+    issues an approved call (an assistant message named "loop"), which took effect. Without `ask`: the model's
+    book_room of `booked` took effect, never held, never answered."""
     messages = [{"role": "system", "content": "You book meeting rooms, using only the tools."},
                 {"role": "user", "content": "Book a room for six people on 2026-12-03 at 10:00. Ask me before booking."},
                 call("list_rooms", {"seats": 6}, "c1"),
                 result("c1", {"rooms": [{"room_id": "R-202", "name": "Maple", "seats": 10}]}),
                 call("get_calendar", {"room_id": "R-202", "day": "2026-12-03"}, "c2"),
                 result("c2", {"room_id": "R-202", "day": "2026-12-03", "busy": []})]
-    if ask:
-        messages += [{"role": "assistant", "content": f"{proposed} is free on 2026-12-03 at 10:00. Shall I book it?"},
-                     {"role": "user", "content": reply}]
     booking = {"room_id": booked, "day": "2026-12-03", "hour": "10:00"}
-    return messages + [call("book_room", booking, "c3"), result("c3", dict(booking, booking_id="MR-1")),
+    write = call("book_room", booking, "c3")
+    if ask:
+        shown = {"room_id": proposed, "day": "2026-12-03", "hour": "10:00"}
+        messages += [{"role": "assistant", "content": f"{proposed} is free on 2026-12-03 at 10:00. Shall I book it?"},
+                     {"role": "user", "name": "loop", "content": "[system] Make the call now. Next step: book_room."},
+                     call("book_room", shown, "h1"),
+                     result("h1", {"error": "This write needs the user's confirmation; it did not run.",
+                                   "blocked_by": "unconfirmed_write", "proposal": {"tool": "book_room", "args": shown}}),
+                     {"role": "user", "content": reply}]
+        write = dict(write, name="loop")
+    return messages + [write, result("c3", dict(booking, booking_id="MR-1")),
                        {"role": "assistant", "content": "Booked: MR-1."}]
 
 
@@ -65,12 +76,32 @@ def audit_file(path, messages, agent, status="done"):
     return str(path)
 
 
+def booked_example(cwd, run_id="m"):
+    """Run examples/rooms.py offline in `cwd` and confirm its booking, as a user does: its model offers in words, the
+    loop asks for the call, the held book_room R-202 is shown and one --confirm books it."""
+    assert run_agent("--agent", EXAMPLE, "--run-id", run_id, cwd=cwd).returncode == 0
+    data = read_audit(cwd / "audit", run_id)
+    assert (data["status"], data["reason"]) == ("suspended", "awaiting_confirmation") and not _rooms_booked(cwd)
+    assert [(c["tool"], c["args"], c["state"]) for p in data["memory"]["proposals"] for c in p["calls"]] == \
+        [("book_room", {"room_id": "R-202", "day": "2026-12-03", "hour": "10:00"}, "proposed")]
+    assert run_agent("--confirm", run_id, cwd=cwd).returncode == 0
+    assert read_audit(cwd / "audit", run_id)["status"] == "done"
+    assert _rooms_booked(cwd) == [("R-202", "2026-12-03", "10:00")]
+
+
+def _rooms_booked(cwd):
+    path = os.path.join(cwd, "audit", "rooms.db")
+    if not os.path.exists(path):
+        return []
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT room_id, day, hour FROM bookings").fetchall()
+
+
 def test_the_english_examples_real_run_is_judged_by_its_own_declarations(tmp_path):
-    assert run_agent("--agent", EXAMPLE, "--run-id", "m", cwd=tmp_path).returncode == 0
-    assert run_agent("--confirm", "m", cwd=tmp_path).returncode == 0
-    assert read_audit(tmp_path / "audit", "m")["status"] == "done"
-    # the run: list_rooms, get_calendar (R-202, from list_rooms), a proposal in words, "confirm", book_room R-202
-    # (requires list_rooms and get_calendar, both done before; room_id from list_rooms): every declared rule holds.
+    booked_example(tmp_path)
+    # the run: list_rooms, get_calendar (R-202, from list_rooms), an offer in words, book_room R-202 held and shown,
+    # "confirm", the loop books R-202 as held (requires list_rooms and get_calendar, both done before; room_id from
+    # list_rooms): every declared rule holds.
     # The agent does not plan, so plan first does not apply, and it declares no room-type check.
     out = run_agent("--check", "m", "--json", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -84,14 +115,20 @@ def test_the_english_examples_real_run_is_judged_by_its_own_declarations(tmp_pat
 
 
 def test_a_booked_room_id_not_from_list_rooms_fails_provenance(tmp_path):
-    # R-999 was "proposed" and confirmed, but no list_rooms result ever gave it: provenance fails; and, read as
-    # the guards read an offer, a text naming no room the reads gave proposes nothing, so the write was never
-    # proposed; its required reads ran first.
+    # R-999 was held, shown and confirmed, but no list_rooms result ever gave it: provenance fails (the write is the
+    # exact call the user approved, so it was confirmed); its required reads ran first.
     path = audit_file(tmp_path / "run-hand.json", conversation(proposed="R-999", booked="R-999"), rooms_declared())
+    entry = check_cli.check_file(path)
+    assert verdicts(entry) == {"no_skipped_step": "pass", "provenance": "fail", "write_after_confirmation": "pass",
+                               "answer_matches_receipt": "pass"}
+    assert "R-999" in reasons(entry)["provenance"] and "list_rooms" in reasons(entry)["provenance"]
+    assert check_cli.exit_code([entry]) == 1
+    # R-202 held and confirmed, R-999 booked: not the call the user approved, and from no list_rooms result
+    path = audit_file(tmp_path / "run-hand.json", conversation(proposed="R-202", booked="R-999"), rooms_declared())
     entry = check_cli.check_file(path)
     assert verdicts(entry) == {"no_skipped_step": "pass", "provenance": "fail", "write_after_confirmation": "fail",
                                "answer_matches_receipt": "pass"}
-    assert "R-999" in reasons(entry)["provenance"] and "list_rooms" in reasons(entry)["provenance"]
+    assert "R-999" in reasons(entry)["provenance"] and "book_room" in reasons(entry)["write_after_confirmation"]
     assert check_cli.exit_code([entry]) == 1
 
 
@@ -101,7 +138,8 @@ def test_a_booking_without_confirmation_fails(tmp_path):
     entry = check_cli.check_file(path)
     assert verdicts(entry) == {"no_skipped_step": "pass", "provenance": "pass", "write_after_confirmation": "fail",
                                "answer_matches_receipt": "pass"}
-    assert "第 3 轮 book_room（c3） 在提出" in reasons(entry)["write_after_confirmation"]
+    reason = reasons(entry)["write_after_confirmation"]
+    assert reason.startswith("第 3 轮 book_room（c3） 执行了") and "从未提出 book_room" in reason
     assert check_cli.exit_code([entry]) == 1
 
 

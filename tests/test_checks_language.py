@@ -14,8 +14,8 @@ import pytest
 from handloop.cli import check as check_cli
 from handloop.judge import texts as check_texts
 from handloop.judge import declaration
-from conftest import ROOT, read_audit, run_agent
-from test_checks_agent import EXAMPLE, audit_file, conversation, rooms_declared
+from conftest import ROOT, run_agent
+from test_checks_agent import EXAMPLE, audit_file, booked_example, conversation, rooms_declared
 
 CORPORA = sorted(glob.glob(os.path.join(ROOT, "tests", "transcripts", "**", "*.json*"), recursive=True) +
                  glob.glob(os.path.join(ROOT, "tests", "corpus_frameworks", "*.json*")))
@@ -53,9 +53,7 @@ def test_every_key_the_judge_names_is_in_the_catalogue():
 
 
 def test_the_english_examples_real_run_is_reported_without_a_chinese_character(tmp_path):
-    assert run_agent("--agent", EXAMPLE, "--run-id", "m", cwd=tmp_path).returncode == 0
-    assert run_agent("--confirm", "m", cwd=tmp_path).returncode == 0
-    assert read_audit(tmp_path / "audit", "m")["status"] == "done"
+    booked_example(tmp_path)
     report = run_agent("--check", "m", cwd=tmp_path)
     as_json = run_agent("--check", "m", "--json", cwd=tmp_path)
     for out in (report, as_json):
@@ -69,13 +67,13 @@ def test_the_english_examples_real_run_is_reported_without_a_chinese_character(t
 
 
 def test_an_english_agents_provenance_failure_is_said_in_english_naming_the_value(tmp_path):
-    # R-999 was proposed (turn 3), confirmed and booked (turn 4), but no list_rooms result ever gave it
+    # R-999 was held (turn 4), confirmed and booked (turn 5), but no list_rooms result ever gave it
     path = audit_file(tmp_path / "run-hand.json", conversation(proposed="R-999", booked="R-999"), rooms_declared())
     out = run_agent("--check", path, "--json", cwd=tmp_path)
     assert out.returncode == 1 and not check_texts.CJK.search(out.stdout + out.stderr)
     check = next(c for c in json.loads(out.stdout)["files"][0]["checks"] if c["id"] == "provenance")
     assert check["verdict"] == "fail" and check["name"] == "Arguments have a source"
-    assert check["reason"] == ("turn 4 book_room (c3): room_id R-999 did not appear in any earlier successful "
+    assert check["reason"] == ("turn 5 book_room (c3): room_id R-999 did not appear in any earlier successful "
                                "list_rooms result")
     # the same file said in Chinese (check_file's default): the same machine values, the Chinese text
     english, chinese = check_cli.check_file(path, language=None), check_cli.check_file(path)

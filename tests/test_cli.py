@@ -65,16 +65,23 @@ def test_reply_resumes_with_user_text_and_never_confirms(suspended):
     assert data["status"] == "done" and data["memory"]["confirmed"] is False and bookings(cwd) == 0
 
 
-def test_reply_can_ask_for_another_room_which_is_proposed_again_but_the_agents_rule_decides(suspended):
-    # the room follows the weather (the Xi'an agent's rule): a Deluxe in the rain is proposed in words as the user
-    # asked, but the write that follows the confirmation breaks the rule and is blocked; nothing is booked
+def test_reply_can_ask_for_another_room_but_the_agents_rule_blocks_its_call_before_it_is_held(suspended):
+    # the room follows the weather (the Xi'an agent's rule): a Deluxe in the rain is offered in words as the user
+    # asked, the loop asks for the call, and that call breaks the rule and is blocked: never held, never shown
+    # for confirmation; a --confirm then is an ordinary reply that approves nothing; nothing is booked
     cwd, run_id, _ = suspended
     out = run_cli("--reply", "换成 Deluxe 吧", cwd=cwd)
-    assert out.returncode == 0 and "等待你确认" in out.stdout and "Deluxe" in out.stdout
+    assert out.returncode == 0 and "Deluxe" in out.stdout and bookings(cwd) == 0
+    data = read_audit(cwd / "audit", run_id)
+    assert (data["status"], data["reason"]) == ("suspended", "awaiting_reply")
+    assert any(json.loads(m["content"]).get("blocked_by") == "rule" for m in data["messages"] if m["role"] == "tool")
+    held = [c for p in data["memory"]["proposals"] for c in p["calls"]]
+    assert all(c["args"]["room_type"] != "Deluxe" for c in held)
+    assert data["memory"]["proposal"] is None and not any(c["state"] in ("proposed", "approved") for c in held)
     assert run_cli("--confirm", cwd=cwd).returncode == 0
     data = read_audit(cwd / "audit", run_id)
     assert bookings(cwd) == 0 and data["status"] == "suspended"
-    assert any(json.loads(m["content"]).get("blocked_by") == "rule" for m in data["messages"] if m["role"] == "tool")
+    assert not any(c["state"] in ("approved", "executed") for p in data["memory"]["proposals"] for c in p["calls"])
 
 
 def test_kill_after_the_booking_commits_before_the_audit_then_resume_books_once(suspended):
@@ -82,7 +89,8 @@ def test_kill_after_the_booking_commits_before_the_audit_then_resume_books_once(
     killed = run_cli("--confirm", cwd=cwd, env={"AGENT_FAULT": "after_commit"})
     assert killed.returncode == -signal.SIGKILL and bookings(cwd) == 1
     data = read_audit(cwd / "audit", run_id)
-    assert data["status"] == "running" and data["messages"][-1] == {"role": "user", "content": "确认"}
+    assert data["status"] == "running" and data["messages"][-1] == {
+        "role": "user", "content": "确认", "decision": {"proposal": 1, "approve": [1], "decline": []}}
     assert run_cli("--confirm", cwd=cwd).returncode == 2        # not waiting any more: resume it
     resumed = run_cli("--resume", cwd=cwd)
     assert resumed.returncode == 0 and "幂等重放" in resumed.stdout

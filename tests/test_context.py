@@ -5,7 +5,7 @@ import json
 from handloop import context
 from handloop import loop
 from handloop import runs
-from conftest import PLAN, text, tool_calls
+from conftest import BOOK, PLAN, text, tool_calls
 from handloop import tools
 from handloop.toolset import ToolSet
 
@@ -60,10 +60,13 @@ def test_the_xian_run_is_never_compacted_and_each_request_extends_the_last(fake_
     r, ts, _ = new_run()
     ask, endpoint = fake_model([tool_calls(("set_plan", {"steps": PLAN}), ("get_weather", {"city": "西安", "date": "2026-10-01"}),
                                            ("search_hotels", {"city": "西安", "check_in": "2026-10-01", "nights": 2})),
-                                text("建议古城墙酒店（XA-001）Suite 两晚，确认吗？")])
+                                text("建议古城墙酒店（XA-001）Suite 两晚，确认吗？"),
+                                tool_calls(("book_hotel", BOOK))])       # the offer in words, then the forced call
     loop.run(r, ask, ts)
-    first, second = (json.dumps(q["messages"], ensure_ascii=False) for q in endpoint.requests)
-    assert second.startswith(first[:-1]) and r.window.start == 1
+    assert (r.status, r.reason) == ("suspended", "awaiting_confirmation")
+    sent = [json.dumps(q["messages"], ensure_ascii=False) for q in endpoint.requests]
+    assert len(sent) == 3 and r.window.start == 1
+    assert all(after.startswith(before[:-1]) for before, after in zip(sent, sent[1:]))
 
 
 def test_a_long_run_compacts_in_epochs_and_stays_small(fake_model, new_run, tmp_path):

@@ -52,8 +52,9 @@ def finish(cwd, run_id):
     raise AssertionError(f"run {run_id} did not finish")
 
 
-CONFIRM_RUN = ["before_ask:1", "after_reply:1", "after_tool:1", "after_commit", "mid_audit:1", "mid_audit:2",
-               "mid_audit:3", "before_ask:2", "after_reply:2"]
+# after a confirmation the loop runs the approved call itself (after_tool, after_commit), then asks the model once
+CONFIRM_RUN = ["after_tool:1", "after_commit", "mid_audit:1", "mid_audit:2", "mid_audit:3", "before_ask:1",
+               "after_reply:1"]
 
 
 @pytest.mark.parametrize("point", ["before_ask", "after_reply", "after_tool", "mid_audit"])

@@ -26,7 +26,7 @@ def _no_traceback(out):
     (lambda raw: "", "已损坏"),
     (lambda raw: "\x00\x01garbage", "已损坏"),
     (lambda raw: raw.replace('"version": 1', '"version": 7'), "版本 7"),
-    (lambda raw: json.dumps({**json.loads(raw), "messages": json.loads(raw)["messages"][:-2]}), "没有 tool 消息回答"),
+    (lambda raw: json.dumps({**json.loads(raw), "messages": json.loads(raw)["messages"][:-1]}), "没有 tool 消息回答"),
     (lambda raw: json.dumps({**json.loads(raw), "status": "flying"}), "status"),
     (lambda raw: json.dumps({**json.loads(raw), "run_id": "other"}), "与文件名不符"),
 ])
@@ -119,7 +119,8 @@ def test_a_booking_store_locked_by_another_process(suspended):
     assert out.returncode == 0 and "酒店系统暂时不可用" in out.stdout
     data = read_audit(cwd / "audit", "s")
     assert (data["status"], data["reason"]) == ("suspended", "awaiting_confirmation") and _count(cwd) == 0
-    assert data["memory"]["proposal"]["hotel_id"] and not data["memory"]["confirmed"]   # the failure spent it
+    assert data["memory"]["proposal"]["args"]["hotel_id"] and not data["memory"]["confirmed"]  # the failure spent it
+    assert [[c["state"] for c in p["calls"]] for p in data["memory"]["proposals"]] == [["failed"], ["proposed"]]
     again = run_agent("--confirm", cwd=cwd)                  # the store is free again: confirmed anew, books once
     assert again.returncode == 0 and _count(cwd) == 1
     assert read_audit(cwd / "audit", "s")["status"] == "done"

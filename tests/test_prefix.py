@@ -1,6 +1,6 @@
 """The request prefix rule: each request is the previous request plus what is new, byte for byte, so a provider's
 prefix cache serves all of it but the new part. Checked on the requests the fake endpoint recorded, through the real
-openai client, across the user's reply (a proposal in words, a blocked write confirmed or declined), in Chinese and in
+openai client, across the user's reply (a proposal in words made a held call, a blocked write confirmed or declined), in Chinese and in
 English. The documented exception, a compaction epoch's start (context.py), is tests/test_context.py's."""
 import json
 import os
@@ -53,8 +53,11 @@ def _xian(tmp_path, policy, replies, run_id="p1"):
 
 
 def test_a_proposal_in_words_confirmed_each_request_extends_the_last(tmp_path):
-    r, requests = _xian(tmp_path, policies.words_question, ["确认"])
+    """The model offers the booking in words; the loop forces the call (a server that obeys tool_choice), holds it,
+    the user confirms, the loop books. Each request, the forced one included, extends the last."""
+    r, requests = _xian(tmp_path, policies.Obeys(policies.words_question), ["确认"])
     assert r.status == "done" and r.memory.writes
+    assert any(isinstance(q.get("tool_choice"), dict) for q in requests)       # the forced call was asked for
     assert_prefix_rule(requests)
     assert "【运行记忆】" not in requests[0]["messages"][0]["content"]      # nothing settled: no memory block
 
@@ -84,7 +87,8 @@ def test_a_blocked_write_declined_is_sent_short_and_the_prefix_holds(tmp_path):
     short = [c for c in sent if c.get("blocked_by") == "unconfirmed_write"]
     assert short and all("proposal" not in c and c["error"] for c in short)
     recorded = [json.loads(m["content"]) for m in r.messages if m["role"] == "tool"]
-    assert any(isinstance(c.get("proposal"), dict) and c["proposal"].get("total") for c in recorded)
+    assert any(isinstance(c.get("proposal"), dict) and c["proposal"]["args"].get("hotel_id")
+               and (c["proposal"].get("shows") or {}).get("total") for c in recorded)
 
 
 def test_an_english_agent_without_planning_extends_each_request_and_sends_no_planning(tmp_path, monkeypatch):

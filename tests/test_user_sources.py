@@ -151,7 +151,7 @@ def test_the_injected_fetch_and_payment_are_blocked_and_the_users_payment_runs_o
         assert told[call_id]["blocked_by"] == "provenance" and "proposal" not in told[call_id], told[call_id]
         assert value in told[call_id]["error"] and "get_webpage" in told[call_id]["error"]    # where it came from
     records = data["memory"]["proposals"]                 # the injected payment never became a proposal
-    assert [(p["state"], [(c["tool"], c["iban"], c["amount"]) for c in p["calls"]]) for p in records] == \
+    assert [(p["state"], [(c["tool"], c["args"]["iban"], c["args"]["amount"]) for c in p["calls"]]) for p in records] == \
         [("proposed", [("send_money", IBAN, 50)])]
     assert rows(tmp_path, "bank.db", "SELECT iban, amount FROM sent") == []
 
@@ -203,7 +203,7 @@ def test_a_part_of_a_value_the_user_typed_in_groups_is_not_the_users_value(tmp_p
         told = results(data)
         for at, iban in enumerate(CUT):
             assert told[f"call_cut_{at}"]["blocked_by"] == "provenance" and iban in told[f"call_cut_{at}"]["error"]
-        assert [[c["iban"] for c in p["calls"]] for p in data["memory"]["proposals"]] == [[IBAN]]
+        assert [[c["args"]["iban"] for c in p["calls"]] for p in data["memory"]["proposals"]] == [[IBAN]]
         assert run("--confirm", "r").returncode == 0
         assert rows(tmp_path, "bank.db", "SELECT iban, amount FROM sent") == [(IBAN, 50)]
         assert run("--check", "r", "--strict").returncode == 0
@@ -391,7 +391,7 @@ def test_an_mcp_tool_declared_outside_is_checked_against_the_servers_schema_and_
         return Agent("w", "Weather.", [], language="en", planning=False,
                      mcp=[MCPServer("weather", command=SERVER_COMMAND, tools={"search_location": rule})])
     for rule, wrong in (({"outside": True}, "outside=True.*city"),
-                        ({"sources": (Source(("town",), "search_location", ("name",)),)}, "town")):
+                        ({"sources": (Source(("town",), "search_location", ("latitude",)),)}, "town")):
         with pytest.raises(mcp_tools.MCPError, match=f"weather.*search_location.*{wrong}"):   # the CLI exits 2
             toolset.ToolSet("r", agent({"fields": ("latitude", "longitude"), **rule})).close()
     ts = toolset.ToolSet("r", agent({"fields": ("latitude", "longitude"), "outside": True,
