@@ -167,7 +167,8 @@ class Place:
             await serving
 
     def start_input(self, run_id):
-        return {"run_id": run_id, "audit_dir": self.audit_dir, "agent_file": None, "offline": False, "model": None,
+        return {"run_id": run_id, "audit_dir": self.audit_dir, "agent": {"name": "xian-hotel", "module": "handloop.tools:agent_in"},
+                "offline": False, "model": None,
                 "goal": "", "policy": None, "limits": {"heartbeat": 10.0, "ask": 120.0}}
 
     async def one(self, run_id):

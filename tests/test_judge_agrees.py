@@ -60,7 +60,10 @@ def _decide(snap, ts, agent):
     while i < len(messages):
         m = messages[i]
         if m["role"] == "user":
-            (memory.absorb_nudge if m.get("name") == LOOP_NAME else memory.absorb_user)(m.get("content") or "")
+            if m.get("name") == LOOP_NAME:
+                memory.absorb_nudge(m.get("content") or "")
+            else:
+                memory.absorb_user(m.get("content") or "", m.get("decision"))
         elif m["role"] == "assistant" and not m.get("tool_calls"):
             memory.absorb_answer((m.get("content") or "").strip())
         elif m["role"] == "assistant":

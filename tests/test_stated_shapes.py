@@ -5,7 +5,7 @@ import pytest
 
 from handloop import Source, Tool
 from handloop.calls import declared_tool
-from handloop.texts import stated, words
+from handloop.texts import stated
 
 RESULTS = {"get_order": [{"order_id": "#W1", "payment_history": [{"payment_method_id": "card_1"}],
                           "items": [{"item_id": "A1", "name": "Water Bottle"}, {"item_id": "B2", "name": "Desk Lamp"},
@@ -71,40 +71,6 @@ def test_two_sources_on_one_argument_must_both_hold():
                                           Source(("payment_method_id",), "get_user", ("*",), "payment_methods.*"))))
     held = [bool(stated.unsourced({"payment_method_id": "gift_7"}, s, records)) for s in stated.sources(strict)]
     assert held == [True, False]            # the gift card is the user's, not the order's: one source fails
-
-
-def test_a_list_effect_in_words_names_each_element_and_no_other():
-    plain = words.plain("Refund items A1 and B2 of order #W1 to card_1?")
-    assert stated.offers(plain, DECL, records)
-    good = {"order_id": "#W1", "item_ids": ["A1", "B2"], "payment_method_id": "card_1"}
-    assert stated.unstated(good, DECL, plain, [], records) == []
-    assert stated.unstated(dict(good, item_ids=["A1"]), DECL, plain, [], records) == ["item_ids"]         # B2 left out
-    assert stated.unstated(dict(good, item_ids=["A1", "B2", "C3"]), DECL, plain, [], records) == ["item_ids"]
-    by_name = words.plain("Refund the Water Bottle of order #W1 to card_1?")
-    assert stated.unstated(dict(good, item_ids=["A1"]), DECL, by_name, [], records) == []
-
-
-def test_a_list_or_object_value_never_breaks_the_reading():
-    choice = declared_tool(_tool(effect=(("order_id", "id"), ("item_ids", "choice")),
-                                 sources=(Source(("order_id",), "get_order", ("order_id",)),)))
-    plain = words.plain("Refund A1 of order #W1?")
-    assert stated.unstated({"order_id": "#W1", "item_ids": ["A1"]}, choice, plain, [], records) == []
-    people = declared_tool(_tool(effect=(("order_id", "id"), ("passengers", "id")),
-                                 sources=(Source(("order_id",), "get_order", ("order_id",)),)))
-    args = {"order_id": "#W1", "passengers": [{"first": "Noah", "last": "Brown", "dob": "1990-01-02"}]}
-    assert stated.unstated(args, people, words.plain("Add Noah Brown (1990-01-02) to #W1?"), [], records) == []
-    assert stated.unstated(args, people, words.plain("Add Noah to #W1?"), [], records) == ["passengers"]
-    assert stated.states(words.plain("items A1, B2"), DECL, "item_ids", "id", ["A1", "B2"], records)
-
-
-def test_the_most_specific_write_is_what_words_state():
-    exchange = declared_tool(_tool(effect=(("order_id", "id"), ("item_ids", "id"), ("payment_method_id", "id"),
-                                           ("passengers", "id")),
-                                   sources=(Source(("order_id",), "get_order", ("order_id",)),
-                                            Source(("item_ids[]",), "get_order", ("item_id",), "items[]"), PAYMENT,
-                                            Source(("passengers[]",), "get_order", ("item_id",), "items[]"))))
-    plain = words.plain("Order #W1: A1 with card_1, for C3?")
-    assert stated.offered(plain, {"refund": DECL, "exchange": exchange}, records) == ["exchange"]
 
 
 def test_the_lists_and_alternatives_are_recorded_for_the_judge():

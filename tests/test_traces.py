@@ -415,11 +415,11 @@ def test_a_reply_cut_off_and_asked_again_counts_both_attempts_in_each_part(new_r
     r, ts, _ = new_run(run_id="cut1")
     cut = dict(text("Let me think about the weather in Xi'an and"), finish_reason="length",
                usage={"prompt_tokens": 900, "completion_tokens": 64, "total_tokens": 964})
-    whole = dict(text("Which hotel would you like?"), usage={"prompt_tokens": 910, "completion_tokens": 9,
+    whole = dict(text("What is your check-in date?"), usage={"prompt_tokens": 910, "completion_tokens": 9,
                                                              "total_tokens": 919})
     ask, _ = fake_model([cut, whole])
     stretch = send.Stretch(r.path, r.turn)
-    loop.run(r, ask, ts)
+    loop.run(r, ask, ts, export=False)             # exported here, once (a library run exports on its own)
     assert stretch.finish(r.say) is None
     trace = read_audit(os.path.dirname(r.path), "cut1")["trace"]
     assert [(t["tokens"], t["tokens_in"], t["tokens_out"]) for t in trace] == [(964, 900, 64), (919, 910, 9)]
