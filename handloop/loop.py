@@ -281,14 +281,6 @@ def confirmed_call(r, toolset):
     return Reply(message, raw, 0, False, 0.0, ["issued by the loop: the calls the user approved, not asked of the model"])
 
 
-def _loaded(content):
-    try:
-        value = json.loads(content)
-    except (TypeError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def failed(r, exc):
     """The model service failed. A reply that could not be used (empty, cut off) leaves a nudge in
     the record, so that a resume sends something new instead of the same request again. The user's own
