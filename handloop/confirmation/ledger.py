@@ -105,10 +105,8 @@ class Ledger:
             return False
         if approve is None:
             yes = set(waiting) - no
-        elif decline is None:
-            no = set(waiting) - yes
-        for held in self.waiting():
-            held["state"] = "approved" if held["n"] in yes else "declined" if held["n"] in no else "declined"
+        for held in self.waiting():                 # what is not approved is declined, named or not
+            held["state"] = "approved" if held["n"] in yes else "declined"
         self._settle()
         return True
 
