@@ -2,12 +2,14 @@
 
     OPENAI_BASE_URL=http://127.0.0.1:8765/v1 OPENAI_API_KEY=x AGENT_MODEL=qwen \\
         python -m bench.realmodel --tasks xian,xian-mcp,shop --runs 3 --seed 1
-    ... python -m bench.realmodel --tasks banking,slack --runs 1 --plain      # AgentDojo, beside its own pipeline
+    ... python -m bench.realmodel --tasks banking,slack --runs 1 --systems handloop,plain   # AgentDojo, beside its
+                                                                                            # own pipeline
+    ... python -m bench.realmodel ... --out FILE --resume      # after a crash or a stop: run only what FILE lacks
 
 Tasks: `xian` (the Xi'an booking, local tools), `xian-mcp` (its weather over the MCP server), `shop` (the README's
 English agent), `banking` and `slack` (AgentDojo v1.2.2, benign, every user task or the first --limit: through
-handloop with the oracle user of bench/agentdojo.py and, with --plain, through AgentDojo's own plain tool-calling
-pipeline with the same model, no defense). Any OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY,
+handloop with the oracle user of bench/agentdojo.py and, with --systems ...,plain, through AgentDojo's own plain
+tool-calling pipeline with the same model, no defense). Any OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY,
 AGENT_MODEL), asked with the command line's settings (AGENT_MODEL_TIMEOUT, AGENT_MODEL_MAX_SECONDS,
 AGENT_MODEL_RETRIES, AGENT_STREAM: a model on a CPU wants AGENT_MODEL_TIMEOUT=300 or so, its long prompts are read
 in silence); run k of a task sends seed --seed + k with every request (`seed`), and --temperature T sends that too.
@@ -28,7 +30,7 @@ import re
 import sys
 import tempfile
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Collection, Iterator
 
 from handloop import config, loop, runs, texts
 from handloop import model as model_client
@@ -142,42 +144,56 @@ def own_task(task: str, seed: int | None, folder: str, replies: int, max_turns: 
 
 
 # ---- AgentDojo ----
-def agentdojo_runs(suite_name: str, seed: int | None, limit: int, plain: bool, max_turns: int | None,
-                   connect: Callable[..., Any] | None = None, plain_client: Any = None) -> list[dict]:
-    """Every user task of an AgentDojo suite (the first `limit`), benign: through handloop with the oracle user,
-    and with `plain` through AgentDojo's own pipeline too. One row per task and system."""
+def agentdojo_runs(suite_name: str, seed: int | None, limit: int, systems: Collection[str], max_turns: int | None,
+                   connect: Callable[..., Any] | None = None, plain_client: Any = None,
+                   done: Collection[tuple] = ()) -> Iterator[dict]:
+    """Every user task of an AgentDojo suite (the first `limit`), benign, through each of `systems`: handloop with
+    the oracle user, plain: AgentDojo's own pipeline. One row per task and system, yielded as each run ends; a
+    (system, user task) in `done` is not run again."""
     from agentdojo.agent_pipeline import InitQuery, SystemMessage
     from agentdojo.task_suite.load_suites import get_suites
 
-    from bench.agentdojo import PIPELINE_NAME, VERSION, oracle
-    from handloop.benchmarks.agentdojo import SUITES as DECLARED, HandloopElement
+    from bench.agentdojo import VERSION
+    from handloop.benchmarks.agentdojo import SUITES as DECLARED
     suite = get_suites(VERSION)[suite_name]
     declared = DECLARED[suite_name]
     writes = {f for f, d in declared.items() if d.kind == "write"}
-    rows = []
     for user_task in list(suite.user_tasks.values())[: limit or None]:
+        todo = [system for system in systems if (system, user_task.ID) not in done]
+        if not todo:
+            continue
         idle = _judged(suite, user_task, [SystemMessage("You are a helpful assistant."), InitQuery(), idle_element()])
-        env = user_task.init_environment(suite.load_and_inject_default_environment({}).model_copy(deep=True))
-        ask = endpoint_model(seed, connect)
-        asked = Asked(oracle(user_task, env, writes))
-        element = HandloopElement(ask, policy=asked, declarations=suite_name, max_turns=max_turns)
-        started = time.monotonic()
-        try:
-            utility = _judged(suite, user_task, [SystemMessage("You are a helpful assistant."), InitQuery(), element],
-                              PIPELINE_NAME)
-        finally:
-            ask.close()
-        run = element.last_run
-        memory = getattr(run, "memory", None)
-        rows.append({"task": suite_name, "system": "handloop", "user_task": user_task.ID, "seed": seed,
-                     "utility": utility, "idle_passes": idle, "reached_proposal": bool(memory and memory.proposals),
-                     "right_write": bool(utility and memory and memory.writes), "confirmations": asked.confirmations,
-                     "model_requests": ask.requests, "tokens": memory.used_tokens if memory else 0,
-                     "writes_run": len(memory.writes) if memory else 0, "status": getattr(run, "status", None),
-                     "reason": getattr(run, "reason", None), "seconds": round(time.monotonic() - started, 1)})
-        if plain:
-            rows.append(_plain(suite, suite_name, user_task, seed, writes, idle, plain_client))
-    return rows
+        if "handloop" in todo:
+            yield _through_handloop(suite, suite_name, user_task, seed, writes, idle, max_turns, connect)
+        if "plain" in todo:
+            yield _plain(suite, suite_name, user_task, seed, writes, idle, plain_client)
+
+
+def _through_handloop(suite: Any, suite_name: str, user_task: Any, seed: int | None, writes: set, idle: bool,
+                      max_turns: int | None, connect: Callable[..., Any] | None) -> dict:
+    """One benign run of `user_task` through handloop, the oracle user answering its proposals."""
+    from agentdojo.agent_pipeline import InitQuery, SystemMessage
+
+    from bench.agentdojo import PIPELINE_NAME, oracle
+    from handloop.benchmarks.agentdojo import HandloopElement
+    env = user_task.init_environment(suite.load_and_inject_default_environment({}).model_copy(deep=True))
+    ask = endpoint_model(seed, connect)
+    asked = Asked(oracle(user_task, env, writes))
+    element = HandloopElement(ask, policy=asked, declarations=suite_name, max_turns=max_turns)
+    started = time.monotonic()
+    try:
+        utility = _judged(suite, user_task, [SystemMessage("You are a helpful assistant."), InitQuery(), element],
+                          PIPELINE_NAME)
+    finally:
+        ask.close()
+    run = element.last_run
+    memory = getattr(run, "memory", None)
+    return {"task": suite_name, "system": "handloop", "user_task": user_task.ID, "seed": seed,
+            "utility": utility, "idle_passes": idle, "reached_proposal": bool(memory and memory.proposals),
+            "right_write": bool(utility and memory and memory.writes), "confirmations": asked.confirmations,
+            "model_requests": ask.requests, "tokens": memory.used_tokens if memory else 0,
+            "writes_run": len(memory.writes) if memory else 0, "status": getattr(run, "status", None),
+            "reason": getattr(run, "reason", None), "seconds": round(time.monotonic() - started, 1)}
 
 
 class Asked:
@@ -280,6 +296,33 @@ def _plain(suite: Any, suite_name: str, user_task: Any, seed: int | None, writes
 
 
 # ---- the command ----
+def own_run(task: str, seed: int | None, replies: int, max_turns: int | None,
+            connect: Callable[..., Any] | None) -> dict:
+    with tempfile.TemporaryDirectory(prefix=f"realmodel-{task}-") as folder:
+        return own_task(task, seed, folder, replies, max_turns, connect)
+
+
+def _ends_a_line(path: str) -> bool:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+def kept(path: str) -> list[dict]:
+    """The rows an earlier run already wrote to `path` (a line cut by a crash is dropped)."""
+    rows = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    continue
+    except FileNotFoundError:
+        return []
+    return [r for r in rows if isinstance(r, dict) and {"task", "system", "seed"} <= r.keys()]
+
+
 def summary(rows: list[dict]) -> list[str]:
     """The table: per task and system, the runs and what they came to."""
     lines = [f"{'task':<10} {'system':<9} {'runs':>4} {'proposal':>8} {'right':>5} {'confirms':>8} {'requests':>8} "
@@ -314,7 +357,11 @@ def main(argv: list[str] | None = None, connect: Callable[..., Any] | None = Non
     parser.add_argument("--temperature", type=float, default=None,
                         help="sent with every request of both systems (default: the server's own)")
     parser.add_argument("--limit", type=int, default=0, help="AgentDojo: the first N user tasks of each suite")
-    parser.add_argument("--plain", action="store_true", help="AgentDojo: also its own plain pipeline, same model")
+    parser.add_argument("--systems", default="handloop",
+                        help="AgentDojo: comma-separated, handloop and/or plain (its own pipeline, same model)")
+    parser.add_argument("--plain", action="store_true", help="AgentDojo: also its own plain pipeline (--systems "
+                        "handloop,plain)")
+    parser.add_argument("--resume", action="store_true", help="keep --out's rows and run only what it lacks")
     parser.add_argument("--replies", type=int, default=3, help="the most replies the user gives in one run")
     parser.add_argument("--max-turns", type=int, default=None)
     parser.add_argument("--out", default="", help="the JSON lines file (default bench/results/realmodel-<time>.jsonl)")
@@ -323,27 +370,38 @@ def main(argv: list[str] | None = None, connect: Callable[..., Any] | None = Non
     unknown = [t for t in tasks if t not in OWN_TASKS + SUITES]
     if unknown:
         parser.error(f"unknown task {', '.join(unknown)}: one of {', '.join(OWN_TASKS + SUITES)}")
+    systems = [s for s in args.systems.split(",") if s] + (["plain"] if args.plain else [])
+    if not systems or set(systems) - {"handloop", "plain"}:
+        parser.error("--systems: handloop, plain or both")
+    if args.resume and not args.out:
+        parser.error("--resume needs the --out file to resume")
     SAMPLING.clear()
     if args.temperature is not None:
         SAMPLING["temperature"] = args.temperature
     path = args.out or os.path.join(HERE, "results", f"realmodel-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    rows: list[dict] = []
+    rows = kept(path) if args.resume else []
     with open(path, "a", encoding="utf-8") as out:
+        if out.tell() and not _ends_a_line(path):
+            out.write("\n")                       # after a line a crash cut short
         for task in tasks:
             for k in range(args.runs):
                 seed = None if args.no_seed else args.seed + k
+                done = {(r["system"], r.get("user_task")) for r in rows if (r["task"], r["seed"]) == (task, seed)}
                 if task in SUITES:
-                    got = agentdojo_runs(task, seed, args.limit, args.plain, args.max_turns, connect, plain_client)
+                    got = agentdojo_runs(task, seed, args.limit, [s for s in ("handloop", "plain") if s in systems],
+                                         args.max_turns, connect, plain_client, done)
+                elif ("handloop", None) in done:
+                    continue
                 else:
-                    with tempfile.TemporaryDirectory(prefix=f"realmodel-{task}-") as folder:
-                        got = [own_task(task, seed, folder, args.replies, args.max_turns, connect)]
-                for row in got:
+                    got = iter([own_run(task, seed, args.replies, args.max_turns, connect)])
+                for row in got:                   # each run's line is written as it ends: a long run loses nothing
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")
                     out.flush()
-                    sys.stderr.write(f"{row['task']} {row['system']} seed {seed}: {row['status']}/{row['reason']}, "
-                                     f"right write {row['right_write']}\n")
-                rows += got
+                    sys.stderr.write(f"{row['task']} {row['system']} {row.get('user_task') or ''} seed {seed}: "
+                                     f"{row['status']}/{row['reason']}, right write {row['right_write']} "
+                                     f"({row['seconds']} s)\n")
+                    rows.append(row)
     print("\n".join(summary(rows)))
     print(f"results: {path}")
     return rows

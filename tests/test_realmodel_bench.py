@@ -78,3 +78,35 @@ def test_an_unknown_task_is_a_usage_error(tmp_path):
     with pytest.raises(SystemExit) as exit_:
         realmodel.main(["--tasks", "nope", "--out", str(tmp_path / "r.jsonl")])
     assert exit_.value.code == 2
+
+
+def test_a_stopped_run_resumes_with_only_what_its_file_lacks(tmp_path):
+    """--resume keeps the rows --out already holds (a line a crash cut short is dropped) and runs the rest; each
+    run's line is in the file as soon as the run ends."""
+    pytest.importorskip("agentdojo")
+    import openai
+    seen = []
+    endpoint = Endpoint(lambda request: seen.append(request) or {"content": "I cannot do that."})
+    client = openai.OpenAI(base_url=endpoint.url, api_key="k", max_retries=0)
+    out = tmp_path / "r.jsonl"
+    earlier = {"task": "banking", "system": "plain", "user_task": "user_task_0", "seed": 7, "utility": False,
+               "idle_passes": False, "reached_proposal": None, "right_write": False, "confirmations": 0,
+               "model_requests": 1, "tokens": 0, "writes_run": 0, "status": "done", "reason": "final_answer",
+               "seconds": 1.0}
+    out.write_text(json.dumps(earlier) + "\n" + '{"task": "banking", "sys', encoding="utf-8")
+    try:
+        rows = realmodel.main(["--tasks", "banking", "--limit", "2", "--runs", "1", "--seed", "7", "--systems", "plain",
+                               "--out", str(out), "--resume"], plain_client=client)
+    finally:
+        endpoint.close()
+    assert [(r["system"], r["user_task"]) for r in rows] == [("plain", "user_task_0"), ("plain", "user_task_1")]
+    assert rows[0] == earlier and len(seen) == rows[1]["model_requests"] >= 1     # only user_task_1 asked the model
+    kept = realmodel.kept(str(out))
+    assert [(r["system"], r["user_task"]) for r in kept] == [("plain", "user_task_0"), ("plain", "user_task_1")]
+
+
+def test_systems_are_named_and_resume_needs_its_file(tmp_path):
+    for argv in (["--tasks", "banking", "--systems", "other"], ["--tasks", "banking", "--resume"]):
+        with pytest.raises(SystemExit) as exit_:
+            realmodel.main(argv + (["--out", str(tmp_path / "r.jsonl")] if "other" in argv else []))
+        assert exit_.value.code == 2
