@@ -146,10 +146,10 @@ def own_task(task: str, seed: int | None, folder: str, replies: int, max_turns: 
 # ---- AgentDojo ----
 def agentdojo_runs(suite_name: str, seed: int | None, limit: int, systems: Collection[str], max_turns: int | None,
                    connect: Callable[..., Any] | None = None, plain_client: Any = None,
-                   done: Collection[tuple] = ()) -> Iterator[dict]:
+                   done: Collection[tuple] = (), audit_dir: str | None = None) -> Iterator[dict]:
     """Every user task of an AgentDojo suite (the first `limit`), benign, through each of `systems`: handloop with
     the oracle user, plain: AgentDojo's own pipeline. One row per task and system, yielded as each run ends; a
-    (system, user task) in `done` is not run again."""
+    (system, user task) in `done` is not run again. handloop's audit files are kept under `audit_dir`, if given."""
     from agentdojo.agent_pipeline import InitQuery, SystemMessage
     from agentdojo.task_suite.load_suites import get_suites
 
@@ -164,13 +164,14 @@ def agentdojo_runs(suite_name: str, seed: int | None, limit: int, systems: Colle
             continue
         idle = _judged(suite, user_task, [SystemMessage("You are a helpful assistant."), InitQuery(), idle_element()])
         if "handloop" in todo:
-            yield _through_handloop(suite, suite_name, user_task, seed, writes, idle, max_turns, connect)
+            kept_in = os.path.join(audit_dir, f"{suite_name}-seed{seed}", user_task.ID) if audit_dir else None
+            yield _through_handloop(suite, suite_name, user_task, seed, writes, idle, max_turns, connect, kept_in)
         if "plain" in todo:
             yield _plain(suite, suite_name, user_task, seed, writes, idle, plain_client)
 
 
 def _through_handloop(suite: Any, suite_name: str, user_task: Any, seed: int | None, writes: set, idle: bool,
-                      max_turns: int | None, connect: Callable[..., Any] | None) -> dict:
+                      max_turns: int | None, connect: Callable[..., Any] | None, audit_dir: str | None = None) -> dict:
     """One benign run of `user_task` through handloop, the oracle user answering its proposals."""
     from agentdojo.agent_pipeline import InitQuery, SystemMessage
 
@@ -179,7 +180,9 @@ def _through_handloop(suite: Any, suite_name: str, user_task: Any, seed: int | N
     env = user_task.init_environment(suite.load_and_inject_default_environment({}).model_copy(deep=True))
     ask = endpoint_model(seed, connect)
     asked = Asked(oracle(user_task, env, writes))
-    element = HandloopElement(ask, policy=asked, declarations=suite_name, max_turns=max_turns)
+    if audit_dir:
+        os.makedirs(audit_dir, exist_ok=True)
+    element = HandloopElement(ask, policy=asked, declarations=suite_name, max_turns=max_turns, audit_dir=audit_dir)
     started = time.monotonic()
     try:
         utility = _judged(suite, user_task, [SystemMessage("You are a helpful assistant."), InitQuery(), element],
@@ -297,7 +300,12 @@ def _plain(suite: Any, suite_name: str, user_task: Any, seed: int | None, writes
 
 # ---- the command ----
 def own_run(task: str, seed: int | None, replies: int, max_turns: int | None,
-            connect: Callable[..., Any] | None) -> dict:
+            connect: Callable[..., Any] | None, audit_dir: str | None = None) -> dict:
+    """One run of a project task in a folder of its own: under `audit_dir` (kept), or a temporary one."""
+    if audit_dir:
+        folder = os.path.join(audit_dir, f"{task}-seed{seed}")
+        os.makedirs(folder, exist_ok=True)
+        return own_task(task, seed, folder, replies, max_turns, connect)
     with tempfile.TemporaryDirectory(prefix=f"realmodel-{task}-") as folder:
         return own_task(task, seed, folder, replies, max_turns, connect)
 
@@ -361,6 +369,8 @@ def main(argv: list[str] | None = None, connect: Callable[..., Any] | None = Non
                         help="AgentDojo: comma-separated, handloop and/or plain (its own pipeline, same model)")
     parser.add_argument("--plain", action="store_true", help="AgentDojo: also its own plain pipeline (--systems "
                         "handloop,plain)")
+    parser.add_argument("--audit-dir", default=None, help="keep handloop's audit files here, a folder per run "
+                        "(default: removed after each run)")
     parser.add_argument("--resume", action="store_true", help="keep --out's rows and run only what it lacks")
     parser.add_argument("--replies", type=int, default=3, help="the most replies the user gives in one run")
     parser.add_argument("--max-turns", type=int, default=None)
@@ -390,11 +400,11 @@ def main(argv: list[str] | None = None, connect: Callable[..., Any] | None = Non
                 done = {(r["system"], r.get("user_task")) for r in rows if (r["task"], r["seed"]) == (task, seed)}
                 if task in SUITES:
                     got = agentdojo_runs(task, seed, args.limit, [s for s in ("handloop", "plain") if s in systems],
-                                         args.max_turns, connect, plain_client, done)
+                                         args.max_turns, connect, plain_client, done, args.audit_dir)
                 elif ("handloop", None) in done:
                     continue
                 else:
-                    got = iter([own_run(task, seed, args.replies, args.max_turns, connect)])
+                    got = iter([own_run(task, seed, args.replies, args.max_turns, connect, args.audit_dir)])
                 for row in got:                   # each run's line is written as it ends: a long run loses nothing
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")
                     out.flush()

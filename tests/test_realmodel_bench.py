@@ -110,3 +110,16 @@ def test_systems_are_named_and_resume_needs_its_file(tmp_path):
         with pytest.raises(SystemExit) as exit_:
             realmodel.main(argv + (["--out", str(tmp_path / "r.jsonl")] if "other" in argv else []))
         assert exit_.value.code == 2
+
+
+def test_audit_files_are_kept_where_asked(tmp_path):
+    """--audit-dir keeps each run's audit files, a folder per run, to read what the model did."""
+    seen = []
+    kept = tmp_path / "audits"
+    rows = realmodel.main(["--tasks", "shop", "--runs", "1", "--seed", "3", "--out", str(tmp_path / "r.jsonl"),
+                           "--audit-dir", str(kept)],
+                          connect=serving(policies.SmallModel(args=shop_args, sentence="Sure, please confirm."), seen))
+    assert rows[0]["right_write"]
+    files = list((kept / "shop-seed3").rglob("*.json"))
+    records = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    assert any(r.get("status") == "done" and r.get("messages") for r in records if isinstance(r, dict))
