@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from conftest import ROOT, run_agent
-from handloop import audit
+from handloop import audit, snapshot
 
 CORPUS = os.path.join(ROOT, "tests", "corpus_frameworks")
 WRONG = {"int": 5, "str": "x", "list": [], "dict": {}, "null": None, "nan": math.nan}
@@ -128,7 +128,7 @@ def test_through_python_m_handloop_too(tmp_path, recorded):
 def test_values_nested_too_deep_to_write_again_are_refused_by_name(tmp_path, recorded):
     snap = json.loads(json.dumps(recorded))
     deep = []
-    for _ in range(audit.MAX_DEPTH + 5):
+    for _ in range(snapshot.MAX_DEPTH + 5):
         deep = [deep]
     snap["memory"]["plan"] = deep
     path = _place(tmp_path, snap, "running")
