@@ -5,6 +5,7 @@
     ... python -m bench.realmodel --tasks banking,slack --runs 1 --systems handloop,plain   # AgentDojo, beside its
                                                                                             # own pipeline
     ... python -m bench.realmodel ... --out FILE --resume      # after a crash or a stop: run only what FILE lacks
+    python -m bench.realmodel --report FILE...                  # the tables of runs already written, side by side
 
 Tasks: `xian` (the Xi'an booking, local tools), `xian-mcp` (its weather over the MCP server), `shop` (the README's
 English agent), `banking` and `slack` (AgentDojo v1.2.2, benign, every user task or the first --limit: through
@@ -353,6 +354,43 @@ def summary(rows: list[dict]) -> list[str]:
     return lines
 
 
+def side_by_side(rows: list[dict]) -> list[str]:
+    """AgentDojo's runs as a Markdown table, a line per user task and seed: each system's utility, model requests,
+    writes run and ending, and whether the task passes for an agent that does nothing."""
+    systems = [s for s in ("handloop", "plain") if any(r["system"] == s and r.get("user_task") for r in rows)]
+    tasks: dict[tuple, dict] = {}
+    for row in rows:
+        if row.get("user_task"):
+            tasks.setdefault((row["task"], row["seed"], row["user_task"]), {})[row["system"]] = row
+    head = ["suite", "user task", "seed", "passes idle"] + [f"{s}: {what}" for s in systems
+                                                            for what in ("utility", "requests", "writes", "ended")]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for (suite, seed, task), by in sorted(tasks.items(), key=lambda kv: (kv[0][0], str(kv[0][1]), _number(kv[0][2]))):
+        idle = next(iter(by.values())).get("idle_passes")
+        cells = [suite, task.removeprefix("user_task_"), str(seed), "yes" if idle else "no"]
+        for system in systems:
+            r = by.get(system)
+            cells += (["yes" if r["utility"] else "no", str(r["model_requests"]), str(r["writes_run"]),
+                       f"{r['status']}/{r['reason']}"] if r else ["-"] * 4)
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _number(user_task: str) -> int:
+    digits = user_task.rsplit("_", 1)[-1]
+    return int(digits) if digits.isdigit() else -1
+
+
+def report(paths: list[str]) -> list[dict]:
+    """The summary and the side-by-side table of results files already written (no model asked)."""
+    rows = [row for path in paths for row in kept(path)]
+    print("\n".join(summary(rows)))
+    if any(r.get("user_task") for r in rows):
+        print()
+        print("\n".join(side_by_side(rows)))
+    return rows
+
+
 def main(argv: list[str] | None = None, connect: Callable[..., Any] | None = None, plain_client: Any = None) -> list:
     """Run the tasks, write one JSON line per run and print the summary table; returns the rows. `connect` and
     `plain_client`: a test's own model instead of the endpoint's."""
@@ -375,7 +413,11 @@ def main(argv: list[str] | None = None, connect: Callable[..., Any] | None = Non
     parser.add_argument("--replies", type=int, default=3, help="the most replies the user gives in one run")
     parser.add_argument("--max-turns", type=int, default=None)
     parser.add_argument("--out", default="", help="the JSON lines file (default bench/results/realmodel-<time>.jsonl)")
+    parser.add_argument("--report", nargs="+", metavar="FILE", help="print the tables of results files already "
+                        "written, and run nothing")
     args = parser.parse_args(argv)
+    if args.report:
+        return report(args.report)
     tasks = [t for t in args.tasks.split(",") if t]
     unknown = [t for t in tasks if t not in OWN_TASKS + SUITES]
     if unknown:

@@ -123,3 +123,22 @@ def test_audit_files_are_kept_where_asked(tmp_path):
     files = list((kept / "shop-seed3").rglob("*.json"))
     records = [json.loads(f.read_text(encoding="utf-8")) for f in files]
     assert any(r.get("status") == "done" and r.get("messages") for r in records if isinstance(r, dict))
+
+
+def test_report_prints_the_tables_of_files_already_written_side_by_side(tmp_path, capsys):
+    def row(system, task, utility, requests, idle=False):
+        return {"task": "slack", "system": system, "user_task": f"user_task_{task}", "seed": 1, "utility": utility,
+                "idle_passes": idle, "reached_proposal": None, "right_write": False, "confirmations": 0,
+                "model_requests": requests, "tokens": 10, "writes_run": 0, "status": "done",
+                "reason": "final_answer", "seconds": 1.0}
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text("".join(json.dumps(r) + "\n" for r in (row("handloop", 10, True, 3), row("plain", 10, False, 15))),
+                     encoding="utf-8")
+    second.write_text(json.dumps(row("handloop", 2, False, 4, idle=True)) + "\n", encoding="utf-8")
+    rows = realmodel.main(["--report", str(first), str(second)])
+    assert len(rows) == 3
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.startswith("| slack")]
+    assert lines == ["| slack | 2 | 1 | yes | no | 4 | 0 | done/final_answer | - | - | - | - |",
+                     "| slack | 10 | 1 | no | yes | 3 | 0 | done/final_answer | no | 15 | 0 | done/final_answer |"]
+    assert "1/2" in out and "0/1" in out                  # the summary: handloop's utility, plain's
