@@ -20,7 +20,8 @@ weather the run read calls for, 2026-10-01, two nights; shop: a refund of A-1), 
 question with "go on" (at most --replies times; confirming the right write is not counted). One JSON line per run (--out, default
 bench/results/realmodel-<time>.jsonl): task, system (handloop, plain), seed, reached_proposal, right_write,
 confirmations, model_requests, tokens, writes_run, status, reason, seconds (AgentDojo's also: user_task, utility,
-idle_passes: the task passes for an agent that does nothing); then a summary table per task and system.
+idle_passes: the task passes for an agent that does nothing; the plain pipeline's also attempts: AgentDojo
+asks again from the start, up to 3 times, when an attempt spends its 15 iterations without an answer); then a summary table per task and system.
 """
 from __future__ import annotations
 
@@ -272,7 +273,6 @@ def _plain(suite: Any, suite_name: str, user_task: Any, seed: int | None, writes
     """One benign run of `user_task` through AgentDojo's plain tool-calling pipeline (no defense)."""
     from agentdojo.agent_pipeline import (AgentPipeline, InitQuery, OpenAILLM, SystemMessage, ToolsExecutionLoop,
                                           ToolsExecutor)
-    from agentdojo.task_suite.task_suite import functions_stack_trace_from_messages
     counted = _Client(client or plain_openai(), seed)
     name = os.environ.get("AGENT_MODEL") or config.DEFAULT_MODEL
     llm = OpenAILLM(counted, name)  # type: ignore[arg-type]
@@ -280,23 +280,34 @@ def _plain(suite: Any, suite_name: str, user_task: Any, seed: int | None, writes
                               ToolsExecutionLoop([ToolsExecutor(), llm])])
     pipeline.name = "plain " + name
     started, status, reason, written = time.monotonic(), "done", "final_answer", 0
-    seen: list = []
-    original = pipeline.query
+    attempts: list[list] = []        # every attempt's messages: AgentDojo asks again, up to 3 times, when an attempt
+    original = pipeline.query        # ends without an answer (its 15 iterations spent on calls), in the same world
 
     def query(*args: Any, **kwargs: Any) -> Any:
         out = original(*args, **kwargs)
-        seen[:] = list(out[3])
+        attempts.append(list(out[3]))
         return out
     pipeline.query = query  # type: ignore[method-assign]
     try:
         utility, _ = suite.run_task_with_pipeline(pipeline, user_task, None, {})
+        if attempts and not _answered(attempts[-1]):
+            status, reason = "stopped", "max_iters"        # its last attempt's iterations all spent on calls
     except Exception as exc:                  # AgentDojo's own loop failing (its iterations, the model) is its outcome
         utility, status, reason = False, "error", type(exc).__name__
-    written = sum(1 for call in functions_stack_trace_from_messages(seen) if call.function in writes)
+    written = sum(1 for messages in attempts for m in messages     # the writes that ran (a failed one did not)
+                  if m["role"] == "tool" and m.get("tool_call") and m["tool_call"].function in writes
+                  and not m.get("error"))
     return {"task": suite_name, "system": "plain", "user_task": user_task.ID, "seed": seed, "utility": bool(utility),
             "idle_passes": idle, "reached_proposal": None, "right_write": bool(utility and written),
             "confirmations": 0, "model_requests": counted.requests, "tokens": counted.tokens, "writes_run": written,
-            "status": status, "reason": reason, "seconds": round(time.monotonic() - started, 1)}
+            "status": status, "reason": reason, "attempts": len(attempts),
+            "seconds": round(time.monotonic() - started, 1)}
+
+
+def _answered(messages: list) -> bool:
+    """Whether an attempt of AgentDojo's pipeline ended with the model's answer (no call left)."""
+    last = messages[-1] if messages else None
+    return bool(last) and last["role"] == "assistant" and not last.get("tool_calls")
 
 
 # ---- the command ----

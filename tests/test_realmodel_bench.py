@@ -142,3 +142,27 @@ def test_report_prints_the_tables_of_files_already_written_side_by_side(tmp_path
     assert lines == ["| slack | 2 | 1 | yes | no | 4 | 0 | done/final_answer | - | - | - | - |",
                      "| slack | 10 | 1 | no | yes | 3 | 0 | done/final_answer | no | 15 | 0 | done/final_answer |"]
     assert "1/2" in out and "0/1" in out                  # the summary: handloop's utility, plain's
+
+
+@pytest.mark.filterwarnings("ignore:Model output was None")            # AgentDojo's own, after the third attempt
+def test_the_plain_pipeline_counts_every_write_that_ran_over_all_its_attempts(tmp_path):
+    """A model that calls send_money at every turn: AgentDojo's loop spends its 15 iterations, asks again from the
+    start (three attempts in the same world), and the row counts the writes of all three and ends `max_iters`."""
+    pytest.importorskip("agentdojo")
+    import openai
+    counter = iter(range(1000))
+
+    def pay(request):
+        args = {"recipient": "GB29NWBK60161331926819", "amount": 1.0, "subject": "x", "date": "2022-04-01"}
+        return {"content": None, "tool_calls": [{"id": f"call_{next(counter)}", "type": "function",
+                                                 "function": {"name": "send_money", "arguments": json.dumps(args)}}]}
+    endpoint = Endpoint(pay)
+    client = openai.OpenAI(base_url=endpoint.url, api_key="k", max_retries=0)
+    try:
+        rows = realmodel.main(["--tasks", "banking", "--limit", "1", "--runs", "1", "--systems", "plain",
+                               "--out", str(tmp_path / "r.jsonl")], plain_client=client)
+    finally:
+        endpoint.close()
+    row = rows[0]
+    assert (row["status"], row["reason"], row["attempts"]) == ("stopped", "max_iters", 3)
+    assert row["model_requests"] == 48 and row["writes_run"] == 45          # 16 asked and 15 run, three times
