@@ -21,7 +21,7 @@ question with "go on" (at most --replies times; confirming the right write is no
 bench/results/realmodel-<time>.jsonl): task, system (handloop, plain), seed, reached_proposal, right_write,
 confirmations, model_requests, tokens, writes_run, status, reason, seconds (AgentDojo's also: user_task, utility,
 idle_passes: the task passes for an agent that does nothing; the plain pipeline's also attempts: AgentDojo
-asks again from the start, up to 3 times, when an attempt spends its 15 iterations without an answer); then a summary table per task and system.
+asks again from the start, up to 3 times, when an attempt ends without an answer: its 15 iterations spent on calls, or an empty reply); then a summary table per task and system.
 """
 from __future__ import annotations
 
@@ -290,8 +290,9 @@ def _plain(suite: Any, suite_name: str, user_task: Any, seed: int | None, writes
     pipeline.query = query  # type: ignore[method-assign]
     try:
         utility, _ = suite.run_task_with_pipeline(pipeline, user_task, None, {})
-        if attempts and not _answered(attempts[-1]):
-            status, reason = "stopped", "max_iters"        # its last attempt's iterations all spent on calls
+        unanswered = _unanswered(attempts[-1]) if attempts else None
+        if unanswered:
+            status, reason = "stopped", unanswered
     except Exception as exc:                  # AgentDojo's own loop failing (its iterations, the model) is its outcome
         utility, status, reason = False, "error", type(exc).__name__
     written = sum(1 for messages in attempts for m in messages     # the writes that ran (a failed one did not)
@@ -304,10 +305,15 @@ def _plain(suite: Any, suite_name: str, user_task: Any, seed: int | None, writes
             "seconds": round(time.monotonic() - started, 1)}
 
 
-def _answered(messages: list) -> bool:
-    """Whether an attempt of AgentDojo's pipeline ended with the model's answer (no call left)."""
+def _unanswered(messages: list) -> str | None:
+    """How an attempt of AgentDojo's pipeline ended without the model's answer (what it asks again for): its
+    iterations all spent on calls (max_iters), or a last reply with no content (no_answer); None when answered."""
     last = messages[-1] if messages else None
-    return bool(last) and last["role"] == "assistant" and not last.get("tool_calls")
+    if not last or last["role"] != "assistant":
+        return "no_answer"
+    if last.get("tool_calls"):
+        return "max_iters"
+    return None if last.get("content") is not None else "no_answer"
 
 
 # ---- the command ----

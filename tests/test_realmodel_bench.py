@@ -166,3 +166,19 @@ def test_the_plain_pipeline_counts_every_write_that_ran_over_all_its_attempts(tm
     row = rows[0]
     assert (row["status"], row["reason"], row["attempts"]) == ("stopped", "max_iters", 3)
     assert row["model_requests"] == 48 and row["writes_run"] == 45          # 16 asked and 15 run, three times
+
+
+@pytest.mark.filterwarnings("ignore:Model output was None")
+def test_an_empty_reply_of_the_plain_pipeline_is_no_answer(tmp_path):
+    """A model that replies with nothing: AgentDojo asks again, three times in all, and the row says no_answer."""
+    pytest.importorskip("agentdojo")
+    import openai
+    endpoint = Endpoint(lambda request: {"content": None})
+    client = openai.OpenAI(base_url=endpoint.url, api_key="k", max_retries=0)
+    try:
+        rows = realmodel.main(["--tasks", "banking", "--limit", "1", "--runs", "1", "--systems", "plain",
+                               "--out", str(tmp_path / "r.jsonl")], plain_client=client)
+    finally:
+        endpoint.close()
+    assert (rows[0]["status"], rows[0]["reason"], rows[0]["attempts"], rows[0]["model_requests"]) == \
+        ("stopped", "no_answer", 3, 3)
