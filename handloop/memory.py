@@ -17,7 +17,8 @@ An agent without a write tool has nothing to confirm: its answer ends the run.
 What the loop does after an answer is steer.py's (`verdict`), read from this state: the next step (`next_step`: the
 plan's first ready step, or a write's prerequisites and then the write itself, for a write the run wants: `wanted`,
 the plan names it or the user's own messages ask for it), pushed once per user message (`pushed`); an answer that
-only gives a tool result back (`echoed`) is nudged like a call written as text.
+only gives a tool result back (`echoed`) is nudged like a call written as text, and a call written as text is asked
+for again as that call (`written_tools`: its tool, or that tool's first prerequisite that can run).
 `render()` projects memory into the system message (context.py lays out what is sent), in the
 agent's language. What the agent's rules read of the run is every successful call so far (`done`, given to a rule as
 texts/rules.Facts), then the writes decided before the call in its turn (the guards give them), and an answer that
@@ -33,6 +34,7 @@ from .texts import rules, stated, words
 from .agents import Agent
 from .calls import HookError, declared_tool, hooked
 from .confirmation import Ledger, call_digest, effects_of, identity, shown
+from .llm.replies import written_calls
 
 DEFAULT_AGENT = Agent("default", "default", ())        # Chinese, 「确认」, planning on, no tools
 
@@ -56,6 +58,7 @@ class Memory:
         self.ledger = Ledger()    # one record per proposal, each held call with its state (confirmation/)
         self.declined = False     # the user's last reply declined the write (words: it only steers)
         self.offering = None      # the write tool the last answer offers or asks to confirm (words: steers only)
+        self.written_tools = []   # the tools the last answer wrote a call of into its text (never run: steers only)
         self.words = None         # the model's own words beside its calls of the round being absorbed
         self.forced = None        # the tool the last nudge to act named (True: any call): the next request forces it
         self.writes = []          # [{"tool", "args" (its effect), "call" (every argument), "receipt"}] of the writes made
@@ -223,8 +226,10 @@ class Memory:
 
     def absorb_answer(self, text):
         """A model answer without tool calls. It changes no proposal: words are never a proposal. It only steers:
-        the write tool it offers or asks the user to confirm, while nothing is held (`offering`)."""
+        the write tool it offers or asks the user to confirm, while nothing is held (`offering`), and the tools it
+        wrote a call of into its text (`written_tools`: the "written_call" nudge forces the first that can run)."""
         self.offering = steer.offering(self, text) if self.writable and not self.ledger.current else None
+        self.written_tools = written_calls(text, self.params or self.tool_names)
 
     def records(self, tool, path):
         """The records at `path` of `tool`'s successful results so far (where sourced values come from); for the
@@ -267,8 +272,7 @@ class Memory:
         a call that would repeat one that answered). None when nothing is ready."""
         if self.agent.planning and not self.plan and "set_plan" in self.tool_names:
             return "set_plan"
-        ready = [s.get("tool") for s in self.plan if self.step_status(s["index"]) == "pending" and
-                 all(self.step_status(d) == "done" for d in s["after"] if d <= len(self.plan))]
+        ready = [s.get("tool") for s in self._pending() if self._ready(s)]
         writes = [] if self.writes else [w.name for w in self.write_tools if self.wanted(w.name)]
         return steps.first([*ready, *writes], self._graph())
 
@@ -333,10 +337,29 @@ class Memory:
 
     def target(self, kind):
         """The tool a nudge to act of `kind` names and forces: for "offer", the write the last answer offered, or
-        its first prerequisite that can run (True: any call); the next step otherwise (None: no tool)."""
+        its first prerequisite that can run (True: any call); for "written_call", the first tool the answer wrote a
+        call of that leads somewhere (itself, or its first prerequisite that can run: the model asked for it, it is
+        sent again as a call); the next step otherwise (None: no tool)."""
         if kind == "offer":
             return self.offering if self.offering is True else self.toward(self.offering)
-        return self.next_step()
+        written = self._written_target() if kind == "written_call" else None
+        return written if written is not None else self.next_step()
+
+    def _written_target(self):
+        """The first tool the last answer wrote a call of, or its first prerequisite, that can run now and is not a
+        plan step still waiting for others (a planning agent without a plan sets it first); None if none can."""
+        if self.agent.planning and not self.plan:
+            return None
+        pending = self._pending()
+        waiting = {s.get("tool") for s in pending} - {s.get("tool") for s in pending if self._ready(s)}
+        return next((t for t in map(self.toward, self.written_tools) if t is not None and t not in waiting), None)
+
+    def _pending(self):
+        return [s for s in self.plan if self.step_status(s["index"]) == "pending"]
+
+    def _ready(self, step):
+        """Whether a plan step's dependencies are all done."""
+        return all(self.step_status(d) == "done" for d in step["after"] if d <= len(self.plan))
 
     # ---- what the guards ask ----
     def step_status(self, index):
