@@ -353,7 +353,14 @@ def test_an_mcp_tool_may_be_declared_outside_and_its_rule_is_checked():
     ("informations.com/news", False), ("www.informations.com", False), ("EUR", True),
     ("+493012345678", True), ("3012345678", False), ("4111111111111111", True), ("1111111111111111", False),
     ("2026-10-01", True), ("2026", False), ("10-01", False), ("1.50", True), ("bob@example.com", True),
-    ("example.com", False), ("B2", True), ("B1", True), ("www.our-company.com", True), ("company.com", False)])
+    ("example.com", False), ("B2", True), ("B1", True), ("www.our-company.com", True), ("company.com", False),
+    # an address the user wrote without a scheme, with the one a model puts before it (AgentDojo slack, the real
+    # model: "https://www.informations.com" for the user's "www.informations.com"); never another scheme than the
+    # user's, nor a longer host
+    ("https://www.our-company.com", True), ("HTTP://www.our-company.com/", True), ("ftp://www.our-company.com", False),
+    ("https://our-company.com", False), ("https://www.our-company.com.evil.io", False),
+    ("https://www.our-company.com/login", False), ("http://www.informations.com/news", False),
+    ("https://www.informations.com/news/", True)])
 def test_how_a_value_is_found_in_what_the_user_wrote(value, typed):
     from handloop.texts import stated
     said = ["Read https://www.informations.com/news, pay 50 EUR to DE89 3704 0044 0532 0130 00", "寄到北京市朝阳区三里屯",

@@ -133,19 +133,45 @@ def typed(value, said):
     phone number written in groups: "DE89 3704 0044 0532 0130 00" is one value, and neither "DE89370400440532" nor
     "00440532013000" is typed). So 50 is not read in 150 or 1.50, an IBAN not in a longer one, a part of a grouped
     number not as a value; "50" is read in "pay 50 EUR" (a group without a digit ends the run). An empty value, a
-    boolean, a list or an object never appears."""
+    boolean, a list or an object never appears. A web address the user wrote without a scheme is typed with
+    "http://" or "https://" put before it, and any address with one "/" put after it: "https://www.example.com/" is
+    the user's "www.example.com" and "https://www.example.com", but not the user's "http://www.example.com" or
+    "ftp://www.example.com" (another scheme)."""
     text = _typed_form(value)
     if text is None:
         return False
+    if _found(text, said):
+        return True
+    scheme, bare = _schemeless(text)
+    return bare is not None and _found(bare, said, scheme)
+
+
+def _found(text, said, scheme=None):
     found = re.compile(r"\s*".join(map(re.escape, text)), re.IGNORECASE)
-    return any(isinstance(t, str) and _whole(found, unicodedata.normalize("NFKC", t)) for t in said)
+    return any(isinstance(t, str) and _whole(found, unicodedata.normalize("NFKC", t), scheme) for t in said)
 
 
-def _whole(found, text):
-    """Whether `found` matches `text` somewhere without starting or ending inside a run the user typed."""
+SCHEME = re.compile(r"https?://(?=[a-z0-9])", re.IGNORECASE)
+
+
+def _schemeless(text):
+    """(its http(s) scheme, the rest without one trailing "/") of a web address's text; (None, None) for any other
+    value."""
+    match = SCHEME.match(text)
+    if match is None:
+        return None, None
+    rest = text[match.end():]
+    return match.group(0).lower(), (rest[:-1] if rest.endswith("/") else rest) or None
+
+
+def _whole(found, text, scheme=None):
+    """Whether `found` matches `text` somewhere without starting or ending inside a run the user typed (given the
+    `scheme` a web address was found without: nor right after another scheme the user wrote)."""
     at = 0
     while (match := found.search(text, at)) is not None:
-        if not _cut(text, match.start(), 1) and not _cut(text, match.end(), -1):
+        before = text[:match.start()].lower()
+        if not _cut(text, match.start(), 1) and not _cut(text, match.end(), -1) and \
+                not (scheme and before.endswith("//") and not before.endswith(scheme)):
             return True
         at = match.start() + 1
     return False
