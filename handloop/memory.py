@@ -337,22 +337,25 @@ class Memory:
 
     def target(self, kind):
         """The tool a nudge to act of `kind` names and forces: for "offer", the write the last answer offered, or
-        its first prerequisite that can run (True: any call); for "written_call", the first tool the answer wrote a
-        call of that leads somewhere (itself, or its first prerequisite that can run: the model asked for it, it is
-        sent again as a call); the next step otherwise (None: no tool)."""
+        its first prerequisite that can run (True: any call); for the others, the first tool the last answer wrote a
+        call of into its text that leads somewhere and was not pushed since the user spoke (itself, or its first
+        prerequisite that can run: the model asked for it, it is sent again as a call), else the next step (None:
+        no tool)."""
         if kind == "offer":
             return self.offering if self.offering is True else self.toward(self.offering)
-        written = self._written_target() if kind == "written_call" else None
+        written = self._written_target()
         return written if written is not None else self.next_step()
 
     def _written_target(self):
-        """The first tool the last answer wrote a call of, or its first prerequisite, that can run now and is not a
-        plan step still waiting for others (a planning agent without a plan sets it first); None if none can."""
+        """The first tool the last answer wrote a call of, or its first prerequisite, that can run now, was not pushed
+        since the user spoke and is not a plan step still waiting for others (a planning agent without a plan sets
+        it first); None if none can."""
         if self.agent.planning and not self.plan:
             return None
         pending = self._pending()
         waiting = {s.get("tool") for s in pending} - {s.get("tool") for s in pending if self._ready(s)}
-        return next((t for t in map(self.toward, self.written_tools) if t is not None and t not in waiting), None)
+        return next((t for t in map(self.toward, self.written_tools)
+                     if t is not None and t not in waiting and t not in self.pushed), None)
 
     def _pending(self):
         return [s for s in self.plan if self.step_status(s["index"]) == "pending"]
