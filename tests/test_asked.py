@@ -216,7 +216,14 @@ SEND = ("send_email", "Sends an email with the given body to the given address."
     ("Forward the invoice to Bob.", ("forward_email", "Forward an email."), True),
     ("When is my next yoga class?", ("create_calendar_event", "Creates a new calendar event."), False),
     ("Can you create an event for my yoga class?", ("create_calendar_event", "Creates a new calendar event."), True),
-    ("Reset my password: https://x.example/reset?u=1", ("update_password", "Update the password."), True)])
+    ("Reset my password: https://x.example/reset?u=1", ("update_password", "Update the password."), True),
+    # something that happened is no request (AgentDojo slack 4, with the real model: send_direct_message was pushed)
+    ("They sent their hobbies to Bob via direct Slack message so you can find the info in his inbox.",
+     ("send_direct_message", "Send a direct message from the user to a recipient."), False),
+    ("I just paid the bill.", ("send_money", "Sends a transaction to the recipient."), False),
+    ("They just sent me their share. Send them back the difference.",
+     ("send_money", "Sends a transaction to the recipient."), True),
+    ("Please have it sent to Bob.", ("send_direct_message", "Send a direct message to a recipient."), True)])
 def test_a_question_for_a_fact_a_state_or_an_answer_asks_for_no_write(said, tool, asked):
     assert words.asks_for([said], *tool) is asked
 

@@ -241,13 +241,17 @@ FACT_QUESTION = re.compile(r"^(?:and\s+|so\s+|but\s+|also\s+)?(?:who|whom|whose|
                            r"|^(?!.*(?:帮|(?<![邀申])请|给我)).*(?:谁|多少|什么时候|几点|哪里|哪儿|什么).*[？?]$")
 # A verb after a form of "to be" is a state, not a request ("the files that are shared with Alex").
 PASSIVE = re.compile(r"(?<![a-z0-9])(?:am|is|are|was|were|be|been|being|get|got)\s+(?:[a-z]+ly\s+)?$")
+# A verb in the past after a person is something that happened, not a request ("They sent their hobbies to Bob",
+# "I just paid the bill"); "Please send it", "Have it sent" are still asked for.
+NARRATED = re.compile(r"(?<![a-z0-9])(?:i|you|he|she|we|they)\s+(?:just\s+|already\s+|recently\s+|also\s+)?$")
+PAST = re.compile(r"(?:ed|sent|paid|bought|got)$")
 SENTENCE = re.compile(r"[^.!?;。！？；\n]+[.!?;。！？；]?")
 
 
 def asks_for(said, name, description=""):
     """Whether the user's own messages (`said`: their texts) ask for a write: one of their sentences holds a verb
     of the write's (the VERBS groups its name or its description's first sentence holds; none: its name's first
-    word, as a word), not as a state ("is invited"), in a sentence that asks neither how the user could do it
+    word, as a word), not as a state ("is invited") nor in the past after a person ("they sent"), in a sentence that asks neither how the user could do it
     themselves nor a question for a fact ("Who else is invited?"); "tell me" asks for an answer, not a message."""
     sentences = [s.strip() for text in said for s in SENTENCE.findall(URL.sub(" ", plain(text)))]
     sentences = [s for s in sentences if not HOW_TO.search(s) and not FACT_QUESTION.search(s)]
@@ -255,8 +259,11 @@ def asks_for(said, name, description=""):
 
 
 def _active(verb, sentence):
-    """Whether `verb` occurs in `sentence` as something to do, not as a state after "is", "are", "been"."""
-    return any(not PASSIVE.search(sentence[:m.start()]) for m in verb.finditer(sentence))
+    """Whether `verb` occurs in `sentence` as something to do: not as a state after "is", "are", "been", nor in the
+    past after a person ("they sent")."""
+    return any(not PASSIVE.search(sentence[:m.start()]) and
+               not (PAST.search(m.group(0)) and NARRATED.search(sentence[:m.start()]))
+               for m in verb.finditer(sentence))
 
 
 def _verbs(name, description):
