@@ -148,10 +148,12 @@ def own_task(task: str, seed: int | None, folder: str, replies: int, max_turns: 
 # ---- AgentDojo ----
 def agentdojo_runs(suite_name: str, seed: int | None, limit: int, systems: Collection[str], max_turns: int | None,
                    connect: Callable[..., Any] | None = None, plain_client: Any = None,
-                   done: Collection[tuple] = (), audit_dir: str | None = None) -> Iterator[dict]:
+                   done: Collection[tuple] = (), audit_dir: str | None = None,
+                   only: Collection[str] = ()) -> Iterator[dict]:
     """Every user task of an AgentDojo suite (the first `limit`), benign, through each of `systems`: handloop with
     the oracle user, plain: AgentDojo's own pipeline. One row per task and system, yielded as each run ends; a
-    (system, user task) in `done` is not run again. handloop's audit files are kept under `audit_dir`, if given."""
+    (system, user task) in `done` is not run again, and only the user tasks in `only` run, when it names any.
+    handloop's audit files are kept under `audit_dir`, if given."""
     from agentdojo.agent_pipeline import InitQuery, SystemMessage
     from agentdojo.task_suite.load_suites import get_suites
 
@@ -161,6 +163,8 @@ def agentdojo_runs(suite_name: str, seed: int | None, limit: int, systems: Colle
     declared = DECLARED[suite_name]
     writes = {f for f, d in declared.items() if d.kind == "write"}
     for user_task in list(suite.user_tasks.values())[: limit or None]:
+        if only and user_task.ID not in only:
+            continue
         todo = [system for system in systems if (system, user_task.ID) not in done]
         if not todo:
             continue
@@ -328,6 +332,15 @@ def own_run(task: str, seed: int | None, replies: int, max_turns: int | None,
         return own_task(task, seed, folder, replies, max_turns, connect)
 
 
+def user_tasks(spec: str) -> set[str]:
+    """The AgentDojo user task ids a --user-tasks spec names ("0,3,9-15"); empty for an empty spec."""
+    ids: set[str] = set()
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        low, _, high = part.partition("-")
+        ids.update(f"user_task_{n}" for n in range(int(low), int(high or low) + 1))
+    return ids
+
+
 def _ends_a_line(path: str) -> bool:
     with open(path, "rb") as f:
         f.seek(-1, os.SEEK_END)
@@ -420,6 +433,9 @@ def main(argv: list[str] | None = None, connect: Callable[..., Any] | None = Non
     parser.add_argument("--temperature", type=float, default=None,
                         help="sent with every request of both systems (default: the server's own)")
     parser.add_argument("--limit", type=int, default=0, help="AgentDojo: the first N user tasks of each suite")
+    parser.add_argument("--user-tasks", default="", metavar="N,M-K",
+                        help="AgentDojo: only these user tasks (numbers and ranges: 0,3,9-15), e.g. to share a suite "
+                             "between two servers")
     parser.add_argument("--systems", default="handloop",
                         help="AgentDojo: comma-separated, handloop and/or plain (its own pipeline, same model)")
     parser.add_argument("--plain", action="store_true", help="AgentDojo: also its own plain pipeline (--systems "
@@ -444,6 +460,10 @@ def main(argv: list[str] | None = None, connect: Callable[..., Any] | None = Non
         parser.error("--systems: handloop, plain or both")
     if args.resume and not args.out:
         parser.error("--resume needs the --out file to resume")
+    try:
+        only = user_tasks(args.user_tasks)
+    except ValueError:
+        parser.error(f"--user-tasks: numbers and ranges such as 0,3,9-15, not {args.user_tasks!r}")
     SAMPLING.clear()
     if args.temperature is not None:
         SAMPLING["temperature"] = args.temperature
@@ -459,7 +479,7 @@ def main(argv: list[str] | None = None, connect: Callable[..., Any] | None = Non
                 done = {(r["system"], r.get("user_task")) for r in rows if (r["task"], r["seed"]) == (task, seed)}
                 if task in SUITES:
                     got = agentdojo_runs(task, seed, args.limit, [s for s in ("handloop", "plain") if s in systems],
-                                         args.max_turns, connect, plain_client, done, args.audit_dir)
+                                         args.max_turns, connect, plain_client, done, args.audit_dir, only)
                 elif ("handloop", None) in done:
                     continue
                 else:

@@ -95,8 +95,8 @@ def test_a_stopped_run_resumes_with_only_what_its_file_lacks(tmp_path):
                "seconds": 1.0}
     out.write_text(json.dumps(earlier) + "\n" + '{"task": "banking", "sys', encoding="utf-8")
     try:
-        rows = realmodel.main(["--tasks", "banking", "--limit", "2", "--runs", "1", "--seed", "7", "--systems", "plain",
-                               "--out", str(out), "--resume"], plain_client=client)
+        rows = realmodel.main(["--tasks", "banking", "--limit", "3", "--user-tasks", "0-1", "--runs", "1", "--seed", "7",
+                               "--systems", "plain", "--out", str(out), "--resume"], plain_client=client)
     finally:
         endpoint.close()
     assert [(r["system"], r["user_task"]) for r in rows] == [("plain", "user_task_0"), ("plain", "user_task_1")]
@@ -182,3 +182,12 @@ def test_an_empty_reply_of_the_plain_pipeline_is_no_answer(tmp_path):
         endpoint.close()
     assert (rows[0]["status"], rows[0]["reason"], rows[0]["attempts"], rows[0]["model_requests"]) == \
         ("stopped", "no_answer", 3, 3)
+
+
+def test_user_tasks_name_numbers_and_ranges(tmp_path):
+    assert realmodel.user_tasks("0, 3,9-11") == {"user_task_0", "user_task_3", "user_task_9", "user_task_10",
+                                                "user_task_11"}
+    assert realmodel.user_tasks("") == set()
+    with pytest.raises(SystemExit) as exit_:
+        realmodel.main(["--tasks", "banking", "--user-tasks", "a-b", "--out", str(tmp_path / "r.jsonl")])
+    assert exit_.value.code == 2
