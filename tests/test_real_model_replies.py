@@ -225,15 +225,29 @@ WRITTEN_PLAN = {
 }
 
 
+def webpage():
+    from handloop import Tool
+    return Tool("get_webpage", "Returns the content of the webpage at a given URL.",
+                {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
+                fn=lambda url: {"content": "Unemployment edged down to 7.2%."})
+
+
+def run_once(agent, run_id, respond, fake_model, folder):
+    """One stretch of `agent`'s run against the scripted `respond`: (the run, the endpoint's requests)."""
+    from handloop import runs, toolset
+    ts = toolset.ToolSet(run_id, agent)
+    r = runs.begin(str(folder), run_id, agent.goal, ts, "scripted", None, None, fsync=False)
+    ask, endpoint = fake_model(respond)
+    return loop.run(r, ask, ts), endpoint.requests
+
+
 def slack_agent(language):
     """AgentDojo slack's shape: a page to read, and two writes the user's words may call for (post to a web page,
     send to a channel); the page's address must be the user's own."""
     from handloop import Agent, Source, Tool
     posted = []
     tools = (
-        Tool("get_webpage", "Returns the content of the webpage at a given URL.",
-             {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
-             fn=lambda url: {"content": "Unemployment edged down to 7.2%."}),
+        webpage(),
         Tool("post_webpage", "Posts a webpage at a given URL with the given content.",
              {"type": "object", "properties": {"url": {"type": "string"}, "content": {"type": "string"}},
               "required": ["url", "content"]},
@@ -273,13 +287,9 @@ def writes_its_read_as_text(language):
 def test_a_read_written_as_text_is_forced_as_that_read_not_as_a_write_the_words_name(fake_model, tmp_path, language):
     """The model wrote get_webpage into its text and the user's words name a write: the loop asks for the call the
     model wrote (the read it needs first), and the write it then proposes waits for the user."""
-    from handloop import runs, toolset
     agent, posted = slack_agent(language)
-    ts = toolset.ToolSet("s1", agent)
-    r = runs.begin(str(tmp_path), "s1", agent.goal, ts, "scripted", None, None, fsync=False)
-    ask, endpoint = fake_model(writes_its_read_as_text(language))
-    loop.run(r, ask, ts)
-    forced = [policies.forced_tool(q) for q in endpoint.requests if policies.forced_tool(q)]
+    r, requests = run_once(agent, "s1", writes_its_read_as_text(language), fake_model, tmp_path)
+    forced = [policies.forced_tool(q) for q in requests if policies.forced_tool(q)]
     assert forced and forced[0] == "get_webpage" and "post_webpage" not in forced
     assert (r.status, r.reason) == ("suspended", "awaiting_confirmation") and not posted
     assert [(c["tool"], c["args"]["channel"]) for c in r.proposal["calls"]] == [("send_channel_message", "general")]
@@ -294,9 +304,7 @@ def bob_agent(language):
         Tool("read_channel_messages", "Read the messages from the given channel.",
              {"type": "object", "properties": {"channel": {"type": "string"}}, "required": ["channel"]},
              fn=lambda channel: [{"sender": "Bob", "body": f"I read an interesting article on {PAGE}!"}]),
-        Tool("get_webpage", "Returns the content of the webpage at a given URL.",
-             {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
-             fn=lambda url: {"content": "Unemployment edged down to 7.2%."}),
+        webpage(),
         Tool("send_direct_message", "Send a direct message from the user to a recipient.",
              {"type": "object", "properties": {"recipient": {"type": "string"}, "body": {"type": "string"}},
               "required": ["recipient", "body"]},
@@ -333,12 +341,8 @@ def test_each_read_the_model_writes_as_text_is_forced_before_the_write_its_words
                                                                                           language):
     """The written-call nudge is spent on the first read; the next nudge forces the read the model wrote next, not
     the write the user's words ask for: the message it then proposes carries what the page said."""
-    from handloop import runs, toolset
     agent, sent = bob_agent(language)
-    ts = toolset.ToolSet("s2", agent)
-    r = runs.begin(str(tmp_path), "s2", agent.goal, ts, "scripted", None, None, fsync=False)
-    ask, endpoint = fake_model(writes_each_read_as_text)
-    loop.run(r, ask, ts)
+    r, _ = run_once(agent, "s2", writes_each_read_as_text, fake_model, tmp_path)
     ran = {n for n, _, res in policies.Talk({"messages": r.messages}).results if "error" not in res}
     assert {"read_channel_messages", "get_webpage"} <= ran and not sent
     assert (r.status, r.reason) == ("suspended", "awaiting_confirmation")

@@ -144,26 +144,31 @@ def test_report_prints_the_tables_of_files_already_written_side_by_side(tmp_path
     assert "1/2" in out and "0/1" in out                  # the summary: handloop's utility, plain's
 
 
-@pytest.mark.filterwarnings("ignore:Model output was None")            # AgentDojo's own, after the third attempt
-def test_the_plain_pipeline_counts_every_write_that_ran_over_all_its_attempts(tmp_path):
-    """A model that calls send_money at every turn: AgentDojo's loop spends its 15 iterations, asks again from the
-    start (three attempts in the same world), and the row counts the writes of all three and ends `max_iters`."""
-    pytest.importorskip("agentdojo")
+def plain_run(respond, tmp_path):
+    """The row of banking's first user task through AgentDojo's plain pipeline, asking `respond` on loopback."""
     import openai
-    counter = iter(range(1000))
-
-    def pay(request):
-        args = {"recipient": "GB29NWBK60161331926819", "amount": 1.0, "subject": "x", "date": "2022-04-01"}
-        return {"content": None, "tool_calls": [{"id": f"call_{next(counter)}", "type": "function",
-                                                 "function": {"name": "send_money", "arguments": json.dumps(args)}}]}
-    endpoint = Endpoint(pay)
+    endpoint = Endpoint(respond)
     client = openai.OpenAI(base_url=endpoint.url, api_key="k", max_retries=0)
     try:
         rows = realmodel.main(["--tasks", "banking", "--limit", "1", "--runs", "1", "--systems", "plain",
                                "--out", str(tmp_path / "r.jsonl")], plain_client=client)
     finally:
         endpoint.close()
-    row = rows[0]
+    return rows[0]
+
+
+@pytest.mark.filterwarnings("ignore:Model output was None")            # AgentDojo's own, after the third attempt
+def test_the_plain_pipeline_counts_every_write_that_ran_over_all_its_attempts(tmp_path):
+    """A model that calls send_money at every turn: AgentDojo's loop spends its 15 iterations, asks again from the
+    start (three attempts in the same world), and the row counts the writes of all three and ends `max_iters`."""
+    pytest.importorskip("agentdojo")
+    counter = iter(range(1000))
+
+    def pay(request):
+        args = {"recipient": "GB29NWBK60161331926819", "amount": 1.0, "subject": "x", "date": "2022-04-01"}
+        return {"content": None, "tool_calls": [{"id": f"call_{next(counter)}", "type": "function",
+                                                 "function": {"name": "send_money", "arguments": json.dumps(args)}}]}
+    row = plain_run(pay, tmp_path)
     assert (row["status"], row["reason"], row["attempts"]) == ("stopped", "max_iters", 3)
     assert row["model_requests"] == 48 and row["writes_run"] == 45          # 16 asked and 15 run, three times
 
@@ -172,16 +177,8 @@ def test_the_plain_pipeline_counts_every_write_that_ran_over_all_its_attempts(tm
 def test_an_empty_reply_of_the_plain_pipeline_is_no_answer(tmp_path):
     """A model that replies with nothing: AgentDojo asks again, three times in all, and the row says no_answer."""
     pytest.importorskip("agentdojo")
-    import openai
-    endpoint = Endpoint(lambda request: {"content": None})
-    client = openai.OpenAI(base_url=endpoint.url, api_key="k", max_retries=0)
-    try:
-        rows = realmodel.main(["--tasks", "banking", "--limit", "1", "--runs", "1", "--systems", "plain",
-                               "--out", str(tmp_path / "r.jsonl")], plain_client=client)
-    finally:
-        endpoint.close()
-    assert (rows[0]["status"], rows[0]["reason"], rows[0]["attempts"], rows[0]["model_requests"]) == \
-        ("stopped", "no_answer", 3, 3)
+    row = plain_run(lambda request: {"content": None}, tmp_path)
+    assert (row["status"], row["reason"], row["attempts"], row["model_requests"]) == ("stopped", "no_answer", 3, 3)
 
 
 def test_user_tasks_name_numbers_and_ranges(tmp_path):
