@@ -21,13 +21,9 @@ show *** instead); a refusal names the variable the token comes from (`token_env
 with a user name or password is refused, shown with them as ***. Standard library only.
 """
 import base64
-import heapq
 import http.client
-import itertools
 import json
-import os
 import re
-import socket
 import threading
 import time
 import urllib.parse
@@ -35,6 +31,7 @@ import urllib.parse
 from .. import mcp_tools
 from .. import texts
 from ..values import redacted_url, scrubbed
+from .deadlines import Watch, socket_of
 from ..mcp_tools import META_VERSION, MCPAuthError, MCPError, MCPTimeout, encode, valid_id
 
 MAX_REPLY = mcp_tools.CLIENT_MAX_LINE       # bytes of one reply body or one SSE event
@@ -134,7 +131,7 @@ class _Session:
             was_closed, self.closed = self.closed, True
         if not was_closed and self.session_id and not self.expired and self.refused is None:
             try:
-                with _Watch(time.monotonic() + grace) as watch:
+                with Watch(time.monotonic() + grace) as watch:
                     conn, response = self._send("DELETE", None, self._headers(None), time.monotonic() + grace,
                                                 watch=watch)
                     response.read(64 << 10)
@@ -172,7 +169,7 @@ class _Session:
         except ValueError as exc:
             raise MCPError(self.say("mcp.unencodable", why=exc)) from None
         method, rid = message.get("method", "?"), message.get("id")
-        with _Watch(deadline) as watch:
+        with Watch(deadline) as watch:
             try:
                 conn, response = self._send("POST", body, self._headers(message), deadline, method, timeout, watch)
                 keep = False
@@ -300,7 +297,7 @@ class _Session:
     # ---- HTTP under it
     def _send(self, verb, body, headers, deadline, method="DELETE", timeout=None, watch=None):
         """(connection, response) once the status line is in; a kept-alive connection the server had
-        closed is retried once on a new one. `watch` (a _Watch) is told of each connection and response."""
+        closed is retried once on a new one. `watch` (a deadlines.Watch) is told of each connection and response."""
         for attempt in (0, 1):
             conn, reused = self._take()
             try:
@@ -356,7 +353,7 @@ class _Session:
         left = deadline - time.monotonic()
         if left <= 0:
             raise MCPTimeout(self.say("mcp.timeout", url=self.target.url, seconds=timeout or 0, method=method))
-        sock = _socket_of(conn)
+        sock = socket_of(conn)
         if isinstance(conn, http.client.HTTPConnection):
             conn.timeout = left
         if sock is not None:
@@ -374,90 +371,6 @@ class _Session:
                 self.idle.append(conn)
                 return
         conn.close()
-
-
-def _socket_of(thing):
-    """A connection's socket, or (once http.client let go of it) the one its response reads from."""
-    return getattr(thing, "sock", None) or getattr(getattr(getattr(thing, "fp", None), "raw", None), "_sock", None)
-
-
-class _Watch:
-    """A deadline on a whole exchange, however its bytes dribble in (a socket timeout bounds one
-    read only): when it passes, every connection and response it watches is shut, so a blocked
-    read or write returns at once; `fired` says it did. Watched by the one _Watchdog thread."""
-
-    def __init__(self, deadline):
-        self.deadline, self.watched, self.fired, self.over = deadline, [], False, False
-        self.lock = threading.Lock()
-
-    def __enter__(self):
-        _WATCHDOG.add(self)
-        return self
-
-    def __exit__(self, *exc):
-        with self.lock:
-            self.over, self.watched = True, []
-
-    def watch(self, thing):
-        with self.lock:
-            self.watched.append(thing)
-            fired = self.fired
-        if fired:
-            _shut(thing)
-
-    def fire(self):
-        with self.lock:
-            if self.over:
-                return
-            self.fired, watched = True, list(self.watched)
-        for thing in watched:
-            _shut(thing)
-
-
-class _Watchdog:
-    """One daemon thread that fires each watch whose deadline has passed (no thread per exchange:
-    starting one costs more than a local MCP call); started on first use, again after a fork."""
-
-    def __init__(self):
-        self.reset()
-
-    def reset(self):
-        self.cond, self.heap, self.thread, self.count = threading.Condition(), [], None, itertools.count()
-
-    def add(self, watch):
-        with self.cond:
-            heapq.heappush(self.heap, (watch.deadline, next(self.count), watch))
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._run, daemon=True, name="mcp-deadlines")
-                self.thread.start()
-            self.cond.notify()
-
-    def _run(self):
-        while True:
-            with self.cond:
-                while self.heap and self.heap[0][2].over:        # finished in time: forgotten
-                    heapq.heappop(self.heap)
-                left = self.heap[0][0] - time.monotonic() if self.heap else None
-                if left is None or left > 0:
-                    self.cond.wait(left)
-                    continue
-                watch = heapq.heappop(self.heap)[2]
-            watch.fire()
-
-
-_WATCHDOG = _Watchdog()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_WATCHDOG.reset)
-
-
-def _shut(thing):
-    """Shut a connection's socket (TLS too: its plain socket) so that a read blocked on it returns."""
-    sock = _socket_of(thing)
-    if sock is not None:
-        try:
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)
-        except (OSError, TypeError, ValueError):
-            pass
 
 
 def _json(data):
