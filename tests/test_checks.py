@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT, heavy_imports, run_cli
 from handloop import checks
-from handloop.judge import readings
+from handloop.judge import provenance, readings
 from handloop.cli import check as check_cli
 
 CORPUS = os.path.join(ROOT, "tests", "transcripts")
@@ -284,8 +284,9 @@ def test_the_judge_imports_no_project_module():
     and texts/catalogue.py, which says any catalogue; and the confirmation records (confirmation/held.py, ledger.py,
     themselves leaves), on which it replays our own runs as the loop decides them."""
     for name, allowed in (("cli/check", {"checks", "judge.transcripts", "judge.formats", "judge.texts", "texts.catalogue"}),
-                          ("checks", {"judge.confirm", "judge.weather", "judge.verdicts", "judge.declaration",
-                                      "judge.readings", "judge.texts", "texts.stated", "texts.rules", "texts.words"}),
+                          ("checks", {"judge.confirm", "judge.provenance", "judge.weather", "judge.verdicts",
+                                      "judge.declaration", "judge.texts", "texts.rules", "texts.words"}),
+                          ("judge/provenance", {"judge.verdicts", "judge.readings", "judge.texts", "texts.stated"}),
                           ("judge/confirm", {"confirmation", "judge.offers", "judge.verdicts", "judge.readings",
                                              "judge.texts", "texts.stated", "texts.words"}),
                           ("judge/offers", {"texts.stated", "texts.words"}),
@@ -405,10 +406,10 @@ def test_check_never_imports_the_model_client(tmp_path):
 
 def test_hotel_ids_in_plain_text_results_are_matched_as_whole_ids():
     text = {"text": "找到：XA-001 古城墙酒店，XA-0022 某酒店"}
-    assert checks._mentions(text, "XA-001", "hotel_id") and not checks._mentions(text, "XA-002", "hotel_id")
-    assert not checks._mentions({"text": "AXA-001"}, "XA-001", "hotel_id")
-    assert checks._mentions({"hotels": [{"hotel_id": "XA-001"}]}, "XA-001", "hotel_id")
-    assert not checks._mentions({"hotels": [{"name": "XA-001"}]}, "XA-001", "hotel_id")
+    assert provenance._mentions(text, "XA-001", "hotel_id") and not provenance._mentions(text, "XA-002", "hotel_id")
+    assert not provenance._mentions({"text": "AXA-001"}, "XA-001", "hotel_id")
+    assert provenance._mentions({"hotels": [{"hotel_id": "XA-001"}]}, "XA-001", "hotel_id")
+    assert not provenance._mentions({"hotels": [{"name": "XA-001"}]}, "XA-001", "hotel_id")
 
 
 ODD = [None, 0, -1, True, "", "x", [], {}, [None], {"": None}, "```", 1e308]
